@@ -1,0 +1,63 @@
+"""Aggregates with a standard error and a count, for every reported number."""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+
+@dataclass
+class Aggregate:
+    value: float | None
+    stderr: float | None
+    n: int
+
+
+def mean_stderr(values: Sequence[float | None]) -> Aggregate:
+    """Mean of the non-None values; stderr = sample std / sqrt(n)."""
+    xs = [float(v) for v in values if v is not None]
+    n = len(xs)
+    if n == 0:
+        return Aggregate(None, None, 0)
+    mean = sum(xs) / n
+    if n == 1:
+        return Aggregate(mean, None, 1)
+    var = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    return Aggregate(mean, math.sqrt(var / n), n)
+
+
+def bootstrap_stderr(
+    units: Sequence, statistic: Callable[[Sequence], float | None], iters: int = 1000, seed: int = 1234
+) -> float | None:
+    """Standard error of ``statistic`` by resampling ``units`` with replacement.
+    Deterministic for a given seed."""
+    n = len(units)
+    if n < 2:
+        return None
+    rng = random.Random(seed)
+    stats = []
+    for _ in range(iters):
+        sample = [units[rng.randrange(n)] for _ in range(n)]
+        value = statistic(sample)
+        if value is not None:
+            stats.append(value)
+    if len(stats) < 2:
+        return None
+    m = sum(stats) / len(stats)
+    return math.sqrt(sum((s - m) ** 2 for s in stats) / (len(stats) - 1))
+
+
+def weighted_mean(parts: Sequence[tuple[Aggregate, float]]) -> Aggregate:
+    """Combine aggregates with weights; stderr by propagation assuming
+    independence: sqrt(sum w_i^2 se_i^2) / sum w_i."""
+    usable = [(a, w) for a, w in parts if a.value is not None and w > 0]
+    if not usable:
+        return Aggregate(None, None, 0)
+    total_w = sum(w for _, w in usable)
+    value = sum(a.value * w for a, w in usable) / total_w
+    if all(a.stderr is not None for a, _ in usable):
+        se = math.sqrt(sum((w * a.stderr) ** 2 for a, w in usable)) / total_w
+    else:
+        se = None
+    return Aggregate(value, se, sum(a.n for a, _ in usable))

@@ -1,0 +1,126 @@
+"""What every model backend provides, and how a backend spec is parsed."""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import UserError
+from .messages import Request, Response
+
+
+@dataclass
+class Capabilities:
+    text: bool = True
+    images: int = 0  # images per request; 0 = none
+    video: bool = False  # takes a video file/frames natively (with timestamps)
+    audio: bool = False  # takes audio natively
+    multi_turn: bool = True
+    max_context: int = 8192  # tokens
+    tokens_per_frame: int = 256  # estimate used by the budget check
+    sees_pixels: bool = True  # False for text-only backends; recorded in run.json
+
+
+@dataclass
+class BackendSpec:
+    """``openai:gpt-4.1-mini`` plus ``k=v`` arguments."""
+
+    kind: str
+    name: str
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.name}" if self.name else self.kind
+
+
+def parse_kv(text: str | None) -> dict[str, Any]:
+    """``a=1,b=x`` -> {"a": 1, "b": "x"}; values are parsed as YAML scalars."""
+    out: dict[str, Any] = {}
+    if not text:
+        return out
+    for item in _split_top_level(text):
+        if not item:
+            continue
+        if "=" not in item:
+            raise UserError(f"argument {item!r} is not of the form key=value")
+        key, value = item.split("=", 1)
+        out[key.strip()] = _scalar(value.strip())
+    return out
+
+
+def _split_top_level(text: str) -> list[str]:
+    # commas inside [...] or {...} belong to the value
+    items, depth, cur = [], 0, ""
+    for ch in text:
+        if ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            items.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    items.append(cur)
+    return [i.strip() for i in items]
+
+
+def _scalar(value: str) -> Any:
+    import yaml
+
+    try:
+        return yaml.safe_load(value) if value else ""
+    except yaml.YAMLError:
+        return value
+
+
+def parse_backend_spec(text: str, extra_args: str | None = None) -> BackendSpec:
+    """``vllm:Qwen3-VL``, ``local``, ``openai:gpt-4.1,base_url=http://...``."""
+    head, _, inline = text.partition(",")
+    kind, _, name = head.partition(":")
+    if not kind:
+        raise UserError(f"model spec {text!r} must look like BACKEND:NAME")
+    args = parse_kv(inline)
+    args.update(parse_kv(extra_args))
+    return BackendSpec(kind=kind.strip(), name=name.strip(), args=args)
+
+
+class Backend:
+    """Base class for model backends.
+
+    Subclasses set ``capabilities`` and implement ``generate`` (async, one
+    request) or override ``generate_batch`` (engines that batch).  The
+    evaluator limits concurrency to ``concurrency`` in-flight requests.
+    """
+
+    capabilities = Capabilities()
+    concurrency: int = 1
+
+    def __init__(self, spec: BackendSpec):
+        self.spec = spec
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        """What makes two backends answer the same; part of the cache key.
+        Never include secrets."""
+        safe = {k: v for k, v in self.spec.args.items() if not _secret(k)}
+        return {"kind": self.spec.kind, "name": self.spec.name, "args": safe}
+
+    def describe(self) -> dict[str, Any]:
+        """Metadata written to run.json."""
+        return {**self.identity, "capabilities": self.capabilities.__dict__}
+
+    async def generate(self, request: Request) -> Response:
+        raise NotImplementedError
+
+    async def generate_batch(self, requests: list[Request]) -> list[Response]:
+        return list(await asyncio.gather(*(self.generate(r) for r in requests)))
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _secret(key: str) -> bool:
+    k = key.lower()
+    return any(s in k for s in ("key", "token", "secret", "password"))

@@ -1,0 +1,49 @@
+"""The hooks a plugin implements.  A plugin is any module with ``@hookimpl``
+functions, registered by an entry point in the group ``avhb``:
+
+    [project.entry-points.avhb]
+    mypkg = "mypkg.avhb_plugin"
+
+Each hook returns names and *import paths* ("package.module:attr"), never
+objects, so listing what is installed imports nothing heavy.  Names from a
+third-party plugin are namespaced by its entry-point name (``mypkg/name``);
+the built-ins, shipped by the ``avhb`` distribution itself, are bare.
+"""
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("avhb")
+hookimpl = pluggy.HookimplMarker("avhb")
+
+
+@hookspec
+def avhb_task_packages() -> list[str]:
+    """Dotted names of packages holding task YAML files (searched
+    recursively).  Hooks named in a YAML resolve inside its package."""
+
+
+@hookspec
+def avhb_backends() -> dict[str, str]:
+    """Model backend kinds -> "module:Class" (a ``avhb.backend.Backend``)."""
+
+
+@hookspec
+def avhb_metrics() -> dict[str, str]:
+    """Metric names -> "module:Class" (a ``avhb.metric.Metric``)."""
+
+
+@hookspec
+def avhb_filters() -> dict[str, str]:
+    """Filter names -> "module:Class" (a ``avhb.filters.Filter``)."""
+
+
+@hookspec
+def avhb_judges() -> dict[str, str]:
+    """Judge kinds -> "module:Class" (a Backend that answers judge requests,
+    e.g. an embedding-similarity scorer).  Any backend kind is a judge too."""
+
+
+@hookspec
+def avhb_model_presets() -> list[str]:
+    """Dotted "package:file.yaml" resources with model presets."""

@@ -1,0 +1,93 @@
+"""The request a backend receives: conversation turns made of typed parts.
+
+Media parts carry either a file reference (for backends that take files
+natively) or decoded content (frames, waveform).  The evaluator decides which,
+from the backend's declared capabilities, and records what it changed in
+``Request.adaptations``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+
+@dataclass
+class TextPart:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass
+class ImagePart:
+    """One still image: a file path, or an RGB uint8 array (H, W, 3)."""
+
+    path: str | None = None
+    array: Any = None  # numpy.ndarray
+    label: str | None = None  # e.g. "frame at 12.50s" or "[3]"
+    type: Literal["image"] = "image"
+
+
+@dataclass
+class VideoPart:
+    """A video. ``path`` is the source file; once sampled, ``frames`` holds
+    RGB uint8 arrays and ``timestamps`` their times in seconds."""
+
+    path: str
+    segment: tuple[float, float] | None = None
+    frames: list[Any] | None = None
+    timestamps: list[float] | None = None
+    frame_indices: list[int] | None = None
+    fps: float | None = None  # source fps, once probed
+    type: Literal["video"] = "video"
+
+
+@dataclass
+class AudioPart:
+    """Audio: a file path (or a video's own track) and/or a mono float32
+    waveform at ``rate`` Hz.  ``transcript`` is filled by an ASR adaptation."""
+
+    path: str | None = None
+    array: Any = None  # numpy.ndarray float32, mono
+    rate: int | None = None
+    segment: tuple[float, float] | None = None
+    transcript: str | None = None
+    type: Literal["audio"] = "audio"
+
+
+Part = Union[TextPart, ImagePart, VideoPart, AudioPart]
+
+
+@dataclass
+class Message:
+    role: Literal["system", "user", "assistant"]
+    parts: list[Part]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(p.text for p in self.parts if isinstance(p, TextPart))
+
+
+@dataclass
+class Request:
+    """Everything a backend needs for one generation."""
+
+    messages: list[Message]
+    generation: dict[str, Any] = field(default_factory=dict)  # max_tokens, temperature, stop...
+    choices: list[str] | None = None  # option texts, for baselines and log-likelihood scoring
+    key: str = ""  # content hash; set by the evaluator, used by the journal
+    adaptations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Response:
+    text: str
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens
+    cost: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def text_request(prompt: str, system: str | None = None, **generation: Any) -> Request:
+    messages = [Message("system", [TextPart(system)])] if system else []
+    messages.append(Message("user", [TextPart(prompt)]))
+    return Request(messages=messages, generation=dict(generation))

@@ -1,0 +1,70 @@
+"""The metric and filter protocols.
+
+A metric scores one sample (possibly asking judges) and aggregates many.
+Options come from the task YAML's ``metric_list`` entry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .aggregate import Aggregate, mean_stderr
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .judges import Judges
+
+
+@dataclass
+class SampleRecord:
+    """One sample as metrics see it; also one line of samples/<task>.jsonl."""
+
+    id: str
+    doc: dict[str, Any]
+    target: Any = None
+    response: str | None = None  # raw model text (None when the sample failed)
+    extracted: Any = None  # after the filter chain
+    error: str | None = None
+    repeat: int = 0
+    scores: dict[str, Any] = field(default_factory=dict)
+    judgements: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)  # media used, adaptations, unparsed flags
+
+
+@dataclass
+class ScoreContext:
+    judges: "Judges"
+    task: str
+
+
+class Metric:
+    """Override ``score``; override ``aggregate`` for pair/group metrics."""
+
+    name: str = ""
+    higher_is_better: bool = True
+    needs_judges: tuple[str, ...] = ()
+
+    def __init__(self, name: str | None = None, **options: Any):
+        if name:
+            self.name = name
+        self.options = options
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        """Per-sample values; by convention ``{self.name: float | None}``.
+        None means 'not scorable' (excluded from the mean and counted)."""
+        raise NotImplementedError
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None] +
+                                       [0.0 for r in records if r.error is not None and self.options.get("errors_count_as_wrong", True)])}
+
+
+class Filter:
+    """One step of answer extraction: value in, value out."""
+
+    name: str = ""
+
+    def __init__(self, **options: Any):
+        self.options = options
+
+    async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        raise NotImplementedError

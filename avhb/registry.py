@@ -1,0 +1,127 @@
+"""Plugin discovery: one pluggy PluginManager over the entry-point group
+``avhb``.  Built-ins come through the same group as third parties.
+
+``AVHB_PLUGINS=name1,name2`` restricts which entry points load (reproducible
+runs, tests); unset, every installed plugin loads.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import pluggy
+
+from . import hookspecs
+from .errors import UserError
+
+GROUP = "avhb"
+KINDS = ("backends", "metrics", "filters", "judges")
+
+
+@dataclass
+class PluginInfo:
+    name: str  # entry-point name; the namespace of a third-party plugin
+    module: str
+    distribution: str
+    version: str
+    builtin: bool
+    provides: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class Registry:
+    plugins: list[PluginInfo]
+    # kind -> public name -> "module:attr"
+    entries: dict[str, dict[str, str]]
+    # (namespace or "", package) for task packs
+    task_packages: list[tuple[str, str]]
+    preset_files: list[str]
+    failed: list[str] = field(default_factory=list)
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(self.entries.get(kind, {}))
+
+    def path(self, kind: str, name: str) -> str:
+        table = self.entries.get(kind, {})
+        if name in table:
+            return table[name]
+        singular = kind.rstrip("s")
+        known = ", ".join(sorted(table)) or "none"
+        raise UserError(f"unknown {singular} {name!r} (known: {known})")
+
+    def load(self, kind: str, name: str) -> Any:
+        return import_path(self.path(kind, name))
+
+    def versions(self) -> dict[str, str]:
+        return {p.name: f"{p.distribution} {p.version}" for p in self.plugins}
+
+
+def import_path(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in attr.split(".") if attr else []:
+        obj = getattr(obj, part)
+    return obj
+
+
+def _allowed() -> set[str] | None:
+    raw = os.environ.get("AVHB_PLUGINS")
+    if raw is None or raw.strip() == "":
+        return None
+    return {p.strip() for p in raw.split(",") if p.strip()}
+
+
+@lru_cache(maxsize=1)
+def get_registry() -> Registry:
+    from importlib.metadata import entry_points
+
+    allowed = _allowed()
+    pm = pluggy.PluginManager(GROUP)
+    pm.add_hookspecs(hookspecs)
+    plugins: list[PluginInfo] = []
+    entries: dict[str, dict[str, str]] = {k: {} for k in KINDS}
+    task_packages: list[tuple[str, str]] = []
+    presets: list[str] = []
+    failed: list[str] = []
+    seen: set[str] = set()
+    eps = sorted(entry_points(group=GROUP), key=lambda e: (e.dist.name != "avhb" if e.dist else True, e.name))
+    for ep in eps:
+        if allowed is not None and ep.name not in allowed:
+            continue
+        if ep.name in seen:  # the same distribution seen twice on sys.path
+            continue
+        seen.add(ep.name)
+        dist = ep.dist.name if ep.dist else "?"
+        version = ep.dist.version if ep.dist else "?"
+        builtin = dist == "avhb"
+        try:
+            module = ep.load()
+            pm.register(module, name=ep.name)
+        except Exception as exc:  # a broken plugin must not break the others
+            print(f"avhb: warning: plugin {ep.name!r} ({dist}) failed to load: {exc}", file=sys.stderr)
+            failed.append(ep.name)
+            continue
+        plugins.append(PluginInfo(ep.name, ep.value, dist, version, builtin))
+    by_name = {p.name: p for p in plugins}
+
+    def prefix(plugin_name: str) -> str:
+        return "" if by_name[plugin_name].builtin else f"{plugin_name}/"
+
+    for kind in KINDS:
+        for impl in getattr(pm.hook, f"avhb_{kind}").get_hookimpls():
+            table = impl.function() or {}
+            names = [prefix(impl.plugin_name) + n for n in table]
+            entries[kind].update(zip(names, table.values()))
+            by_name[impl.plugin_name].provides[kind] = sorted(names)
+    for impl in pm.hook.avhb_task_packages.get_hookimpls():
+        pkgs = list(impl.function() or [])
+        namespace = prefix(impl.plugin_name).rstrip("/")
+        task_packages.extend((namespace, p) for p in pkgs)
+        by_name[impl.plugin_name].provides["task_packages"] = pkgs
+    for impl in pm.hook.avhb_model_presets.get_hookimpls():
+        presets.extend(impl.function() or [])
+    return Registry(plugins, entries, task_packages, presets, failed)

@@ -1,0 +1,7 @@
+"""Registers the built-in model backends."""
+from avhb.hookspecs import hookimpl
+
+
+@hookimpl
+def avhb_backends():
+    return {}

@@ -1,0 +1,7 @@
+"""Registers the built-in task packs (one folder per benchmark)."""
+from avhb.hookspecs import hookimpl
+
+
+@hookimpl
+def avhb_task_packages():
+    return ["avhb.tasks"]
