@@ -124,3 +124,13 @@ class Backend:
 def _secret(key: str) -> bool:
     k = key.lower()
     return any(s in k for s in ("key", "token", "secret", "password"))
+
+
+def create_backend(spec: BackendSpec) -> Backend:
+    """Instantiate a backend (or a judge kind) by its registered name."""
+    from .registry import get_registry
+
+    registry = get_registry()
+    kind = "backends" if spec.kind in registry.entries["backends"] else "judges"
+    cls = registry.load(kind, spec.kind)
+    return cls(spec)

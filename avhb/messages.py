@@ -75,6 +75,7 @@ class Request:
     generation: dict[str, Any] = field(default_factory=dict)  # max_tokens, temperature, stop...
     choices: list[str] | None = None  # option texts, for baselines and log-likelihood scoring
     key: str = ""  # content hash; set by the evaluator, used by the journal
+    fields: dict[str, Any] = field(default_factory=dict)  # structured inputs (judge fields, sample id) for non-LLM backends
     adaptations: list[str] = field(default_factory=list)
 
 

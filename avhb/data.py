@@ -1,0 +1,97 @@
+"""Where a task's data comes from: its sample pack, a local copy of the
+upstream release (``--data NAME=PATH``), or a prepared Hub snapshot.  All
+three are local folders in the upstream layout, read by the same loader."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .task_config import TaskConfig
+
+
+@dataclass
+class DataSource:
+    root: Path
+    kind: str  # "sample" | "local" | "hub"
+    revision: str | None = None
+
+
+def parse_data_flags(items: list[str]) -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for item in items or []:
+        name, sep, path = item.partition("=")
+        if not sep or not name or not path:
+            raise UserError(f"--data {item!r}: expected NAME=PATH (NAME is a benchmark, group or task)")
+        out[name.strip()] = Path(path.strip()).expanduser()
+    return out
+
+
+def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool) -> DataSource:
+    tags = task.get("tag") or []
+    names = [task.name, task.benchmark, *([tags] if isinstance(tags, str) else tags)]
+    for name in names:
+        if name in data:
+            root = data[name]
+            if not root.exists():
+                raise UserError(f"--data {name}={root}: no such file or folder")
+            return DataSource(root, "local")
+    if sample_data:
+        rel = task.get("sample_data")
+        if not rel:
+            raise UserError(f"task {task.name!r} ships no sample pack")
+        root = task.pack_dir / rel
+        if not root.exists():
+            raise UserError(f"task {task.name!r}: sample pack {root} is missing (re-install avhb)")
+        return DataSource(root, "sample")
+    repo = task.get("dataset_path")
+    if repo:
+        from .hub import default_data_dir, is_complete
+
+        revision = task.get("revision", "main")
+        local = default_data_dir() / repo.replace("/", "__") / revision
+        if is_complete(local, repo, revision):
+            return DataSource(local, "hub", revision)
+        raise UserError(
+            f"task {task.name!r}: data {repo}@{revision} is not on this machine; fetch it with "
+            f"`avhb prepare {task.name}`, point at a local copy with `--data {task.benchmark or task.name}=PATH`, "
+            f"or run the sample pack with `--sample-data`")
+    raise UserError(f"task {task.name!r}: no data: pass --data {task.benchmark or task.name}=PATH or --sample-data")
+
+
+def default_loader(root: Path, task: TaskConfig) -> list[dict[str, Any]]:
+    """A JSON/JSONL/CSV file, or a folder readable by ``datasets`` (local
+    parquet/json/csv files), split ``test_split``."""
+    split = task.get("test_split", "test")
+    kwargs = dict(task.get("dataset_kwargs") or {})
+    if root.is_file():
+        return _read_records(root)
+    data_files = kwargs.pop("data_files", None)
+    if isinstance(data_files, str) and (root / data_files).is_file():
+        return _read_records(root / data_files)
+    import datasets
+
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)
+    return [dict(row) for row in ds]
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    try:
+        if path.suffix == ".jsonl":
+            with open(path, encoding="utf-8") as fh:
+                return [json.loads(line) for line in fh if line.strip()]
+        if path.suffix == ".json":
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return data if isinstance(data, list) else list(data.values())
+        if path.suffix == ".csv":
+            import csv
+
+            with open(path, newline="", encoding="utf-8") as fh:
+                return list(csv.DictReader(fh))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"{path}: cannot read data: {exc}") from None
+    raise UserError(f"{path}: unsupported data file (expected .json, .jsonl or .csv)")

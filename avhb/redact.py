@@ -1,0 +1,112 @@
+"""Remove secrets from text and JSON-like objects before logging or writing.
+
+What counts as a secret:
+
+1. the value of any environment variable whose name contains KEY, TOKEN,
+   SECRET or PASSWORD (case-insensitive), if it is at least 8 characters
+   long (shorter values such as ``TOKENIZERS_PARALLELISM=false`` are not
+   secrets and would mangle ordinary text); variables naming paths
+   (``*_PATH``, ``*_FILE``, ``*_DIR``) are skipped;
+2. token-shaped strings: ``sk-...`` (OpenAI/Anthropic style), ``hf_...``
+   (Hub), ``AIza...`` (Google), ``xox[abp]-...`` (Slack), ``ghp_...`` (GitHub);
+3. credentials after ``Bearer``/``Basic``, after an ``Authorization:``
+   header, or in ``api_key=``/``key=``/``token=`` query parameters;
+4. in dicts, the whole value under a credential-named key: ``authorization``,
+   ``api_key``, ``x-api-key``, ``password``, ``*_secret``, ``*_token``
+   (singular; ``max_tokens``/``prompt_tokens`` are counts, not secrets;
+   ``eos_token`` and other tokenizer fields are not secrets either).
+
+``redact`` returns a new object of the same shape; non-string leaves are
+kept as they are.
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+MASK = "***"
+
+_NAME_HINTS = ("KEY", "TOKEN", "SECRET", "PASSWORD")
+_NAME_SKIP = ("_PATH", "_FILE", "_DIR", "_DIRS", "_URL_PATH")
+_MIN_SECRET_LEN = 8
+
+_PATTERNS = [
+    # header lines / JSON fields: Authorization: Bearer xyz, "authorization": "xyz"
+    (re.compile(r"(?i)((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)(?:(bearer|basic|token)\s+)?[^\s\"',;}]+"),
+     lambda m: m.group(1) + (m.group(2) + " " if m.group(2) else "") + MASK),
+    (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), lambda m: m.group(1) + " " + MASK),
+    (re.compile(r"(?i)([?&](?:api[_-]?key|key|access[_-]?token|token)=)[^&\s\"'#]+"), lambda m: m.group(1) + MASK),
+    (re.compile(r"(?i)\b((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}"), lambda m: m.group(1) + MASK),
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), lambda m: "sk-" + MASK),
+    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), lambda m: "hf_" + MASK),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), lambda m: MASK),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), lambda m: MASK),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"), lambda m: MASK),
+]
+
+_SECRET_KEYS = frozenset({
+    "authorization", "proxy_authorization", "api_key", "apikey", "x_api_key", "api_token",
+    "password", "passwd", "secret", "client_secret", "token", "access_token", "refresh_token",
+    "id_token", "auth_token", "session_token", "bearer", "x_goog_api_key", "cookie", "set_cookie",
+})
+_NOT_SECRET_TOKENS = frozenset({"bos_token", "eos_token", "pad_token", "unk_token", "sep_token",
+                                "cls_token", "mask_token", "stop_token"})
+
+
+def secret_key(name: str) -> bool:
+    """Is a dict key / argument name a credential?"""
+    k = name.lower().replace("-", "_")
+    if k in _SECRET_KEYS:
+        return True
+    if k in _NOT_SECRET_TOKENS:
+        return False
+    return k.endswith(("_api_key", "_apikey", "_secret", "_password", "_token", "_key_value"))
+
+
+def env_secrets(environ: dict[str, str] | None = None) -> list[str]:
+    """Secret values from the environment, longest first."""
+    env = os.environ if environ is None else environ
+    found = set()
+    for name, value in env.items():
+        upper = name.upper()
+        if not any(h in upper for h in _NAME_HINTS) or upper.endswith(_NAME_SKIP):
+            continue
+        value = value.strip()
+        if len(value) >= _MIN_SECRET_LEN:
+            found.add(value)
+    return sorted(found, key=len, reverse=True)
+
+
+def redact_text(text: str, secrets: list[str] | None = None) -> str:
+    for value in env_secrets() if secrets is None else secrets:
+        if value in text:
+            text = text.replace(value, MASK)
+    for pattern, repl in _PATTERNS:
+        text = pattern.sub(repl, text)
+    return text
+
+
+def redact(obj: Any, *, extra: list[str] | tuple[str, ...] = ()) -> Any:
+    """A copy of ``obj`` (str, dict, list, tuple, nested) without secrets.
+    ``extra``: more literal secret values to remove."""
+    secrets = sorted(set(env_secrets()) | {e for e in extra if e}, key=len, reverse=True)
+    return _walk(obj, secrets)
+
+
+def _walk(obj: Any, secrets: list[str]) -> Any:
+    if isinstance(obj, str):
+        return redact_text(obj, secrets)
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            if isinstance(k, str) and secret_key(k) and v not in (None, "") and not isinstance(v, (bool, int, float)):
+                out[k] = MASK
+            else:
+                out[_walk(k, secrets) if isinstance(k, str) else k] = _walk(v, secrets)
+        return out
+    if isinstance(obj, list):
+        return [_walk(v, secrets) for v in obj]
+    if isinstance(obj, tuple):
+        return tuple(_walk(v, secrets) for v in obj)
+    return obj

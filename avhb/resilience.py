@@ -1,0 +1,278 @@
+"""Retries and adaptive concurrency for API backends (pure asyncio).
+
+Definitions:
+
+- A *retryable* failure is HTTP 408, 409, 425, 429 or any 5xx, a timeout, a
+  refused/reset connection, or a reply that is not valid JSON.  Anything else
+  (400, 401, 404...) fails at once.
+- Backoff uses *full jitter*: before retry ``k`` (k = 1, 2, ...) the wait is
+  ``uniform(0, min(max_delay, base_delay * 2 ** (k - 1)))``.  When the server
+  sent ``Retry-After`` (seconds or an HTTP date) the wait is that value
+  (capped at ``max_retry_after``) instead.
+- At most ``max_attempts`` attempts per call (the first one included); after
+  that the call returns an ``Outcome`` carrying the last error, which the
+  backend records as that sample's error.  The run goes on.
+- The limiter is AIMD: a 429 halves the limit (at most once per "epoch", so a
+  burst of 429s from requests that were already in flight counts once), and
+  ``increase_after`` consecutive successes raise it by one, up to ``max_limit``.
+  A 429 carrying Retry-After also pauses new acquisitions until then.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Awaitable, Callable, Generic, TypeVar
+
+T = TypeVar("T")
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+
+
+@dataclass
+class RetryPolicy:
+    max_attempts: int = 6
+    base_delay: float = 0.5  # seconds; first backoff ceiling
+    max_delay: float = 30.0  # ceiling of any computed backoff
+    max_retry_after: float = 120.0  # longest server-requested wait honoured
+
+
+@dataclass
+class Failure:
+    """How one failed attempt is classified."""
+
+    message: str
+    retryable: bool
+    status: int | None = None
+    retry_after: float | None = None  # seconds, from the server
+    rate_limited: bool = False  # 429: shrink the concurrency limit
+
+
+class HTTPStatusFailure(Exception):
+    """Raised by a transport for a non-2xx reply."""
+
+    def __init__(self, status: int, message: str = "", headers: dict[str, str] | None = None):
+        super().__init__(f"HTTP {status}: {message}".rstrip(": "))
+        self.status_code = status
+        self.headers = headers or {}
+
+
+class MalformedReply(Exception):
+    """A 2xx reply whose body could not be parsed.  Retryable."""
+
+
+@dataclass
+class Outcome(Generic[T]):
+    value: T | None = None
+    error: str | None = None
+    attempts: int = 0
+    retry_wait: float = 0.0  # seconds spent waiting between attempts
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def parse_retry_after(value: Any, now: float | None = None) -> float | None:
+    """Seconds to wait from a ``Retry-After`` value: a non-negative number of
+    seconds or an HTTP date (RFC 9110).  ``now`` is a UNIX time (default: the
+    current time).  Unparsable or missing -> None; a date in the past -> 0."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = None
+    if seconds is not None:
+        return max(0.0, seconds) if seconds == seconds else None  # NaN -> None
+    try:
+        when = email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    current = time.time() if now is None else now
+    return max(0.0, when.timestamp() - current)
+
+
+def backoff_delay(retry: int, policy: RetryPolicy, rng: Callable[[], float] = random.random) -> float:
+    """Full-jitter wait before retry number ``retry`` (1-based)."""
+    ceiling = min(policy.max_delay, policy.base_delay * (2 ** (retry - 1)))
+    return rng() * ceiling
+
+
+def _header(headers: Any, name: str) -> str | None:
+    if not headers:
+        return None
+    try:
+        value = headers.get(name)
+        if value is None:
+            value = headers.get(name.lower())
+    except AttributeError:
+        return None
+    return value
+
+
+def classify_exception(exc: BaseException) -> Failure:
+    """Default classification by duck typing, so no HTTP library is imported
+    here: ``status_code`` (+ ``headers`` or ``response.headers``) for HTTP
+    errors; timeout and connection errors by type (or type name, for client
+    libraries whose errors do not derive from the builtins)."""
+    status = getattr(exc, "status_code", None)
+    if status is None:
+        status = getattr(exc, "status", None) if isinstance(getattr(exc, "status", None), int) else None
+    message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    if isinstance(status, int):
+        headers = getattr(exc, "headers", None)
+        if not headers and getattr(exc, "response", None) is not None:
+            headers = getattr(exc.response, "headers", None)
+        retry_after = parse_retry_after(_header(headers, "Retry-After"))
+        retryable = status in RETRYABLE_STATUS or 500 <= status <= 599
+        return Failure(message, retryable, status, retry_after, rate_limited=status == 429)
+    if isinstance(exc, MalformedReply):
+        return Failure(message, True)
+    if isinstance(exc, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return Failure(message, True)
+    names = " ".join(t.__name__ for t in type(exc).__mro__).lower()
+    if "timeout" in names or "connection" in names or "disconnect" in names:
+        return Failure(message, True)
+    if isinstance(exc, OSError):
+        return Failure(message, True)
+    return Failure(message, False)
+
+
+class AdaptiveLimiter:
+    """An AIMD concurrency limit (see the module docstring)."""
+
+    def __init__(self, max_limit: int, *, min_limit: int = 1, increase_after: int = 10,
+                 initial: int | None = None, clock: Callable[[], float] = time.monotonic,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep):
+        if max_limit < 1:
+            raise ValueError("max_limit must be >= 1")
+        self.max_limit = max_limit
+        self.min_limit = max(1, min(min_limit, max_limit))
+        self.increase_after = max(1, increase_after)
+        self.limit = max_limit if initial is None else max(self.min_limit, min(initial, max_limit))
+        self.in_flight = 0
+        self.max_seen_in_flight = 0
+        self.epoch = 0  # bumps on every decrease
+        self.decreases = 0
+        self._streak = 0
+        self._paused_until = 0.0
+        self._waiters: deque[asyncio.Future] = deque()
+        self._clock = clock
+        self._sleep = sleep
+
+    async def acquire(self) -> int:
+        """Wait for a slot; returns the epoch the slot was granted in."""
+        while True:
+            wait = self._paused_until - self._clock()
+            if wait > 0:
+                await self._sleep(wait)
+                continue
+            if self.in_flight < self.limit and not self._waiters:
+                break
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            try:
+                await fut
+            except BaseException:
+                if fut in self._waiters:
+                    self._waiters.remove(fut)
+                elif fut.done() and not fut.cancelled():
+                    self._wake()  # pass the wake-up on
+                raise
+            if self.in_flight < self.limit:
+                break
+        self.in_flight += 1
+        self.max_seen_in_flight = max(self.max_seen_in_flight, self.in_flight)
+        return self.epoch
+
+    def release(self) -> None:
+        self.in_flight -= 1
+        self._wake()
+
+    def _wake(self) -> None:
+        free = self.limit - self.in_flight
+        while free > 0 and self._waiters:
+            fut = self._waiters.popleft()
+            if not fut.done():
+                fut.set_result(None)
+                free -= 1
+
+    def on_success(self) -> None:
+        self._streak += 1
+        if self._streak >= self.increase_after:
+            self._streak = 0
+            if self.limit < self.max_limit:
+                self.limit += 1
+                self._wake()
+
+    def on_rate_limited(self, epoch: int, retry_after: float | None = None) -> None:
+        """A 429 seen by a request granted in ``epoch``."""
+        self._streak = 0
+        if retry_after:
+            self._paused_until = max(self._paused_until, self._clock() + retry_after)
+        if epoch == self.epoch:
+            self.limit = max(self.min_limit, self.limit // 2)
+            self.epoch += 1
+            self.decreases += 1
+
+
+class Resilient:
+    """Runs one call with the retry policy under the shared limiter."""
+
+    def __init__(self, policy: RetryPolicy | None = None, limiter: AdaptiveLimiter | None = None, *,
+                 classify: Callable[[BaseException], Failure] = classify_exception,
+                 sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+                 rng: Callable[[], float] = random.random):
+        self.policy = policy or RetryPolicy()
+        self.limiter = limiter or AdaptiveLimiter(32)
+        self.classify = classify
+        self._sleep = sleep
+        self._rng = rng
+        self.retries = 0  # retries across all calls (for reports)
+
+    async def call(self, fn: Callable[[], Awaitable[T]]) -> Outcome[T]:
+        waited = 0.0
+        attempts = max(1, self.policy.max_attempts)
+        failure: Failure | None = None
+        for attempt in range(1, attempts + 1):
+            epoch = await self.limiter.acquire()
+            try:
+                value = await fn()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # classified below; never escapes
+                failure = self.classify(exc)
+            else:
+                self.limiter.on_success()
+                return Outcome(value=value, attempts=attempt, retry_wait=waited)
+            finally:
+                self.limiter.release()
+            if failure.rate_limited:
+                ra = None if failure.retry_after is None else min(failure.retry_after, self.policy.max_retry_after)
+                self.limiter.on_rate_limited(epoch, ra)
+            if not failure.retryable or attempt == attempts:
+                break
+            if failure.retry_after is not None:
+                delay = min(failure.retry_after, self.policy.max_retry_after)
+            else:
+                delay = backoff_delay(attempt, self.policy, self._rng)
+            self.retries += 1
+            waited += delay
+            if delay > 0:
+                await self._sleep(delay)
+        assert failure is not None
+        plural = "" if attempt == 1 else "s"
+        tail = f" (gave up after {attempt} attempt{plural})" if failure.retryable else ""
+        return Outcome(error=failure.message + tail, attempts=attempt, retry_wait=waited)

@@ -1,0 +1,124 @@
+"""A task at run time: its YAML config plus lazily imported hooks."""
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any, Callable
+
+from .data import DataSource, default_loader
+from .errors import SampleError, UserError
+from .judges import JudgeRole
+from .metric import Filter, Metric
+from .registry import Registry, import_path
+from .task_config import TaskConfig
+from .templates import is_template, lookup, render
+
+
+class Task:
+    def __init__(self, cfg: TaskConfig, registry: Registry):
+        self.cfg = cfg
+        self.name = cfg.name
+        self.registry = registry
+
+    # -- hooks -------------------------------------------------------------
+    @functools.lru_cache(maxsize=None)
+    def hook(self, dotted: str) -> Callable:
+        try:
+            return import_path(self.cfg.hook_path(dotted))
+        except (ImportError, AttributeError) as exc:
+            raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {exc}") from None
+
+    def _hook_or_none(self, key: str) -> Callable | None:
+        value = self.cfg.get(key)
+        if isinstance(value, dict) and "function" in value:
+            return self.hook(value["function"])
+        return None
+
+    # -- data --------------------------------------------------------------
+    def load_docs(self, source: DataSource) -> list[dict[str, Any]]:
+        loader = self._hook_or_none("data_loader")
+        docs = list(loader(source.root, self.cfg.config) if loader else default_loader(source.root, self.cfg))
+        process = self._hook_or_none("process_docs")
+        if process:
+            docs = list(process(docs))
+        return docs
+
+    def doc_id(self, doc: dict[str, Any], index: int) -> str:
+        field = self.cfg.get("doc_id")
+        if field:
+            try:
+                return str(lookup(doc, field))
+            except SampleError:
+                raise UserError(f"task {self.name!r}: doc_id field {field!r} missing in sample {index}") from None
+        return str(index)
+
+    def text(self, doc: dict[str, Any]) -> str:
+        value = self.cfg.get("doc_to_text")
+        if isinstance(value, dict):
+            return str(self.hook(value["function"])(doc))
+        return render(value or "", doc)
+
+    def target(self, doc: dict[str, Any]) -> Any:
+        value = self.cfg.get("doc_to_target")
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            return self.hook(value["function"])(doc)
+        if is_template(value):
+            return render(value, doc)
+        return lookup(doc, value)
+
+    def choices(self, doc: dict[str, Any]) -> list[str] | None:
+        value = self.cfg.get("doc_to_choice")
+        if value is None:
+            return None
+        if isinstance(value, list):
+            return [str(v) for v in value]
+        if isinstance(value, dict):
+            out = self.hook(value["function"])(doc)
+            return None if out is None else [str(v) for v in out]
+        out = lookup(doc, value)
+        return None if out is None else [str(v) for v in out]
+
+    # -- scoring -----------------------------------------------------------
+    def metrics(self) -> list[Metric]:
+        out = []
+        for entry in self.cfg.get("metric_list") or []:
+            options = {k: v for k, v in entry.items() if k not in ("metric", "function", "aggregation", "higher_is_better")}
+            if "function" in entry:
+                cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
+            else:
+                cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
+            metric = cls(name=name, **options)
+            if "higher_is_better" in entry:
+                metric.higher_is_better = entry["higher_is_better"]
+            out.append(metric)
+        return out
+
+    def filters(self) -> list[Filter]:
+        out = []
+        for entry in self.cfg.get("filter_list") or []:
+            options = {k: v for k, v in entry.items() if k not in ("filter", "function")}
+            cls = self.hook(entry["function"]) if "function" in entry else self.registry.load("filters", entry["filter"])
+            out.append(cls(**options))
+        return out
+
+    def judge_roles(self) -> dict[str, JudgeRole]:
+        return {name: JudgeRole.from_config(name, cfg or {}, self.cfg.pack_dir)
+                for name, cfg in (self.cfg.get("judges") or {}).items()}
+
+    @property
+    def generation(self) -> dict[str, Any]:
+        return dict(self.cfg.get("generation_kwargs") or {})
+
+    @property
+    def repeats(self) -> int:
+        return int(self.cfg.get("repeats", 1))
+
+    @property
+    def breakdown(self) -> list[str]:
+        return list(self.cfg.get("breakdown") or [])
+
+    @property
+    def pack_dir(self) -> Path:
+        return self.cfg.pack_dir

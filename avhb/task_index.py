@@ -1,0 +1,176 @@
+"""The task index: every task and group name with the file that defines it.
+
+Cached on disk as JSON, keyed by the installed plugins' versions and each
+YAML file's path, mtime and size, so ``avhb list tasks`` after the first call
+reads one small file: no YAML parsing, no hooks, no backends, no torch.
+"""
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import UserError
+from .registry import Registry, get_registry
+
+INDEX_VERSION = 1
+
+
+def cache_dir() -> Path:
+    root = os.environ.get("AVHB_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "avhb")
+    return Path(root)
+
+
+@dataclass
+class TaskIndex:
+    tasks: dict[str, dict[str, Any]]  # name -> {file, root, package, namespace, tags, benchmark, output_type}
+    groups: dict[str, dict[str, Any]]  # name -> {file, tasks: [...], aggregate: [...]}
+    errors: list[str] = field(default_factory=list)
+    from_cache: bool = False
+
+    def resolve(self, names: list[str]) -> tuple[list[str], list[str]]:
+        """Expand group, tag and glob names to task names (order kept);
+        returns (tasks, groups asked for)."""
+        tasks: list[str] = []
+        groups: list[str] = []
+        for name in names:
+            if name in self.tasks:
+                found = [name]
+            elif name in self.groups:
+                groups.append(name)
+                found = self.group_members(name)
+            else:
+                found = [t for t, info in self.tasks.items() if name in info.get("tags", [])]
+                if not found and any(ch in name for ch in "*?["):
+                    found = sorted(fnmatch.filter(self.tasks, name))
+            if not found:
+                close = [t for t in list(self.tasks) + list(self.groups) if name.split("_")[0] in t][:5]
+                hint = f"; did you mean {', '.join(close)}?" if close else "; see `avhb list tasks`"
+                raise UserError(f"unknown task or group {name!r}{hint}")
+            tasks.extend(t for t in found if t not in tasks)
+        return tasks, groups
+
+    def group_members(self, group: str, _seen: frozenset = frozenset()) -> list[str]:
+        out: list[str] = []
+        for entry in self.groups[group]["tasks"]:
+            if entry in self.groups and entry not in _seen:
+                members = self.group_members(entry, _seen | {group})
+            elif any(ch in entry for ch in "*?["):
+                members = sorted(fnmatch.filter(self.tasks, entry))
+            else:
+                members = [entry] if entry in self.tasks else []
+            out.extend(m for m in members if m not in out)
+        return out
+
+
+def _yaml_files(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")) and d not in ("sample", "sample_data", "data"))
+        out.extend(Path(dirpath, f) for f in sorted(filenames) if f.endswith((".yaml", ".yml")) and not f.startswith("_"))
+    return out
+
+
+def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
+    from .task_config import package_dir
+
+    roots = []
+    for namespace, package in registry.task_packages:
+        folder = package_dir(package)
+        if folder is None:
+            import sys
+
+            print(f"avhb: warning: task package {package!r} not found", file=sys.stderr)
+            continue
+        roots.append((namespace, package, folder))
+    return roots
+
+
+def _fingerprint(registry: Registry, files: list[tuple[str, str, Path, list[Path]]]) -> str:
+    h = hashlib.sha256()
+    h.update(str(INDEX_VERSION).encode())
+    for plugin in registry.plugins:
+        h.update(f"{plugin.name}={plugin.distribution}:{plugin.version};".encode())
+    for namespace, package, root, paths in files:
+        h.update(f"{namespace}|{package}|{root}\n".encode())
+        for p in paths:
+            st = p.stat()
+            h.update(f"{p}|{st.st_mtime_ns}|{st.st_size}\n".encode())
+    return h.hexdigest()
+
+
+def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
+    registry = registry or get_registry()
+    files = [(ns, pkg, root, _yaml_files(root)) for ns, pkg, root in _roots(registry)]
+    key = _fingerprint(registry, files)
+    cache_file = cache_dir() / f"task-index-{key[:24]}.json"
+    if use_cache and cache_file.is_file():
+        try:
+            data = json.loads(cache_file.read_text())
+            return TaskIndex(data["tasks"], data["groups"], data.get("errors", []), from_cache=True)
+        except (OSError, ValueError, KeyError):
+            pass
+    index = _scan(files)
+    if use_cache:
+        _write_cache(cache_file, index)
+    return index
+
+
+def _scan(files) -> TaskIndex:
+    from .task_config import resolve_file
+
+    tasks: dict[str, dict[str, Any]] = {}
+    groups: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    for namespace, package, root, paths in files:
+        for path in paths:
+            try:
+                task_cfgs, group_cfgs = resolve_file(path, root, package, namespace)
+            except UserError as exc:
+                errors.append(str(exc))
+                continue
+            for t in task_cfgs:
+                if t.name in tasks:
+                    errors.append(f"{path}:1: task {t.name!r} is also defined in {tasks[t.name]['file']}")
+                    continue
+                tags = t.get("tag") or []
+                tasks[t.name] = {
+                    "file": str(path), "root": str(root), "package": package, "namespace": namespace,
+                    "benchmark": t.benchmark, "tags": [tags] if isinstance(tags, str) else list(tags),
+                    "output_type": t.get("output_type", "generate_until"),
+                    "dataset_path": t.get("dataset_path"),
+                }
+            for g in group_cfgs:
+                groups[g.name] = {"file": str(path), "tasks": g.tasks, "aggregate": g.aggregate}
+    return TaskIndex(tasks, groups, errors)
+
+
+def _write_cache(cache_file: Path, index: TaskIndex) -> None:
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"tasks": index.tasks, "groups": index.groups, "errors": index.errors}))
+        os.replace(tmp, cache_file)
+        for old in cache_file.parent.glob("task-index-*.json"):
+            if old != cache_file:
+                old.unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only home still works, just without the cache
+
+
+def load_task(index: TaskIndex, name: str):
+    """Fully resolve one task (parses its YAML; imports no hooks)."""
+    from .task_config import resolve_file
+
+    info = index.tasks.get(name)
+    if info is None:
+        raise UserError(f"unknown task {name!r}; see `avhb list tasks`")
+    task_cfgs, _ = resolve_file(Path(info["file"]), Path(info["root"]), info["package"], info["namespace"])
+    for t in task_cfgs:
+        if t.name == name:
+            return t
+    raise UserError(f"task {name!r} no longer defined in {info['file']} (stale index)")
