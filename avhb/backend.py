@@ -131,6 +131,8 @@ def create_backend(spec: BackendSpec) -> Backend:
     from .registry import get_registry
 
     registry = get_registry()
-    kind = "backends" if spec.kind in registry.entries["backends"] else "judges"
-    cls = registry.load(kind, spec.kind)
-    return cls(spec)
+    for kind in ("backends", "judges"):
+        if spec.kind in registry.entries[kind]:
+            return registry.load(kind, spec.kind)(spec)
+    known = ", ".join(registry.names("backends") + registry.names("judges")) or "none"
+    raise UserError(f"unknown backend {spec.kind!r} (known: {known})")

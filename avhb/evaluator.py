@@ -95,10 +95,7 @@ class Evaluator:
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
         self.journal = Journal(self.folder.journal_dir)
-        if options.score_only:
-            self.backend: Backend = _NoModel((self.folder.read_json("run.json") or {}).get("model") or {})
-        else:
-            self.backend = create_backend(options.model)
+        self.backend: Backend | None = None  # created once the tasks and their data resolve
         self.judges = Judges(options.judges, self.journal, create_backend)
         self.results: dict[str, Any] = {"results": {}, "groups": {}, "breakdowns": {}}
         self.task_runs: dict[str, TaskRun] = {}
@@ -108,6 +105,10 @@ class Evaluator:
         names, groups = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data) for t in tasks}
+        if self.o.score_only:
+            self.backend = _NoModel((self.folder.read_json("run.json") or {}).get("model") or {})
+        else:
+            self.backend = create_backend(self.o.model)
         self._write_run_json(tasks, sources)
         try:
             for task in tasks:

@@ -12,7 +12,6 @@ fetched here, verified, and what could not be fetched is written to a
 """
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os

@@ -1,0 +1,48 @@
+"""Shared fixtures: an isolated cache, and the test plugin installed as a
+real distribution (a .dist-info folder on sys.path / PYTHONPATH)."""
+from __future__ import annotations
+
+import importlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTPACK = ROOT / "tests" / "fixtures" / "testpack_src"
+
+
+@pytest.fixture(autouse=True)
+def isolated_cache(tmp_path_factory, monkeypatch):
+    cache = tmp_path_factory.mktemp("avhb-cache")
+    monkeypatch.setenv("AVHB_CACHE_DIR", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    yield cache
+
+
+def _clear_registry():
+    from avhb import presets, registry, task_config
+
+    registry.get_registry.cache_clear()
+    presets._load.cache_clear()
+    task_config._validator.cache_clear()
+    importlib.invalidate_caches()
+
+
+@pytest.fixture
+def testpack(monkeypatch):
+    """The avhb-testpack plugin, discoverable through its entry point."""
+    monkeypatch.syspath_prepend(str(TESTPACK))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTPACK), os.environ.get("PYTHONPATH", "")]))
+    _clear_registry()
+    yield TESTPACK
+    _clear_registry()
+
+
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``avhb`` in a fresh process (as a user would)."""
+    full_env = dict(os.environ, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "avhb.cli", *args], capture_output=True, text=True,
+                          env=full_env, cwd=cwd, timeout=timeout)

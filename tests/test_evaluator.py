@@ -1,0 +1,174 @@
+"""End-to-end runs of the evaluator through the CLI with the test plugin:
+results shape, groups, breakdowns, judges, resume after SIGKILL, re-scoring
+without calls, user errors."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_cli
+
+
+def _results(run: Path) -> dict:
+    return json.loads((run / "results.json").read_text())
+
+
+def _samples(run: Path, task: str) -> list[dict]:
+    path = run / "samples" / f"{task.replace('/', '__')}.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_run_writes_folder_with_results_groups_and_breakdowns(testpack, tmp_path):
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "testpack/qa_all", "--model", "testpack/echo", "--sample-data",
+                   "--output-dir", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    res = _results(out)
+    easy, hard = res["results"]["testpack/qa_easy"], res["results"]["testpack/qa_hard"]
+    assert easy["exact"] == 1.0 and easy["exact_n"] == 6 and easy["samples"] == 6
+    assert hard["exact"] == pytest.approx(1 / 3) and hard["exact_stderr"] == pytest.approx(1 / 3)
+    # group weighted by size: (6*1 + 3*(1/3)) / 9
+    assert res["groups"]["testpack/qa_all"]["exact"] == pytest.approx(7 / 9)
+    assert res["breakdowns"]["testpack/qa_easy"]["kind"]["x"]["exact_n"] == 3
+    assert "testpack/qa_hard" in proc.stdout and "0.3333" in proc.stdout  # the printed table
+    run = json.loads((out / "run.json").read_text())
+    assert run["plugins"]["testpack"] == "avhb-testpack 0.1"
+    assert run["model"]["kind"] == "testpack/echo"
+    assert set(run["tasks"]) == {"testpack/qa_easy", "testpack/qa_hard"}
+    line = _samples(out, "testpack/qa_hard")[1]
+    assert line["id"] == "h1" and line["response"] == "?" and line["scores"] == {"exact": 0.0}
+    assert "ANSWER" in line["prompt"] and line["prompt_hash"]
+
+
+def test_limit_samples_and_predict_only(testpack, tmp_path):
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "testpack/qa_easy", "--model", "testpack/echo", "--sample-data", "--samples", "e1,e3",
+                   "--predict-only", "--output-dir", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    lines = _samples(out, "testpack/qa_easy")
+    assert [l["id"] for l in lines] == ["e1", "e3"] and all(l["scores"] == {} for l in lines)
+    assert "exact" not in _results(out)["results"]["testpack/qa_easy"]
+
+
+def test_judged_task_and_rescoring_makes_no_calls(testpack, tmp_path):
+    out, calls = tmp_path / "run", tmp_path / "calls.txt"
+    judge = f"scorer=testpack/keyword,calls={calls}"
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--sample-data",
+                   "--judge", judge, "--output-dir", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    first = _results(out)["results"]["testpack/qa_judged"]
+    assert first["Judged"] == 1.0 and first["judge_failures"] == 0
+    n_calls = calls.read_text().count("judge")
+    assert n_calls == 6
+    proc = run_cli("score", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert calls.read_text().count("judge") == n_calls  # zero new judge calls
+    assert _results(out)["results"]["testpack/qa_judged"] == first
+
+
+def test_unparsable_judge_is_counted_not_guessed(testpack, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"id": "a", "q": "q1", "a": "NONSENSE"}, {"id": "b", "q": "q2", "a": "yes"}]
+    (data / "easy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--data", f"qa={data}",
+                   "--output-dir", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    res = _results(out)["results"]["testpack/qa_judged"]
+    assert res["judge_failures"] == 1 and res["Judged_n"] == 1 and res["Judged"] == 1.0
+    bad = _samples(out, "testpack/qa_judged")[0]
+    assert bad["judgements"]["scorer"]["ok"] is False and bad["scores"]["Judged"] is None
+
+
+def test_backend_error_is_recorded_and_run_goes_on(testpack, tmp_path):
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "testpack/qa_easy", "--model", "testpack/echo,fail_on=question 2", "--sample-data",
+                   "--output-dir", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    res = _results(out)["results"]["testpack/qa_easy"]
+    assert res["errors"] == 1 and res["exact"] == pytest.approx(5 / 6)
+    assert _samples(out, "testpack/qa_easy")[2]["error"] == "scripted failure"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--tasks", "nope"], "unknown task or group 'nope'"),
+    (["--tasks", "testpack/qa_easy", "--data", "junk"], "--data 'junk': expected NAME=PATH"),
+    (["--tasks", "testpack/qa_easy"], "avhb prepare testpack/qa_easy"),
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--ablate", "no_smell"], "unknown switch"),
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--model", "nosuch:thing"], "unknown backend 'nosuch'"),
+])
+def test_user_errors_exit_2_with_one_line(testpack, tmp_path, args, message):
+    proc = run_cli(*args, "--output-dir", str(tmp_path / "run"))
+    assert proc.returncode == 2
+    assert message in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def _wait_for_lines(path: Path, n: int, timeout: float = 60) -> None:
+    end = time.time() + timeout
+    while time.time() < end:
+        if path.exists() and len(path.read_text().splitlines()) >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never reached {n} lines")
+
+
+def test_resume_after_sigkill_matches_uninterrupted_run(testpack, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [{"id": f"s{i}", "q": f"question {i}", "a": f"a{i % 7}", "kind": "k"} for i in range(60)]
+    (data / "easy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    hard = [dict(r, id=f"h{i}", q=f"hard {i}") for i, r in enumerate(rows[:20])]
+    (data / "hard.jsonl").write_text("".join(json.dumps(r) + "\n" for r in hard))
+    common = ["--tasks", "testpack/qa_all", "--data", f"qa={data}", "--no-report"]
+
+    ref = tmp_path / "ref"
+    proc = run_cli(*common, "--model", "testpack/echo", "--output-dir", str(ref))
+    assert proc.returncode == 0, proc.stderr
+
+    out, calls = tmp_path / "killed", tmp_path / "calls.txt"
+    model = f"testpack/echo,delay=0.02,concurrency=2,calls={calls}"
+    env = dict(os.environ)
+    victim = subprocess.Popen([sys.executable, "-m", "avhb.cli", *common, "--model", model, "--output-dir", str(out)],
+                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _wait_for_lines(calls, 25)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert not (out / "results.json").exists() or "testpack/qa_hard" not in _results(out)["results"]
+    sent_before = len(calls.read_text().splitlines())
+    journal_lines = (out / "journal" / "responses.jsonl").read_text().splitlines()
+
+    proc = run_cli(*common, "--model", model, "--output-dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    total = len(calls.read_text().splitlines())
+    # every sample finished before the kill is not re-sent; at most the in-flight ones (concurrency 2) repeat
+    assert total - sent_before == 80 - len([l for l in journal_lines if l.strip().endswith("}")])
+    assert total <= 80 + 2
+    assert _results(out)["results"] == _results(ref)["results"]
+    assert _results(out)["groups"] == _results(ref)["groups"]
+    for task in ("testpack/qa_easy", "testpack/qa_hard"):
+        strip = lambda rows: [{k: v for k, v in r.items() if k != "prompt_hash"} for r in rows]
+        assert strip(_samples(out, task)) == strip(_samples(ref, task))
+
+
+def test_torn_journal_line_is_skipped(tmp_path):
+    from avhb.journal import Journal
+
+    j = Journal(tmp_path)
+    j.put("responses", "k1", {"response": "a"})
+    j.close()
+    with open(tmp_path / "responses.jsonl", "ab") as fh:
+        fh.write(b'{"key": "k2", "respo')  # killed mid-write
+    j2 = Journal(tmp_path)
+    assert j2.get("responses", "k1")["response"] == "a" and j2.get("responses", "k2") is None
+    j2.put("responses", "k3", {"response": "c"})
+    j2.close()
+    assert Journal(tmp_path).get("responses", "k3")["response"] == "c"

@@ -1,0 +1,174 @@
+"""Task YAML: schema errors name file:line and key; include, expand, hooks."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from avhb.errors import UserError
+from avhb.task_config import expand_family, load_with_includes, read_yaml, resolve_file
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.write_text(textwrap.dedent(text).lstrip())
+    return path
+
+
+@pytest.fixture
+def pack(tmp_path):
+    pkg = tmp_path / "mypack"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "hooks.py").write_text("def good(docs):\n    return docs\n\nTEMPLATE = 1\n")
+    return pkg
+
+
+def error_of(path: Path, root: Path | None = None) -> str:
+    with pytest.raises(UserError) as exc:
+        resolve_file(path, root or path.parent, "mypack", "")
+    return str(exc.value)
+
+
+def test_unknown_key_names_file_line_and_key(pack):
+    path = write(pack, "t.yaml", """
+        task: t1
+        doc_to_text: "{{q}}"
+        metric_lst:
+          - metric: exact_match
+        """)
+    assert error_of(path) == f"{path}:3: metric_lst: unknown key 'metric_lst'"
+
+
+def test_wrong_type_names_nested_key_line(pack):
+    path = write(pack, "t.yaml", """
+        task: t1
+        doc_to_text: "{{q}}"
+        media:
+          frames: 8
+          fps: fast
+        """)
+    msg = error_of(path)
+    assert msg.startswith(f"{path}:5: media.fps: ")
+    assert "fast" in msg
+
+
+def test_bad_include(pack):
+    path = write(pack, "t.yaml", """
+        include: missing_base.yaml
+        task: t1
+        doc_to_text: "{{q}}"
+        """)
+    assert error_of(path) == f"{path}:1: include: included file 'missing_base.yaml' not found next to t.yaml"
+
+
+def test_include_cycle(pack):
+    write(pack, "a.yaml", "include: b.yaml\ntask: a\n")
+    path = write(pack, "b.yaml", "include: a.yaml\ndoc_to_text: x\n")
+    assert "cycle" in error_of(path)
+
+
+def test_missing_hook_function_and_module(pack):
+    path = write(pack, "t.yaml", """
+        task: t1
+        doc_to_text: "{{q}}"
+        process_docs: !function hooks.nothere
+        """)
+    assert error_of(path) == f"{path}:3: process_docs: hook function 'nothere' not defined in hooks.py"
+    path = write(pack, "t2.yaml", """
+        task: t2
+        doc_to_text: "{{q}}"
+        metric_list:
+          - function: nomodule.Metric
+        """)
+    assert error_of(path) == f"{path}:4: metric_list.0.function: hook module 'nomodule' not found in {pack}"
+
+
+def test_hook_must_stay_inside_pack(pack):
+    path = write(pack, "t.yaml", """
+        task: t1
+        doc_to_text: "{{q}}"
+        process_docs: !function os.system
+        """)
+    # resolves to mypack.os.system, which does not exist: YAML cannot reach outside its package
+    assert "hook module 'os' not found" in error_of(path)
+
+
+def test_yaml_syntax_error_has_line(pack):
+    path = write(pack, "t.yaml", "task: t1\ndoc_to_text: [unclosed\n")
+    msg = error_of(path)
+    assert msg.startswith(f"{path}:") and "YAML error" in msg
+
+
+def test_yaml_never_executes_python_tags(pack):
+    path = write(pack, "t.yaml", 'task: !!python/object/apply:os.system ["echo pwned"]\ndoc_to_text: x\n')
+    assert "YAML error" in error_of(path)
+
+
+def test_include_inherits_and_child_overrides(pack):
+    write(pack, "_base.yaml", """
+        doc_to_text: "{{q}}"
+        generation_kwargs: {max_tokens: 16}
+        metadata: {version: 2}
+        """)
+    path = write(pack, "t.yaml", """
+        include: _base.yaml
+        task: t1
+        generation_kwargs: {max_tokens: 64}
+        """)
+    (task,), groups = resolve_file(path, pack, "mypack", "")
+    assert task.config["doc_to_text"] == "{{q}}"
+    assert task.config["generation_kwargs"] == {"max_tokens": 64}
+    assert task.config["metadata"] == {"version": 2}
+    assert groups == []
+
+
+def test_family_expansion_without_copies(pack):
+    path = write(pack, "fam.yaml", """
+        task: curve_${loc}
+        expand:
+          - {loc: ta_IN, locale: ta-IN}
+          - {loc: ko_KR, locale: ko-KR}
+        dataset_kwargs: {locale: "${locale}"}
+        doc_to_text: "{{question}}"
+        """)
+    tasks, _ = resolve_file(path, pack, "mypack", "ns")
+    assert [t.name for t in tasks] == ["ns/curve_ta_IN", "ns/curve_ko_KR"]
+    assert tasks[1].config["dataset_kwargs"] == {"locale": "ko-KR"}
+    assert "expand" not in tasks[0].config
+
+
+def test_cartesian_expansion_and_undeclared_variable():
+    members = expand_family({"task": "t_${a}_${b}", "expand": {"a": ["1", "2"], "b": ["x", "y"]}})
+    assert [m["task"] for m in members] == ["t_1_x", "t_1_y", "t_2_x", "t_2_y"]
+    with pytest.raises(UserError, match=r"\$\{c\} is not declared"):
+        expand_family({"task": "t_${c}", "expand": {"a": ["1"]}})
+
+
+def test_task_needs_prompt(pack):
+    path = write(pack, "t.yaml", "task: t1\n")
+    assert "needs doc_to_text or doc_to_messages" in error_of(path)
+
+
+def test_line_map_of_nested_sequences(pack):
+    path = write(pack, "t.yaml", "task: t1\nmetric_list:\n  - metric: a\n  - metric: b\n")
+    doc = read_yaml(path)
+    assert doc.line(("metric_list", 1, "metric")) == 4
+
+
+def test_group_file(pack):
+    path = write(pack, "g.yaml", """
+        group: fam
+        task: [a, b]
+        aggregate_metric_list:
+          - {metric: acc, weight_by_size: true}
+        """)
+    tasks, (group,) = resolve_file(path, pack, "mypack", "")
+    assert tasks == [] and group.tasks == ["a", "b"] and group.aggregate[0]["weight_by_size"] is True
+
+
+def test_builtin_packs_validate():
+    from avhb.cli import main
+
+    assert main(["validate"]) == 0
