@@ -41,6 +41,7 @@ class Registry:
     task_packages: list[tuple[str, str]]
     preset_files: list[str]
     failed: list[str] = field(default_factory=list)
+    package_dirs: dict[str, str] = field(default_factory=dict)  # task package -> folder
 
     def names(self, kind: str) -> list[str]:
         return sorted(self.entries.get(kind, {}))
@@ -75,8 +76,87 @@ def _allowed() -> set[str] | None:
     return {p.strip() for p in raw.split(",") if p.strip()}
 
 
+def _cache_key() -> str:
+    """What the installed plugins depend on: every sys.path folder's mtime
+    (an install or uninstall touches site-packages), the plugin filter and
+    the interpreter."""
+    import hashlib
+
+    h = hashlib.sha256(f"{sys.version}|{os.environ.get('AVHB_PLUGINS')}|".encode())
+    for entry in sys.path:
+        try:
+            h.update(f"{entry}|{os.stat(entry or '.').st_mtime_ns}\n".encode())
+        except OSError:
+            h.update(f"{entry}|-\n".encode())
+    return h.hexdigest()[:24]
+
+
+def _files_fresh(files: dict[str, int]) -> bool:
+    try:
+        return all(os.stat(path).st_mtime_ns == mtime for path, mtime in files.items())
+    except OSError:
+        return False
+
+
 @lru_cache(maxsize=1)
 def get_registry() -> Registry:
+    """The registry, from the on-disk cache when nothing installed changed
+    (no plugin module is imported then), else by loading the entry points."""
+    import json
+
+    from .task_index import cache_dir
+
+    cache_file = cache_dir() / f"registry-{_cache_key()}.json"
+    try:
+        data = json.loads(cache_file.read_text())
+        if _files_fresh(data["files"]):
+            return Registry([PluginInfo(**p) for p in data["plugins"]], data["entries"],
+                            [tuple(t) for t in data["task_packages"]], data["preset_files"], [], data["package_dirs"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    registry = _load_registry()
+    if not registry.failed:
+        _save(cache_file, registry)
+    return registry
+
+
+def _save(cache_file, registry: Registry) -> None:
+    import json
+
+    files = {}
+    for p in registry.plugins:
+        module = sys.modules.get(p.module)
+        if module is not None and getattr(module, "__file__", None):
+            files[module.__file__] = os.stat(module.__file__).st_mtime_ns
+    for folder in registry.package_dirs.values():
+        init = os.path.join(folder, "__init__.py")
+        if os.path.exists(init):
+            files[init] = os.stat(init).st_mtime_ns
+    data = {"plugins": [p.__dict__ for p in registry.plugins], "entries": registry.entries,
+            "task_packages": registry.task_packages, "preset_files": registry.preset_files,
+            "package_dirs": registry.package_dirs, "files": files}
+    try:
+        cache_file.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, cache_file)
+    except OSError:
+        pass
+
+
+def _package_dir(package: str) -> str | None:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def _load_registry() -> Registry:
     from importlib.metadata import entry_points
 
     allowed = _allowed()
@@ -124,4 +204,5 @@ def get_registry() -> Registry:
         by_name[impl.plugin_name].provides["task_packages"] = pkgs
     for impl in pm.hook.avhb_model_presets.get_hookimpls():
         presets.extend(impl.function() or [])
-    return Registry(plugins, entries, task_packages, presets, failed)
+    package_dirs = {pkg: d for _, pkg in task_packages if (d := _package_dir(pkg))}
+    return Registry(plugins, entries, task_packages, presets, failed, package_dirs)

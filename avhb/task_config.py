@@ -6,7 +6,6 @@ from __future__ import annotations
 import ast
 import copy
 import functools
-import importlib.util
 import itertools
 import json
 import re
@@ -278,14 +277,3 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) 
                 raise doc.error(keypath, problem)
         out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines))
     return out, []
-
-
-def package_dir(package: str) -> Path | None:
-    """The folder of a package, importing only its parents' __init__."""
-    try:
-        spec = importlib.util.find_spec(package)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(list(spec.submodule_search_locations)[0])

@@ -67,26 +67,41 @@ class TaskIndex:
         return out
 
 
-def _yaml_files(root: Path) -> list[Path]:
+_SKIP_DIRS = ("sample", "sample_data", "data")
+
+
+def _yaml_files(root: Path) -> list[tuple[str, int, int]]:
+    """(path, mtime_ns, size) of every task YAML under root, in a stable order."""
     out = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith((".", "_")) and d not in ("sample", "sample_data", "data"))
-        out.extend(Path(dirpath, f) for f in sorted(filenames) if f.endswith((".yaml", ".yml")) and not f.startswith("_"))
+    stack = [str(root)]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        subdirs = []
+        for e in entries:
+            if e.is_dir():
+                if not e.name.startswith((".", "_")) and e.name not in _SKIP_DIRS:
+                    subdirs.append(e.path)
+            elif e.name.endswith((".yaml", ".yml")):  # include bases (_*.yaml) count for freshness too
+                st = e.stat()
+                out.append((e.path, st.st_mtime_ns, st.st_size))
+        stack.extend(reversed(subdirs))
     return out
 
 
 def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
-    from .task_config import package_dir
-
     roots = []
     for namespace, package in registry.task_packages:
-        folder = package_dir(package)
+        folder = registry.package_dirs.get(package)
         if folder is None:
             import sys
 
             print(f"avhb: warning: task package {package!r} not found", file=sys.stderr)
             continue
-        roots.append((namespace, package, folder))
+        roots.append((namespace, package, Path(folder)))
     return roots
 
 
@@ -97,9 +112,7 @@ def _fingerprint(registry: Registry, files: list[tuple[str, str, Path, list[Path
         h.update(f"{plugin.name}={plugin.distribution}:{plugin.version};".encode())
     for namespace, package, root, paths in files:
         h.update(f"{namespace}|{package}|{root}\n".encode())
-        for p in paths:
-            st = p.stat()
-            h.update(f"{p}|{st.st_mtime_ns}|{st.st_size}\n".encode())
+        h.update("".join(f"{p}|{m}|{sz}\n" for p, m, sz in paths).encode())
     return h.hexdigest()
 
 
@@ -126,8 +139,11 @@ def _scan(files) -> TaskIndex:
     tasks: dict[str, dict[str, Any]] = {}
     groups: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
-    for namespace, package, root, paths in files:
-        for path in paths:
+    for namespace, package, root, entries in files:
+        for path, _, _ in entries:
+            path = Path(path)
+            if path.name.startswith("_"):
+                continue
             try:
                 task_cfgs, group_cfgs = resolve_file(path, root, package, namespace)
             except UserError as exc:

@@ -1,12 +1,14 @@
-"""Registers the built-in metrics, filters and judges."""
+"""Registers the built-in metrics and filters (names -> import paths)."""
 from avhb.hookspecs import hookimpl
+
+from .metrics.registry import FILTERS, METRICS
 
 
 @hookimpl
 def avhb_metrics():
-    return {}
+    return dict(METRICS)
 
 
 @hookimpl
 def avhb_filters():
-    return {}
+    return dict(FILTERS)

@@ -79,3 +79,17 @@ def test_list_plugins_cli_shows_versions_and_provides(testpack):
     assert proc.returncode == 0
     assert "testpack\tavhb-testpack 0.1\tthird-party" in proc.stdout
     assert "backends: testpack/echo" in proc.stdout
+
+
+def test_index_invalidated_by_included_base_change(testpack):
+    build_index()
+    base = testpack / "avhb_testpack" / "tasks" / "qa" / "_base.yaml"
+    original = base.read_text()
+    try:
+        base.write_text(original + "tag: via_base\n")
+        os.utime(base, (time.time() + 5, time.time() + 5))
+        index = build_index()
+        assert not index.from_cache
+        assert "via_base" in index.tasks["testpack/qa_judged"]["tags"]
+    finally:
+        base.write_text(original)
