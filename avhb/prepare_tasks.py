@@ -1,0 +1,49 @@
+"""``avhb prepare TASK...``: fetch each task's data ahead of a run, so that
+runs on nodes without network read only local files."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .errors import UserError
+from .registry import get_registry
+from .task import Task
+from .task_index import build_index, load_task
+
+
+def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
+    from .hub import default_data_dir, snapshot
+
+    index = build_index()
+    tasks, _ = index.resolve(names)
+    root = Path(data_dir) if data_dir else default_data_dir()
+    done: set[tuple[str, str]] = set()
+    failures = 0
+    for name in tasks:
+        task = Task(load_task(index, name), get_registry())
+        prep = task.cfg.get("prepare") or {}
+        repo = task.cfg.get("dataset_path")
+        revision = task.cfg.get("revision", "main")
+        if "function" in prep:
+            key = ("hook", prep["function"] + task.cfg.benchmark)
+            if key in done:
+                continue
+            dest = root / (task.cfg.benchmark or task.name)
+            result = task.hook(prep["function"])(dest, task.cfg.config)
+            failed = list(getattr(result, "failed", []) or [])
+            failures += len(failed)
+            print(f"{task.name}: {dest} ({len(failed)} items could not be fetched; see its manifest)" if failed
+                  else f"{task.name}: {dest}")
+        elif repo:
+            key = (repo, revision)
+            if key in done:
+                continue
+            local = root / repo.replace("/", "__") / revision
+            snapshot(repo, revision, prep.get("allow_patterns"), local)
+            print(f"{task.name}: {repo}@{revision} -> {local}")
+        else:
+            raise UserError(f"task {name!r} declares no data source to prepare (no dataset_path or prepare hook)")
+        done.add(key)
+    if failures:
+        print(f"avhb: {failures} items could not be fetched", file=sys.stderr)
+    return 1 if failures else 0
