@@ -38,7 +38,7 @@ def bootstrap_stderr(
     rng = random.Random(seed)
     stats = []
     for _ in range(iters):
-        sample = [units[rng.randrange(n)] for _ in range(n)]
+        sample = rng.choices(units, k=n)
         value = statistic(sample)
         if value is not None:
             stats.append(value)

@@ -49,10 +49,10 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool) -
         return DataSource(root, "sample")
     repo = task.get("dataset_path")
     if repo:
-        from .hub import default_data_dir, is_complete
+        from .hub import dataset_dir, is_complete
 
         revision = task.get("revision", "main")
-        local = default_data_dir() / repo.replace("/", "__") / revision
+        local = dataset_dir(repo, revision)
         if is_complete(local, repo, revision):
             return DataSource(local, "hub", revision)
         raise UserError(

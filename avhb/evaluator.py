@@ -223,12 +223,16 @@ class Evaluator:
             async def one(record: SampleRecord) -> None:
                 async with limit:
                     if record.error is None:
-                        value: Any = record.response
-                        for f in filters:
-                            value = await f.apply(value, record, ctx)
-                        record.extracted = value
-                        for m in metrics:
-                            record.scores.update(await m.score(record, ctx))
+                        try:
+                            value: Any = record.response
+                            for f in filters:
+                                value = await f.apply(value, record, ctx)
+                            record.extracted = value
+                            for m in metrics:
+                                record.scores.update(await m.score(record, ctx))
+                        except SampleError as exc:  # e.g. a sample whose target is not among its options
+                            record.error = f"scoring: {exc}"
+                            record.scores = {}
                 bar.update(1, error=record.error is not None)
 
             await asyncio.gather(*(one(r) for r in records))

@@ -12,7 +12,7 @@ from .task_index import build_index, load_task
 
 
 def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
-    from .hub import default_data_dir, snapshot
+    from .hub import dataset_dir, default_data_dir, snapshot
 
     index = build_index()
     tasks, _ = index.resolve(names)
@@ -38,7 +38,7 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
             key = (repo, revision)
             if key in done:
                 continue
-            local = root / repo.replace("/", "__") / revision
+            local = dataset_dir(repo, revision, root)
             snapshot(repo, revision, prep.get("allow_patterns"), local)
             print(f"{task.name}: {repo}@{revision} -> {local}")
         else:

@@ -1,0 +1,255 @@
+"""Inter-judge agreement: weighted Cohen's kappa per judge pair and
+Krippendorff's alpha.
+
+Definitions
+-----------
+Cohen's kappa of raters a, b over the items both rated, with categories
+``labels`` (sorted; default the sorted union of observed values): O = the
+K×K confusion matrix, E = outer(row sums, column sums) / n, weights on
+category *positions* i, j: none ``1[i≠j]``, linear ``|i−j|``, quadratic
+``(i−j)²``; kappa = 1 − Σ w·O / Σ w·E (as scikit-learn's
+``cohen_kappa_score``).  Undefined (None) when Σ w·E = 0 or no item was
+rated by both.  Pass the full scale as ``labels`` (e.g. 1..5) so an unused
+category still counts in the weights.
+
+Krippendorff's alpha over a raters × units table with missing ratings
+(None or NaN): units with fewer than 2 ratings are dropped; coincidences
+o_ck = Σ_u (number of ordered pairs of ratings (c, k) from different raters
+in u) / (m_u − 1); n_c = Σ_k o_ck, n = Σ_c n_c;
+alpha = 1 − (n − 1)·Σ o_ck δ²_ck / Σ n_c n_k δ²_ck, with
+δ²_ck = (c − k)² (interval), (Σ_{g=c..k} n_g − (n_c + n_k)/2)² over the
+sorted values (ordinal), 1[c≠k] (nominal).  Undefined (None) when the
+expected disagreement is 0.
+
+Standard errors are bootstrapped over items.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any, Sequence
+
+import numpy as np
+
+from avhb.aggregate import Aggregate, bootstrap_stderr
+from avhb.metric import Metric, SampleRecord, ScoreContext
+
+WEIGHTS = (None, "linear", "quadratic")
+LEVELS = ("nominal", "ordinal", "interval")
+
+
+def _missing(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _weights(k: int, weights: str | None) -> np.ndarray:
+    idx = np.arange(k)
+    diff = np.abs(idx[:, None] - idx[None, :]).astype(float)
+    if weights is None:
+        return (diff > 0).astype(float)
+    if weights == "linear":
+        return diff
+    if weights == "quadratic":
+        return diff ** 2
+    raise ValueError(f"weights must be None, 'linear' or 'quadratic', not {weights!r}")
+
+
+def _kappa_from_codes(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> float | None:
+    k = w.shape[0]
+    if a.size == 0:
+        return None
+    conf = np.bincount(a * k + b, minlength=k * k).reshape(k, k).astype(float)
+    expected = np.outer(conf.sum(axis=1), conf.sum(axis=0)) / conf.sum()
+    denom = float((w * expected).sum())
+    if denom == 0:
+        return None
+    return 1.0 - float((w * conf).sum()) / denom
+
+
+def _codes(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None) -> tuple[np.ndarray, np.ndarray, int]:
+    if len(a) != len(b):
+        raise ValueError("rating lists differ in length")
+    both = [(x, y) for x, y in zip(a, b) if not _missing(x) and not _missing(y)]
+    labs = sorted(set(labels)) if labels is not None else sorted({v for p in both for v in p})
+    index = {v: i for i, v in enumerate(labs)}
+    try:
+        ca = np.array([index[x] for x, _ in both], dtype=int)
+        cb = np.array([index[y] for _, y in both], dtype=int)
+    except KeyError as exc:
+        raise ValueError(f"rating {exc.args[0]!r} is not among the labels {labs}") from None
+    return ca, cb, len(labs)
+
+
+def cohen_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = None,
+                labels: Sequence[Any] | None = None) -> float | None:
+    """Weighted Cohen's kappa over items rated by both (see module docstring)."""
+    ca, cb, k = _codes(a, b, labels)
+    return _kappa_from_codes(ca, cb, _weights(max(k, 1), weights))
+
+
+def _code_matrix(ratings: dict[str, Sequence[Any]], labels: Sequence[Any] | None) -> tuple[np.ndarray, int]:
+    """raters × items matrix of label positions, -1 where missing."""
+    cols = list(ratings.values())
+    if len({len(c) for c in cols}) > 1:
+        raise ValueError("rating lists differ in length")
+    labs = sorted(set(labels)) if labels is not None else sorted({v for c in cols for v in c if not _missing(v)})
+    index = {v: i for i, v in enumerate(labs)}
+    try:
+        codes = np.array([[-1 if _missing(v) else index[v] for v in c] for c in cols], dtype=int).reshape(len(cols), -1)
+    except KeyError as exc:
+        raise ValueError(f"rating {exc.args[0]!r} is not among the labels {labs}") from None
+    return codes, max(len(labs), 1)
+
+
+def _pair_kappa(codes: np.ndarray, i: int, j: int, w: np.ndarray, idx: np.ndarray | None = None) -> float | None:
+    a, b = (codes[i], codes[j]) if idx is None else (codes[i, idx], codes[j, idx])
+    both = (a >= 0) & (b >= 0)
+    return _kappa_from_codes(a[both], b[both], w)
+
+
+def _mean_pairs(codes: np.ndarray, w: np.ndarray, idx: np.ndarray | None = None) -> float | None:
+    ks = [_pair_kappa(codes, i, j, w, idx) for i, j in itertools.combinations(range(codes.shape[0]), 2)]
+    ks = [k for k in ks if k is not None]
+    return sum(ks) / len(ks) if ks else None
+
+
+def pairwise_kappa(ratings: dict[str, Sequence[Any]], weights: str | None = "linear",
+                   labels: Sequence[Any] | None = None, iters: int = 1000) -> dict[tuple[str, str], Aggregate]:
+    """Kappa with a bootstrap standard error (over items) for each pair of
+    raters; ``n`` = items both rated.  Labels default to the values
+    observed across all raters."""
+    codes, k = _code_matrix(ratings, labels)
+    w = _weights(k, weights)
+    names = list(ratings)
+    out = {}
+    for i, j in itertools.combinations(range(len(names)), 2):
+        items = np.flatnonzero((codes[i] >= 0) & (codes[j] >= 0)).tolist()
+
+        def stat(sample: Sequence[int], i: int = i, j: int = j) -> float | None:
+            return _pair_kappa(codes, i, j, w, np.asarray(sample, dtype=int))
+
+        out[(names[i], names[j])] = Aggregate(_pair_kappa(codes, i, j, w), bootstrap_stderr(items, stat, iters=iters), len(items))
+    return out
+
+
+def mean_pairwise_kappa(ratings: dict[str, Sequence[Any]], weights: str | None = "linear",
+                        labels: Sequence[Any] | None = None, iters: int = 1000) -> Aggregate:
+    """Mean of the defined pairwise kappas, bootstrap stderr over items;
+    ``n`` = items rated by at least two raters."""
+    codes, k = _code_matrix(ratings, labels)
+    w = _weights(k, weights)
+    items = np.flatnonzero((codes >= 0).sum(axis=0) >= 2).tolist()
+
+    def stat(sample: Sequence[int]) -> float | None:
+        return _mean_pairs(codes, w, np.asarray(sample, dtype=int))
+
+    return Aggregate(_mean_pairs(codes, w), bootstrap_stderr(items, stat, iters=iters), len(items))
+
+
+def _value_counts(data: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values and the units × values count matrix of the
+    pairable units (>= 2 ratings)."""
+    n_raters = len(data)
+    n_units = len(data[0]) if n_raters else 0
+    if any(len(row) != n_units for row in data):
+        raise ValueError("every rater row must cover the same units")
+    columns = [[float(data[r][u]) for r in range(n_raters) if not _missing(data[r][u])] for u in range(n_units)]
+    columns = [c for c in columns if len(c) >= 2]
+    values = np.array(sorted({v for c in columns for v in c}), dtype=float)
+    index = {v: i for i, v in enumerate(values.tolist())}
+    counts = np.zeros((len(columns), len(values)))
+    for u, col in enumerate(columns):
+        for v in col:
+            counts[u, index[v]] += 1
+    return values, counts
+
+
+def _alpha_from_counts(values: np.ndarray, counts: np.ndarray, level: str) -> float | None:
+    if counts.shape[0] == 0:
+        return None
+    m = counts.sum(axis=1)
+    scaled = counts / (m - 1)[:, None]
+    o = counts.T @ scaled - np.diag(scaled.sum(axis=0))
+    n_c = o.sum(axis=1)
+    n = n_c.sum()
+    if level == "interval":
+        delta = (values[:, None] - values[None, :]) ** 2
+    elif level == "nominal":
+        delta = (values[:, None] != values[None, :]).astype(float)
+    elif level == "ordinal":
+        cum = np.concatenate([[0.0], np.cumsum(n_c)])
+        i = np.arange(len(values))
+        lo, hi = np.minimum(i[:, None], i[None, :]), np.maximum(i[:, None], i[None, :])
+        delta = (cum[hi + 1] - cum[lo] - (n_c[:, None] + n_c[None, :]) / 2) ** 2
+    else:
+        raise ValueError(f"level must be one of {LEVELS}, not {level!r}")
+    expected = float((np.outer(n_c, n_c) * delta).sum())
+    if expected == 0:
+        return None
+    return 1.0 - float((n - 1) * (o * delta).sum()) / expected
+
+
+def krippendorff_alpha(data: Sequence[Sequence[Any]], level: str = "interval") -> float | None:
+    """Alpha of a raters × units table (None/NaN = missing)."""
+    values, counts = _value_counts(data)
+    return _alpha_from_counts(values, counts, level)
+
+
+def krippendorff_alpha_stderr(data: Sequence[Sequence[Any]], level: str = "interval", iters: int = 1000) -> Aggregate:
+    """Alpha with a bootstrap standard error over units; ``n`` = pairable units."""
+    values, counts = _value_counts(data)
+    rows = list(range(counts.shape[0]))
+
+    def stat(sample: Sequence[int]) -> float | None:
+        sub = counts[np.asarray(sample, dtype=int)]
+        keep = sub.sum(axis=0) > 0
+        return _alpha_from_counts(values[keep], sub[:, keep], level)
+
+    return Aggregate(_alpha_from_counts(values, counts, level), bootstrap_stderr(rows, stat, iters=iters), len(rows))
+
+
+class JudgeAgreement(Metric):
+    """Agreement of a judge panel's members on another metric's ratings.
+
+    Reads ``record.judgements[<source>]["per_judge"]`` (the members' values,
+    in panel order) written by a judged metric such as ``likert``.
+    Options: ``source`` (required), ``judges`` (member names; default j0,
+    j1, ...), ``labels`` (category list for kappa; default the observed
+    values over the whole panel), ``bootstrap_iters`` (1000).  Reports, for linear and quadratic
+    weights, the kappa of each pair ``<name>_kappa_<w>_<a>_<b>`` and their
+    mean ``<name>_kappa_<w>``, plus ``<name>_alpha_ordinal`` and
+    ``<name>_alpha_interval``.
+    """
+
+    name = "agreement"
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        return {}
+
+    def table(self, records: list[SampleRecord]) -> dict[str, list[Any]]:
+        source = self.options["source"]
+        rows = [list((r.judgements.get(source) or {}).get("per_judge") or []) for r in records if r.error is None]
+        width = max((len(x) for x in rows), default=0)
+        names = list(self.options.get("judges") or [f"j{i}" for i in range(width)])
+        if width > len(names):
+            raise ValueError(f"{self.name}: {width} judges rated but only {len(names)} names given")
+        return {name: [row[i] if i < len(row) else None for row in rows] for i, name in enumerate(names)}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ratings = self.table(records)
+        iters = int(self.options.get("bootstrap_iters", 1000))
+        labels = self.options.get("labels")
+        if labels is None:  # fixed for every pair and every bootstrap draw
+            labels = sorted({v for col in ratings.values() for v in col if not _missing(v)})
+        out: dict[str, Aggregate] = {}
+        if len(ratings) < 2:
+            return out
+        for w in ("linear", "quadratic"):
+            pairs = pairwise_kappa(ratings, w, labels, iters)
+            for (a, b), agg in pairs.items():
+                out[f"{self.name}_kappa_{w}_{a}_{b}"] = agg
+            out[f"{self.name}_kappa_{w}"] = mean_pairwise_kappa(ratings, w, labels, iters)
+        data = list(ratings.values())
+        for level in ("ordinal", "interval"):
+            out[f"{self.name}_alpha_{level}"] = krippendorff_alpha_stderr(data, level, iters)
+        return out

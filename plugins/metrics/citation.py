@@ -1,0 +1,321 @@
+"""Citation recall, precision and F1 by leave-one-out entailment.
+
+Parsing (``parse_statements``)
+------------------------------
+An answer is a list of statements.  If it uses ``<statement>...</statement>``
+tags, each tag is one statement (text outside the tags is ignored).
+Otherwise each non-empty line (list markers ``-``, ``*``, ``•``, ``1.``,
+``1)`` removed) is split into sentences at ``. ! ? 。 ！ ？`` followed by
+whitespace or the end; citation markers right after the terminal
+punctuation still belong to that sentence, and a fragment holding only
+citations joins the previous sentence.
+
+Citations are ``[i]`` markers, 1-based; ``[i, j]`` and ranges ``[i-j]``
+are expanded.  Per statement, in this order:
+
+1. out-of-range check over *all* its citations (i < 1 or i > number of
+   units).  Default (``out_of_range="zero"``, L-CiteEval): such a statement
+   has recall 0 and adds nothing to the precision denominator.
+   ``out_of_range="drop"`` discards the bad indices instead;
+2. duplicates collapsed, first occurrence kept (``dedup=False`` keeps them);
+3. the first ``max_citations`` (3) kept.
+
+Scoring (``score_citations``)
+-----------------------------
+Let C(s) be a statement's citations and E(S) "the units in S, joined,
+entail s" as judged by the ``entailment`` role (fields ``premise`` = the
+cited units' texts in index order joined by blank lines, ``hypothesis`` =
+the statement without citation markers; value "yes"/"no").  The empty set
+entails nothing (no judge call).  Identical queries within one answer are
+asked once.
+
+* statement recall = 1 if C(s) is non-empty, in range and E(C(s)); else 0.
+  A statement without citations has recall 0.
+* citation c of s is necessary (default ``precision="loo"``, MMLongCite) iff
+  E(C(s)) and not E(C(s) minus c).  ``precision="alce"``: if E(C(s)) and
+  |C(s)| > 1, c counts iff E({c}) or not E(C(s) minus c); if |C(s)| = 1 it
+  counts iff E(C(s)).  The two differ when two cited units each suffice
+  alone (LOO 0/2, ALCE 2/2).
+* CR = mean statement recall; CP = counted citations / citations of in-range
+  statements (0 when there are none); F1 = 2·CP·CR/(CP+CR), 0 when both 0.
+* An answer with no statement is skipped (L-CiteEval; counted in
+  ``<name>_no_statements``) or scores 0 with ``empty_answer="zero"``.
+* If any needed entailment reply never parsed, the answer's scores are
+  None (excluded, counted in ``<name>_judge_failures``) — never guessed.
+
+Correctness of the answer itself is a separate metric.
+"""
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+from avhb.aggregate import Aggregate, mean_stderr
+from avhb.metric import Metric, SampleRecord, ScoreContext
+
+from ._common import count, resolve, usable
+
+_CITE = re.compile(r"\[\s*(\d+(?:\s*[-\u2013]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-\u2013]\s*\d+)?)*)\s*\]")
+_CITES_ONLY = re.compile(r"^(?:\s*" + _CITE.pattern + r")+\s*[.!?\u3002\uff01\uff1f]*\s*$")
+_SENTENCE = re.compile(
+    r".+?(?:[.!?\u3002\uff01\uff1f]+(?:\s*" + _CITE.pattern + r")*(?=\s|$)|$)")
+_LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
+_STATEMENT_TAG = re.compile(r"<statement>(.*?)</statement>", re.S)
+_MAX_RANGE = 100
+
+Entails = Callable[[str, str], Awaitable["bool | None"]]
+
+
+@dataclass
+class Statement:
+    text: str  # without citation markers
+    citations: list[int]  # after the range, de-duplication and max rules
+    out_of_range: bool = False
+    raw_citations: list[int] = field(default_factory=list)
+
+
+def citation_indices(text: str) -> list[int]:
+    """Every cited index in order of appearance (ranges expanded; a range
+    longer than 100 contributes only its two ends)."""
+    out: list[int] = []
+    for m in _CITE.finditer(text):
+        for part in m.group(1).split(","):
+            ends = [int(x) for x in re.split(r"[-\u2013]", part)]
+            if len(ends) == 1:
+                out.append(ends[0])
+            else:
+                lo, hi = ends
+                out.extend(range(lo, hi + 1) if 0 <= hi - lo <= _MAX_RANGE else [lo, hi])
+    return out
+
+
+def strip_citations(text: str) -> str:
+    out = _CITE.sub("", text)
+    out = re.sub(r"</?cite>", "", out)
+    out = re.sub(r"\s+([.,;:!?\u3002\uff01\uff1f])", r"\1", out)
+    return " ".join(out.split())
+
+
+def split_statements(answer: str) -> list[str]:
+    """Raw statement strings (with their citation markers)."""
+    tagged = _STATEMENT_TAG.findall(answer)
+    if tagged:
+        return [t for t in tagged if t.strip()]
+    pieces: list[str] = []
+    for line in answer.splitlines():
+        line = _LIST_MARK.sub("", line).strip()
+        if not line:
+            continue
+        for m in _SENTENCE.finditer(line):
+            frag = m.group(0).strip()
+            if not frag:
+                continue
+            if _CITES_ONLY.match(frag) and pieces:
+                pieces[-1] = pieces[-1] + " " + frag
+            else:
+                pieces.append(frag)
+    return [p for p in pieces if re.search(r"\w", strip_citations(p))]
+
+
+def parse_statements(
+    answer: str | None,
+    n_units: int | None = None,
+    max_citations: int = 3,
+    dedup: bool = True,
+    out_of_range: str = "zero",
+    max_statements: int | None = None,
+) -> list[Statement]:
+    """Statements and their citations (see module docstring)."""
+    if out_of_range not in ("zero", "drop"):
+        raise ValueError(f"out_of_range must be 'zero' or 'drop', not {out_of_range!r}")
+    if not answer:
+        return []
+    result = []
+    for raw in split_statements(answer)[:max_statements]:
+        cites = citation_indices(raw)
+        bad = [c for c in cites if c < 1 or (n_units is not None and c > n_units)]
+        oor = bool(bad) and out_of_range == "zero"
+        kept = [c for c in cites if c not in bad] if out_of_range == "drop" else list(cites)
+        if dedup:
+            kept = list(dict.fromkeys(kept))
+        result.append(Statement(strip_citations(raw), kept[:max_citations], oor, cites))
+    return result
+
+
+@dataclass
+class CitationScores:
+    recall: float | None
+    precision: float | None
+    f1: float | None
+    n_statements: int
+    n_citations: int  # precision denominator
+    n_counted: int  # precision numerator
+    judge_failed: bool = False
+    statements: list[dict[str, Any]] = field(default_factory=list)
+
+
+def f1_score(p: float, r: float) -> float:
+    """2PR/(P+R); 0 when both are 0."""
+    return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+
+def join_units(units: list[str], subset: tuple[int, ...]) -> str:
+    return "\n\n".join(units[i - 1] for i in sorted(subset))
+
+
+async def score_citations(
+    statements: list[Statement], units: list[str], entails: Entails, precision: str = "loo",
+    empty_answer: str = "skip",
+) -> CitationScores:
+    """Recall, precision and F1 of one answer (see module docstring).
+    ``entails(premise, hypothesis)`` returns True, False or None (judge
+    failure)."""
+    if precision not in ("loo", "alce"):
+        raise ValueError(f"precision must be 'loo' or 'alce', not {precision!r}")
+    if not statements:
+        zero = 0.0 if empty_answer == "zero" else None
+        return CitationScores(zero, zero, zero, 0, 0, 0)
+    cache: dict[tuple[tuple[int, ...], str], bool | None] = {}
+
+    async def ask_all(keys: list[tuple[tuple[int, ...], str]]) -> None:
+        todo = list(dict.fromkeys(k for k in keys if k not in cache))
+        for k in todo:
+            if not k[0]:
+                cache[k] = False
+        todo = [k for k in todo if k[0]]
+        replies = await asyncio.gather(*(entails(join_units(units, k[0]), k[1]) for k in todo))
+        cache.update(zip(todo, replies))
+
+    def key(s: Statement, subset: Any) -> tuple[tuple[int, ...], str]:
+        return tuple(sorted(set(subset))), s.text
+
+    def minus(s: Statement, c: int) -> tuple[tuple[int, ...], str]:
+        # without de-duplication a repeated index leaves with all its copies
+        return key(s, [x for x in s.citations if x != c])
+
+    scored = [s for s in statements if s.citations and not s.out_of_range]
+    await ask_all([key(s, s.citations) for s in scored])
+    supported = [s for s in scored if cache[key(s, s.citations)]]
+    if precision == "loo":
+        await ask_all([minus(s, c) for s in supported for c in s.citations])
+    else:
+        multi = [s for s in supported if len(set(s.citations)) > 1]
+        await ask_all([key(s, [c]) for s in multi for c in s.citations])
+        await ask_all([minus(s, c) for s in multi for c in s.citations if cache[key(s, [c])] is False])
+    if any(v is None for v in cache.values()):
+        return CitationScores(None, None, None, len(statements), 0, 0, judge_failed=True)
+
+    def counts(s: Statement, c: int) -> bool:
+        if precision == "loo":
+            return not cache[minus(s, c)]
+        if len(set(s.citations)) == 1:
+            return True
+        return bool(cache[key(s, [c])]) or not cache[minus(s, c)]
+
+    recalls: list[float] = []
+    den = num = 0
+    details = []
+    scored_ids = {id(s) for s in scored}
+    for s in statements:
+        joint = id(s) in scored_ids and bool(cache[key(s, s.citations)])
+        counted = sum(counts(s, c) for c in s.citations) if joint else 0
+        if id(s) in scored_ids:
+            den += len(s.citations)
+            num += counted
+        recalls.append(float(joint))
+        details.append({"text": s.text, "citations": s.citations, "out_of_range": s.out_of_range,
+                        "recall": float(joint), "counted": counted})
+    r = sum(recalls) / len(recalls)
+    p = num / den if den else 0.0
+    return CitationScores(r, p, f1_score(p, r), len(statements), den, num, statements=details)
+
+
+def parse_yes_no(value: Any) -> bool | None:
+    """An entailment judge value as a bool: yes/true/1 or no/false/0."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower() if value is not None else ""
+    if text in ("yes", "true", "1", "entailed", "entailment"):
+        return True
+    if text in ("no", "false", "0", "not entailed", "not_entailment"):
+        return False
+    return None
+
+
+def unit_text(unit: Any) -> str:
+    """A context unit as premise text.  Image units become a placeholder
+    naming the file: the judge contract passes text fields only."""
+    if isinstance(unit, str):
+        return unit
+    if isinstance(unit, dict):
+        if unit.get("text") is not None:
+            return str(unit["text"])
+        for key in ("image", "video", "audio"):
+            if unit.get(key) is not None:
+                return f"<{key}: {unit[key]}>"
+    return str(unit)
+
+
+class Citation(Metric):
+    """Reports ``<name>_recall``, ``<name>_precision`` and ``<name>_f1``
+    (per-answer values, averaged over answers).
+
+    Options: ``units`` (field spec of the context units, default
+    ``meta.citation_units`` then ``doc.context``), ``role`` ("entailment"),
+    ``precision`` ("loo" | "alce"), ``dedup`` (True), ``max_citations`` (3),
+    ``out_of_range`` ("zero" | "drop"), ``empty_answer`` ("skip" | "zero"),
+    ``max_statements`` (None), ``errors_count_as_wrong`` (True).
+    """
+
+    name = "citation"
+
+    @property
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.options.get("role", "entailment"),)
+
+    def _units(self, record: SampleRecord) -> list[str]:
+        spec = self.options.get("units")
+        value = resolve(record, spec) if spec else (record.meta.get("citation_units") or record.doc.get("context"))
+        return [unit_text(u) for u in (value or [])]
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        o = self.options
+        role = o.get("role", "entailment")
+        units = self._units(record)
+        answer = record.extracted if isinstance(record.extracted, str) else record.response
+        statements = parse_statements(answer, len(units), int(o.get("max_citations", 3)), bool(o.get("dedup", True)),
+                                      o.get("out_of_range", "zero"), o.get("max_statements"))
+        calls = 0
+
+        async def entails(premise: str, hypothesis: str) -> bool | None:
+            nonlocal calls
+            calls += 1
+            verdict = await ctx.judges.ask(role, {"premise": premise, "hypothesis": hypothesis})
+            return parse_yes_no(verdict.value) if verdict.ok else None
+
+        res = await score_citations(statements, units, entails, o.get("precision", "loo"), o.get("empty_answer", "skip"))
+        record.meta[self.name] = {
+            "n_statements": res.n_statements, "n_citations": res.n_citations, "n_counted": res.n_counted,
+            "judge_calls": calls, "judge_failed": res.judge_failed, "statements": res.statements,
+            "uncited": sum(1 for s in statements if not s.citations and not s.out_of_range),
+            "out_of_range": sum(1 for s in statements if s.out_of_range),
+        }
+        if res.judge_failed:
+            record.meta.setdefault("judge_failures", []).append(self.name)
+        return {f"{self.name}_recall": res.recall, f"{self.name}_precision": res.precision, f"{self.name}_f1": res.f1}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        n_err = (len(records) - len(ok)) if self.options.get("errors_count_as_wrong", True) else 0
+        out = {}
+        for part in ("recall", "precision", "f1"):
+            key = f"{self.name}_{part}"
+            out[key] = mean_stderr([r.scores.get(key) for r in ok] + [0.0] * n_err)
+        metas = [r.meta.get(self.name) or {} for r in ok]
+        out[f"{self.name}_judge_failures"] = count(sum(bool(m.get("judge_failed")) for m in metas), len(ok))
+        out[f"{self.name}_no_statements"] = count(sum(m.get("n_statements", 0) == 0 for m in metas), len(ok))
+        out[f"{self.name}_uncited_statements"] = count(sum(m.get("uncited", 0) for m in metas), len(ok))
+        out[f"{self.name}_out_of_range_statements"] = count(sum(m.get("out_of_range", 0) for m in metas), len(ok))
+        return out

@@ -1,0 +1,112 @@
+"""Conciseness from output length (no judge).
+
+Definitions
+-----------
+* token count = number of ``cl100k_base`` tokens (tiktoken) of the model's
+  raw output (option ``source``, default ``response``);
+* cut points p20, p40, p60, p80 = ``numpy.percentile(counts, [20, 40, 60,
+  80])`` (default linear interpolation) over the counts of one run;
+* score = 5 if count <= p20, 4 if <= p40, 3 if <= p60, 2 if <= p80, else 1;
+* ``pooled_conciseness(runs)`` takes the cut points from all runs' counts
+  together (every model's outputs pooled) and scores each run against them.
+
+tiktoken is used offline: unless ``TIKTOKEN_CACHE_DIR`` is already set, it
+is pointed at the tokenizer files shipped inside the litellm package
+(located without importing litellm).
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+from functools import lru_cache
+from typing import Any, Sequence
+
+import numpy as np
+
+from avhb.aggregate import Aggregate, mean_stderr
+from avhb.metric import Metric, SampleRecord, ScoreContext
+
+from ._common import count, resolve, usable
+
+PERCENTILES = (20, 40, 60, 80)
+
+
+def ensure_tiktoken_cache() -> str | None:
+    """Set ``TIKTOKEN_CACHE_DIR`` to litellm's bundled tokenizer folder if
+    unset and that folder exists; return the directory in effect."""
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return os.environ["TIKTOKEN_CACHE_DIR"]
+    spec = importlib.util.find_spec("litellm")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        folder = os.path.join(root, "litellm_core_utils", "tokenizers")
+        if os.path.isdir(folder):
+            os.environ["TIKTOKEN_CACHE_DIR"] = folder
+            return folder
+    return None
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> Any:
+    ensure_tiktoken_cache()
+    import tiktoken
+
+    return tiktoken.get_encoding("cl100k_base")
+
+
+def count_tokens(text: str) -> int:
+    """cl100k_base token count (special-token text is counted as text)."""
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+def cut_points(counts: Sequence[float]) -> list[float]:
+    """p20, p40, p60, p80 of the counts (numpy's default linear method)."""
+    if len(counts) == 0:
+        raise ValueError("no token counts")
+    return [float(x) for x in np.percentile(np.asarray(counts, dtype=float), PERCENTILES)]
+
+
+def score_against(c: float, cuts: Sequence[float]) -> int:
+    """5 if c <= p20, 4 if <= p40, 3 if <= p60, 2 if <= p80, else 1."""
+    for score, cut in zip((5, 4, 3, 2), cuts):
+        if c <= cut:
+            return score
+    return 1
+
+
+def conciseness_scores(counts: Sequence[float]) -> list[int]:
+    """Scores 1-5 of one run's counts against that run's own cut points."""
+    if len(counts) == 0:
+        return []
+    cuts = cut_points(counts)
+    return [score_against(c, cuts) for c in counts]
+
+
+def pooled_conciseness(runs: Sequence[Sequence[float]]) -> list[list[int]]:
+    """Scores of every run against cut points of all runs pooled."""
+    pooled = [c for run in runs for c in run]
+    if not pooled:
+        return [[] for _ in runs]
+    cuts = cut_points(pooled)
+    return [[score_against(c, cuts) for c in run] for run in runs]
+
+
+class Conciseness(Metric):
+    """Per sample: ``<name>_tokens``; aggregate: ``<name>`` = mean score
+    (1-5) within this run and ``<name>_tokens`` = mean token count.
+    Samples without output are excluded and counted (``<name>_missing``).
+    Option ``source`` (field spec, default "response")."""
+
+    name = "conciseness"
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        text = resolve(record, self.options.get("source", "response"))
+        return {f"{self.name}_tokens": None if text is None else count_tokens(str(text))}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        counts = [r.scores.get(f"{self.name}_tokens") for r in usable(records)]
+        present = [c for c in counts if c is not None]
+        return {
+            self.name: mean_stderr(conciseness_scores(present)),
+            f"{self.name}_tokens": mean_stderr(present),
+            f"{self.name}_missing": count(len(records) - len(present), len(records)),
+        }

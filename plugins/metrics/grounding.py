@@ -1,0 +1,285 @@
+"""Temporal and spatial grounding scores (no upstream code exists; these are
+avhb's definitions).
+
+Intervals are ``(start, end)`` seconds with ``start <= end`` (given as a
+pair or ``{"start", "end"}``); ``end < start`` is invalid (ValueError, and
+the metrics score such a sample None and count it).  ``|X|`` is the length
+(Lebesgue measure) of the union of a set of intervals; overlapping or
+touching intervals are merged first, so nothing is counted twice.
+
+* ``interval_iou(a, b)`` = |a ∩ b| / (|a| + |b| − |a ∩ b|).  Zero-length
+  cases: if the union has length 0 (both are points) the IoU is 1 when the
+  points coincide and 0 otherwise; a point against a real interval is 0.
+* ``cover(X, Y)`` — how much of X lies in Y:
+  |X ∩ Y| / |X| when |X| > 0; when X is non-empty but has length 0 (points
+  only), the share of X's points that lie in some closed interval of Y;
+  undefined (None) when X is empty.
+* ``temporal_prf(pred, gold)``: precision = cover(pred, gold), recall =
+  cover(gold, pred), F1 = 2PR/(P+R) (0 when both are 0).  An empty
+  prediction scores P = R = F1 = 0 (a missing answer is a miss, not an
+  abstention); an empty gold set is not scorable (None).
+  So a predicted instant inside the gold span has precision 1, recall 0.
+* Boxes are ``(x, y, w, h)`` with top-left origin and ``w, h >= 0`` (given
+  as a 4-sequence or ``{"x", "y", "width"|"w", "height"|"h"}``).
+  ``box_iou`` = intersection area / union area; when the union area is 0
+  (both degenerate) it is 1 for identical boxes, else 0.
+* ``share_at_least(ious, t=0.5)`` = share of IoUs >= t.
+
+Metric aggregation: ``temporal`` reports the mean over samples of P, R and
+F1 (macro) and, since published tables often give F1 of the mean P and R,
+``<name>_f1_of_means`` = 2·P̄·R̄/(P̄+R̄) with a bootstrap standard error.
+``box_iou`` pairs predicted and gold boxes (dicts by key, e.g. frame index,
+lists by position, or one box each; a gold box with no prediction scores
+0) and reports the mean IoU over all pairs and the share >= the threshold
+(option ``threshold``, 0.5); its standard error is closed-form when every
+sample has one pair, else bootstrapped over samples.
+"""
+from __future__ import annotations
+
+from typing import Any, Iterable, Sequence
+
+from avhb.aggregate import Aggregate, bootstrap_stderr, mean_stderr
+from avhb.metric import Metric, SampleRecord, ScoreContext
+
+from ._common import count, resolve, usable
+
+Interval = tuple[float, float]
+Box = tuple[float, float, float, float]
+
+
+# ---------------------------------------------------------------- intervals
+
+def as_interval(value: Any) -> Interval:
+    if isinstance(value, dict):
+        s, e = float(value["start"]), float(value["end"])
+    else:
+        s, e = (float(x) for x in value)
+    if e < s:
+        raise ValueError(f"interval ends before it starts: ({s}, {e})")
+    return s, e
+
+
+def as_intervals(value: Any) -> list[Interval]:
+    """One interval or a list of them."""
+    if value is None:
+        return []
+    if isinstance(value, dict) or (isinstance(value, (list, tuple)) and len(value) == 2
+                                   and all(isinstance(x, (int, float)) for x in value)):
+        return [as_interval(value)]
+    return [as_interval(v) for v in value]
+
+
+def merge(intervals: Iterable[Interval]) -> list[Interval]:
+    """Union of intervals as sorted disjoint intervals of positive length;
+    points (zero length) are dropped here, see ``points``."""
+    out: list[list[float]] = []
+    for s, e in sorted(i for i in intervals if i[1] > i[0]):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def length(intervals: Iterable[Interval]) -> float:
+    return sum(e - s for s, e in merge(intervals))
+
+
+def overlap(a: Iterable[Interval], b: Iterable[Interval]) -> float:
+    """|union(a) ∩ union(b)|."""
+    ma, mb = merge(a), merge(b)
+    total, i, j = 0.0, 0, 0
+    while i < len(ma) and j < len(mb):
+        lo, hi = max(ma[i][0], mb[j][0]), min(ma[i][1], mb[j][1])
+        total += max(0.0, hi - lo)
+        if ma[i][1] < mb[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def interval_iou(a: Any, b: Any) -> float:
+    (s1, e1), (s2, e2) = as_interval(a), as_interval(b)
+    inter = max(0.0, min(e1, e2) - max(s1, s2))
+    union = (e1 - s1) + (e2 - s2) - inter
+    if union == 0:
+        return float(s1 == s2)
+    return inter / union
+
+
+def _contains(intervals: list[Interval], t: float) -> bool:
+    return any(s <= t <= e for s, e in intervals)
+
+
+def cover(x: list[Interval], y: list[Interval]) -> float | None:
+    """How much of X lies in Y (see module docstring)."""
+    if not x:
+        return None
+    lx = length(x)
+    if lx > 0:
+        return overlap(x, y) / lx
+    return sum(_contains(y, s) for s, _ in x) / len(x)
+
+
+def temporal_prf(pred: Any, gold: Any) -> tuple[float, float, float] | None:
+    """(precision, recall, F1) of predicted against gold seconds."""
+    p_iv, g_iv = as_intervals(pred), as_intervals(gold)
+    if not g_iv:
+        return None
+    if not p_iv:
+        return 0.0, 0.0, 0.0
+    p, r = cover(p_iv, g_iv), cover(g_iv, p_iv)
+    assert p is not None and r is not None
+    return p, r, (0.0 if p + r == 0 else 2 * p * r / (p + r))
+
+
+# ---------------------------------------------------------------- boxes
+
+def as_box(value: Any) -> Box:
+    if isinstance(value, dict):
+        x, y = float(value["x"]), float(value["y"])
+        w = float(value["width"] if "width" in value else value["w"])
+        h = float(value["height"] if "height" in value else value["h"])
+    else:
+        x, y, w, h = (float(v) for v in value)
+    if w < 0 or h < 0:
+        raise ValueError(f"box with negative size: {(x, y, w, h)}")
+    return x, y, w, h
+
+
+def box_iou(a: Any, b: Any) -> float:
+    x1, y1, w1, h1 = as_box(a)
+    x2, y2, w2, h2 = as_box(b)
+    iw = max(0.0, min(x1 + w1, x2 + w2) - max(x1, x2))
+    ih = max(0.0, min(y1 + h1, y2 + h2) - max(y1, y2))
+    inter = iw * ih
+    union = w1 * h1 + w2 * h2 - inter
+    if union == 0:
+        return float((x1, y1, w1, h1) == (x2, y2, w2, h2))
+    return inter / union
+
+
+def share_at_least(ious: Sequence[float], threshold: float = 0.5) -> float | None:
+    return sum(i >= threshold for i in ious) / len(ious) if ious else None
+
+
+def _is_box(value: Any) -> bool:
+    return (isinstance(value, dict) and "x" in value) or (
+        isinstance(value, (list, tuple)) and len(value) == 4 and all(isinstance(v, (int, float)) for v in value))
+
+
+def box_pairs(pred: Any, gold: Any) -> list[float]:
+    """IoU of each gold box with its prediction (0 when it has none)."""
+    if gold is None:
+        return []
+    if isinstance(gold, dict) and not _is_box(gold):
+        pred = pred if isinstance(pred, dict) else {}
+        pred = {str(k): v for k, v in pred.items()}
+        return [box_iou(pred[str(k)], g) if pred.get(str(k)) is not None else 0.0 for k, g in gold.items()]
+    if _is_box(gold):
+        gold, pred = [gold], ([pred] if _is_box(pred) else pred)
+    pred = list(pred or [])
+    return [box_iou(pred[i], g) if i < len(pred) and pred[i] is not None else 0.0 for i, g in enumerate(gold)]
+
+
+# ---------------------------------------------------------------- metrics
+
+class _Grounding(Metric):
+    def _pred_gold(self, record: SampleRecord) -> tuple[Any, Any]:
+        pred = resolve(record, self.options.get("pred", "extracted"))
+        gold = resolve(record, self.options.get("gold", "target"))
+        return pred, gold
+
+
+class TemporalGrounding(_Grounding):
+    """Options: ``pred`` (field spec, "extracted"), ``gold`` ("target")."""
+
+    name = "temporal"
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        pred, gold = self._pred_gold(record)
+        try:
+            prf = temporal_prf(pred, gold)
+        except (ValueError, TypeError, KeyError) as exc:
+            record.meta[f"{self.name}_invalid"] = str(exc)
+            prf = None
+        keys = [f"{self.name}_{k}" for k in ("precision", "recall", "f1")]
+        return dict(zip(keys, prf if prf is not None else (None, None, None)))
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        n_err = (len(records) - len(ok)) if self.options.get("errors_count_as_wrong", True) else 0
+        rows = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
+        rows = [(p, r) for p, r in rows if p is not None] + [(0.0, 0.0)] * n_err
+        out = {}
+        for part in ("precision", "recall", "f1"):
+            key = f"{self.name}_{part}"
+            out[key] = mean_stderr([r.scores.get(key) for r in ok] + [0.0] * n_err)
+
+        def f1_of_means(units: Sequence[tuple[float, float]]) -> float | None:
+            if not units:
+                return None
+            p = sum(u[0] for u in units) / len(units)
+            r = sum(u[1] for u in units) / len(units)
+            return 0.0 if p + r == 0 else 2 * p * r / (p + r)
+
+        out[f"{self.name}_f1_of_means"] = Aggregate(f1_of_means(rows), bootstrap_stderr(rows, f1_of_means), len(rows))
+        out[f"{self.name}_invalid"] = count(sum(r.scores.get(f"{self.name}_precision") is None for r in ok), len(ok))
+        return out
+
+
+class TemporalIoU(_Grounding):
+    """IoU of one predicted and one gold interval per sample.  Options:
+    ``pred``, ``gold``."""
+
+    name = "temporal_iou"
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        pred, gold = self._pred_gold(record)
+        if gold is None:
+            return {self.name: None}
+        if pred is None:
+            return {self.name: 0.0}
+        try:
+            return {self.name: interval_iou(pred, gold)}
+        except (ValueError, TypeError, KeyError) as exc:
+            record.meta[f"{self.name}_invalid"] = str(exc)
+            return {self.name: None}
+
+
+class BoxIoU(_Grounding):
+    """Options: ``pred``, ``gold``, ``threshold`` (0.5).  Reports
+    ``<name>`` (mean IoU over box pairs) and ``<name>_at_<threshold>``."""
+
+    name = "box_iou"
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        pred, gold = self._pred_gold(record)
+        try:
+            ious = box_pairs(pred, gold)
+        except (ValueError, TypeError, KeyError) as exc:
+            record.meta[f"{self.name}_invalid"] = str(exc)
+            return {self.name: None, f"{self.name}_pairs": None}
+        return {self.name: sum(ious) / len(ious) if ious else None, f"{self.name}_pairs": ious}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        t = float(self.options.get("threshold", 0.5))
+        samples = [r.scores.get(f"{self.name}_pairs") for r in usable(records)]
+        samples = [s for s in samples if s]
+        flat = [x for s in samples for x in s]
+        name_at = f"{self.name}_at_{t:g}"
+        if all(len(s) == 1 for s in samples):
+            return {self.name: mean_stderr(flat), name_at: mean_stderr([float(x >= t) for x in flat])}
+
+        def micro(units: Sequence[list[float]], f=lambda x: x) -> float | None:
+            xs = [f(x) for u in units for x in u]
+            return sum(xs) / len(xs) if xs else None
+
+        def at(units: Sequence[list[float]]) -> float | None:
+            return micro(units, lambda x: float(x >= t))
+
+        return {
+            self.name: Aggregate(micro(samples), bootstrap_stderr(samples, micro), len(flat)),
+            name_at: Aggregate(at(samples), bootstrap_stderr(samples, at), len(flat)),
+        }

@@ -1,0 +1,152 @@
+"""Judge-rated scales: a Likert mean (1-5) per facet and the 0/1/2 scorer.
+
+Definitions
+-----------
+Likert facet (``likert``): one judge role rates each sample on a closed
+scale (default 1..5).  With a judge panel the Verdict's ``value`` is already
+the panel's combined rating (e.g. the mean of the members' ratings) and the
+members' own ratings sit in ``per_judge`` (kept for agreement statistics).
+The facet score is the mean of the valid ratings over samples; a reply that
+never parsed (``ok`` False) or a value off the scale is *excluded from the
+mean and counted* in ``<name>_judge_failures`` — never guessed.
+
+0/1/2 scorer (``judge_012``): the judge gives 0 (wrong), 1 (partly right) or
+2 (right).  Per-sample score = value / 2, so the aggregate equals
+mean(score) / 2 (CURVE's accuracy).  As with the Likert facets, and as the
+paper counts it, a failed judge reply is excluded and counted in
+``<name>_judge_failures``; option ``failures_as_zero: true`` scores it 0
+instead (still counted).
+
+Samples whose model call failed (``record.error``) are not sent to the
+judge.  The Likert facet excludes them (they have no rating) and counts
+them in ``<name>_errors``; the 0/1/2 scorer counts them as 0 (a failed
+answer is a wrong answer) unless ``errors_count_as_wrong: false``.
+
+Both metrics pass the judge the fields configured by the ``fields`` option
+(field name -> spec, see ``_common.resolve``), by default
+``{"question": "doc.question", "reference": "target", "response": "extracted"}``
+(``extracted`` falls back to the raw response when no filter ran).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from avhb.aggregate import Aggregate, mean_stderr
+from avhb.metric import Metric, SampleRecord, ScoreContext
+
+from ._common import count, judge_fields, usable, verdict_log
+
+DEFAULT_FIELDS = {"question": "doc.question", "reference": "target", "response": "extracted"}
+
+
+def valid_rating(value: Any, low: float, high: float, integer: bool = False) -> float | None:
+    """``value`` as a float if it is a number on ``[low, high]`` (and whole
+    when ``integer``), else None.  Booleans are not ratings."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    v = float(value)
+    if not (low <= v <= high) or (integer and v != int(v)):
+        return None
+    return v
+
+
+def likert_mean(ratings: list[Any], low: float = 1, high: float = 5) -> tuple[Aggregate, int]:
+    """Mean of the valid ratings and the number of invalid ones."""
+    valid = [valid_rating(r, low, high) for r in ratings]
+    return mean_stderr(valid), sum(v is None for v in valid)
+
+
+def score_012(values: list[Any], failures_as_zero: bool = False, errors: int = 0) -> tuple[Aggregate, int]:
+    """Accuracy = mean(score)/2 over the valid 0/1/2 values, and the number
+    of invalid values (excluded, or scored 0 with ``failures_as_zero``).
+    ``errors`` failed samples are added as score 0."""
+    scores: list[float | None] = [0.0] * errors
+    failures = 0
+    for v in values:
+        r = valid_rating(v, 0, 2, integer=True)
+        if r is None:
+            failures += 1
+            scores.append(0.0 if failures_as_zero else None)
+        else:
+            scores.append(r / 2)
+    return mean_stderr(scores), failures
+
+
+class _JudgedScale(Metric):
+    default_role = ""
+    low: float = 1
+    high: float = 5
+    integer = False
+
+    @property
+    def role(self) -> str:
+        return self.options.get("role", self.default_role)
+
+    async def _ask(self, record: SampleRecord, ctx: ScoreContext) -> float | None:
+        specs = dict(self.options.get("fields") or DEFAULT_FIELDS)
+        fields = judge_fields(record, specs)
+        if specs.get("response") == "extracted" and record.extracted is None:
+            fields["response"] = record.response or ""
+        verdict = await ctx.judges.ask(self.role, fields)
+        record.judgements[self.name] = verdict_log(self.role, verdict)
+        value = valid_rating(verdict.value, self.low, self.high, self.integer) if verdict.ok else None
+        if value is None:
+            record.meta.setdefault("judge_failures", []).append(self.name)
+        return value
+
+
+class LikertFacet(_JudgedScale):
+    """Options: ``role`` (judge role, default "cot_judge"), ``fields``,
+    ``scale`` ([low, high], default [1, 5])."""
+
+    name = "likert"
+    default_role = "cot_judge"
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        self.low, self.high = (float(x) for x in options.get("scale", (1, 5)))
+
+    @property
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.role,)
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        return {self.name: await self._ask(record, ctx)}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        values = [r.scores.get(self.name) for r in ok]
+        return {
+            self.name: mean_stderr(values),
+            f"{self.name}_judge_failures": count(sum(v is None for v in values), len(ok)),
+            f"{self.name}_errors": count(len(records) - len(ok), len(records)),
+        }
+
+
+class Judge012(_JudgedScale):
+    """Options: ``role`` (default "scorer"), ``fields``,
+    ``failures_as_zero`` (False), ``errors_count_as_wrong`` (True)."""
+
+    name = "judge_012"
+    default_role = "scorer"
+    low, high, integer = 0, 2, True
+
+    @property
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.role,)
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        value = await self._ask(record, ctx)
+        return {self.name: None if value is None else value / 2, f"{self.name}_raw": value}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        agg, failures = score_012([r.scores.get(f"{self.name}_raw") for r in ok],
+                                  bool(self.options.get("failures_as_zero", False)),
+                                  errors=len(records) - len(ok) if self.options.get("errors_count_as_wrong", True) else 0)
+        n_err = len(records) - len(ok)
+        return {
+            self.name: agg,
+            f"{self.name}_judge_failures": count(failures, len(ok)),
+            f"{self.name}_errors": count(n_err, len(records)),
+        }

@@ -1,0 +1,44 @@
+"""A scripted stand-in for ``avhb.judges.Judges``, for tests.
+
+``ScriptedJudges(script)`` answers ``await ask(role, fields)`` from
+``script``: either a dict ``role -> callable(fields) -> value`` or a
+dict ``role -> list`` of values handed out in order.  A value that is a
+``FakeVerdict`` is returned as is; ``None`` or ``UNPARSED`` become a failed
+verdict (``ok`` False); anything else an ok verdict with that value.
+Every call is logged in ``calls`` as ``(role, fields)``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+UNPARSED = object()
+
+
+@dataclass
+class FakeVerdict:
+    value: Any
+    ok: bool = True
+    raw: str | None = None
+    per_judge: list = field(default_factory=list)
+
+
+class ScriptedJudges:
+    def __init__(self, script: dict[str, Callable[[dict[str, str]], Any] | list[Any]]):
+        self.script = {k: (list(v) if isinstance(v, list) else v) for k, v in script.items()}
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    async def ask(self, role: str, fields: dict[str, str]) -> FakeVerdict:
+        self.calls.append((role, dict(fields)))
+        if role not in self.script:
+            raise KeyError(f"no script for judge role {role!r}")
+        entry = self.script[role]
+        value = entry.pop(0) if isinstance(entry, list) else entry(fields)
+        if isinstance(value, FakeVerdict):
+            return value
+        if value is None or value is UNPARSED:
+            return FakeVerdict(None, ok=False, raw="(unparsable)")
+        return FakeVerdict(value, ok=True, raw=str(value))
+
+    def count(self, role: str | None = None) -> int:
+        return sum(1 for r, _ in self.calls if role is None or r == role)

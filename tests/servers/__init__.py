@@ -1,0 +1,1 @@
+"""Real local servers used by the integration tests and benchmarks."""

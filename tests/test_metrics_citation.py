@@ -1,0 +1,141 @@
+"""Citation recall / precision / F1 by leave-one-out entailment."""
+import pytest
+
+from avhb.metric import SampleRecord, ScoreContext
+from avhb.plugins.metrics.citation import (Citation, citation_indices, parse_statements, parse_yes_no,
+                                           score_citations, split_statements)
+from avhb.plugins.metrics.testing import UNPARSED, ScriptedJudges
+
+UNITS = ["u1 text", "u2 text", "u3 text", "u4 text"]
+# which unit sets entail which statement
+RULES = {
+    "Cats purr.": lambda p: "u1" in p,  # unit 1 alone suffices
+    "Dogs bark.": lambda p: "u2" in p and "u3" in p,  # needs 2 and 3 together
+    "Birds sing.": lambda p: "u1" in p or "u2" in p,  # 1 or 2 each suffice alone
+    "Fish swim.": lambda p: True,
+}
+
+
+def entail_judge(fields):
+    assert fields["premise"], "the empty set must never reach the judge"
+    return "yes" if RULES[fields["hypothesis"]](fields["premise"]) else "no"
+
+
+def make_entails(judges):
+    async def entails(premise, hypothesis):
+        v = await judges.ask("entailment", {"premise": premise, "hypothesis": hypothesis})
+        return parse_yes_no(v.value) if v.ok else None
+    return entails
+
+
+ANSWER = "Cats purr [1][3]. Dogs bark [2][3]. Birds sing [1][2]. Fish swim."
+
+
+def test_parse_statements():
+    st = parse_statements(ANSWER, 4)
+    assert [s.text for s in st] == ["Cats purr.", "Dogs bark.", "Birds sing.", "Fish swim."]
+    assert [s.citations for s in st] == [[1, 3], [2, 3], [1, 2], []]
+    assert citation_indices("x [1, 3] [2-4] [7\u20138]") == [1, 3, 2, 3, 4, 7, 8]
+    assert split_statements("Price is 3.5 dollars [1]. Next. [2]\n- Item two [3]") == [
+        "Price is 3.5 dollars [1].", "Next. [2]", "Item two [3]"]
+    assert split_statements("A claim [1].\n[2]") == ["A claim [1]. [2]"]
+    tagged = parse_statements("<statement>A is B.<cite>[1][2]</cite></statement> filler <statement>C.</statement>", 3)
+    assert [(s.text, s.citations) for s in tagged] == [("A is B.", [1, 2]), ("C.", [])]
+    dup = parse_statements("Cats purr [1][1][3][4][2].", 4)[0]
+    assert dup.citations == [1, 3, 4]  # collapsed, then first 3
+    assert parse_statements("Cats purr [1][1][3].", 4, dedup=False)[0].citations == [1, 1, 3]
+    oor = parse_statements("Cats purr [1][9].", 4)[0]
+    assert oor.out_of_range and oor.citations == [1, 9]
+    assert parse_statements("Cats purr [0][1].", 4, out_of_range="drop")[0].citations == [1]
+    assert parse_statements("", 4) == [] and parse_statements(None, 4) == []
+    assert len(parse_statements("A [1]. B [1]. C [1].", 4, max_statements=2)) == 2
+
+
+async def test_loo_precision_hand_computed():
+    judges = ScriptedJudges({"entailment": entail_judge})
+    res = await score_citations(parse_statements(ANSWER, 4), UNITS, make_entails(judges))
+    # recalls 1,1,1,0; counted: cats 1/2 (3 unnecessary), dogs 2/2, birds 0/2 (each alone suffices)
+    assert res.recall == pytest.approx(0.75)
+    assert (res.n_counted, res.n_citations) == (3, 6)
+    assert res.precision == pytest.approx(0.5)
+    assert res.f1 == pytest.approx(2 * 0.75 * 0.5 / 1.25)
+    assert judges.count() == 9  # 3 joint + 6 leave-one-out, none for the uncited statement
+    assert {c[1]["premise"] for c in judges.calls} >= {"u1 text\n\nu3 text", "u3 text"}
+
+
+async def test_alce_precision_hand_computed():
+    judges = ScriptedJudges({"entailment": entail_judge})
+    res = await score_citations(parse_statements(ANSWER, 4), UNITS, make_entails(judges), precision="alce")
+    # cats: 1 alone entails -> counts, 3 not; dogs 2/2; birds 2/2 (each alone entails)
+    assert (res.n_counted, res.n_citations) == (5, 6)
+    assert res.f1 == pytest.approx(2 * 0.75 * (5 / 6) / (0.75 + 5 / 6))
+
+
+async def test_single_citation_and_cache():
+    judges = ScriptedJudges({"entailment": entail_judge})
+    res = await score_citations(parse_statements("Cats purr [1]. Cats purr [1]. Cats purr [2].", 4), UNITS,
+                                make_entails(judges))
+    # single citation: necessary iff it entails (empty rest entails nothing)
+    assert (res.recall, res.precision) == (pytest.approx(2 / 3), pytest.approx(2 / 3))
+    assert judges.count() == 2  # identical query asked once; no call for the empty set
+
+
+async def test_duplicates_and_out_of_range():
+    judges = ScriptedJudges({"entailment": entail_judge})
+    e = make_entails(judges)
+    res = await score_citations(parse_statements("Cats purr [1][1][3].", 4), UNITS, e)
+    assert (res.n_counted, res.n_citations) == (1, 2)
+    res = await score_citations(parse_statements("Cats purr [1][1][3].", 4, dedup=False), UNITS, e)
+    assert (res.n_counted, res.n_citations) == (2, 3)  # both copies of [1] are necessary
+    res = await score_citations(parse_statements("Cats purr [1][7]. Dogs bark [2][3].", 4), UNITS, e)
+    # out of range: recall 0, nothing in the precision denominator
+    assert (res.recall, res.precision, res.n_citations) == (0.5, 1.0, 2)
+    assert res.f1 == pytest.approx(2 / 3)
+    res = await score_citations(parse_statements("Cats purr [1][7].", 4, out_of_range="drop"), UNITS, e)
+    assert (res.recall, res.precision) == (1.0, 1.0)
+    res = await score_citations(parse_statements("Cats purr [9].", 4), UNITS, e)
+    assert (res.recall, res.precision, res.f1) == (0.0, 0.0, 0.0)
+
+
+async def test_no_citation_empty_answer_and_judge_failure():
+    judges = ScriptedJudges({"entailment": entail_judge})
+    e = make_entails(judges)
+    res = await score_citations(parse_statements("Fish swim.", 4), UNITS, e)
+    assert (res.recall, res.precision, res.f1) == (0.0, 0.0, 0.0) and judges.count() == 0
+    res = await score_citations([], UNITS, e)
+    assert res.recall is None and res.f1 is None and res.n_statements == 0
+    res = await score_citations([], UNITS, e, empty_answer="zero")
+    assert (res.recall, res.precision, res.f1) == (0.0, 0.0, 0.0)
+    bad = ScriptedJudges({"entailment": ["yes", UNPARSED, "no", "no", "no", "no"]})
+    res = await score_citations(parse_statements("Cats purr [1][3]. Dogs bark [2].", 4), UNITS, make_entails(bad))
+    assert res.judge_failed and res.recall is None and res.precision is None
+
+
+async def test_citation_metric():
+    judges = ScriptedJudges({"entailment": entail_judge})
+    ctx = ScoreContext(judges, "t")
+    doc = {"context": [{"type": "text", "text": u} for u in UNITS]}
+    records = [SampleRecord(id="0", doc=doc, response=ANSWER),
+               SampleRecord(id="1", doc=doc, response=""),
+               SampleRecord(id="2", doc=doc, response="Cats purr [5]. Fish swim."),
+               SampleRecord(id="3", doc=doc, response=None, error="timeout")]
+    m = Citation()
+    for r in records[:3]:
+        r.scores.update(await m.score(r, ctx))
+    assert records[0].scores["citation_f1"] == pytest.approx(0.6)
+    assert records[1].scores["citation_f1"] is None
+    assert records[0].meta["citation"]["judge_calls"] == 9
+    agg = m.aggregate(records)
+    # answers: (0.75, 0.5, 0.6), skipped, (0, 0, 0), error -> 0
+    assert agg["citation_recall"].value == pytest.approx(0.25) and agg["citation_recall"].n == 3
+    assert agg["citation_precision"].value == pytest.approx(0.5 / 3)
+    assert agg["citation_f1"].value == pytest.approx(0.2)
+    assert agg["citation_no_statements"].value == 1
+    assert agg["citation_uncited_statements"].value == 2
+    assert agg["citation_out_of_range_statements"].value == 1
+    assert agg["citation_judge_failures"].value == 0
+
+
+def test_parse_yes_no():
+    assert parse_yes_no("Yes") is True and parse_yes_no(" no ") is False and parse_yes_no(True) is True
+    assert parse_yes_no("maybe") is None and parse_yes_no(None) is None

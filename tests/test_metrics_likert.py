@@ -1,0 +1,90 @@
+"""Likert facets and the 0/1/2 scorer."""
+import math
+
+import pytest
+
+from avhb.metric import SampleRecord, ScoreContext
+from avhb.plugins.metrics.likert import Judge012, LikertFacet, likert_mean, score_012, valid_rating
+from avhb.plugins.metrics.testing import UNPARSED, FakeVerdict, ScriptedJudges
+
+
+def rec(i, response="out", extracted=None, error=None):
+    return SampleRecord(id=str(i), doc={"question": f"q{i}"}, target=f"ref{i}", response=response,
+                        extracted=extracted, error=error)
+
+
+def test_valid_rating():
+    assert valid_rating(3, 1, 5) == 3.0
+    assert valid_rating(3.5, 1, 5) == 3.5
+    assert valid_rating(3.5, 0, 2, integer=True) is None
+    assert valid_rating(0, 1, 5) is None
+    assert valid_rating(True, 0, 2) is None
+    assert valid_rating("4", 1, 5) is None
+
+
+def test_pure_functions():
+    agg, bad = likert_mean([5, 4, None, 9, 3.5])
+    assert bad == 2 and agg.n == 3 and agg.value == pytest.approx(12.5 / 3)
+    assert agg.stderr == pytest.approx(math.sqrt((7 / 12) / 3))
+    agg, bad = score_012([2, 1, 0, None, 2])
+    assert (agg.value, agg.n, bad) == (pytest.approx(0.625), 4, 1)
+    agg, bad = score_012([2, 1, 0, None, 2], failures_as_zero=True)
+    assert (agg.value, agg.n, bad) == (pytest.approx(0.5), 5, 1)
+    agg, bad = score_012([], errors=2)
+    assert (agg.value, agg.n) == (0.0, 2)
+
+
+async def test_likert_facet_excludes_and_counts_failures():
+    panel = FakeVerdict(3.5, ok=True, per_judge=[3, 4])
+    judges = ScriptedJudges({"halluc_judge": [5, 4, UNPARSED, 9, panel]})
+    ctx = ScoreContext(judges, "t")
+    m = LikertFacet(name="hallucination", role="halluc_judge")
+    assert m.needs_judges == ("halluc_judge",)
+    records = [rec(i) for i in range(5)] + [rec(5, response=None, error="boom")]
+    records[1].extracted = "short"
+    for r in records[:5]:
+        r.scores.update(await m.score(r, ctx))
+    assert [r.scores["hallucination"] for r in records[:5]] == [5.0, 4.0, None, None, 3.5]
+    assert judges.calls[0][1] == {"question": "q0", "reference": "ref0", "response": "out"}  # extracted -> response
+    assert judges.calls[1][1]["response"] == "short"
+    assert records[4].judgements["hallucination"]["per_judge"] == [3, 4]
+    assert records[2].meta["judge_failures"] == ["hallucination"]
+    agg = m.aggregate(records)
+    assert agg["hallucination"].value == pytest.approx(12.5 / 3) and agg["hallucination"].n == 3
+    assert agg["hallucination"].stderr == pytest.approx(math.sqrt((7 / 12) / 3))
+    assert agg["hallucination_judge_failures"].value == 2
+    assert agg["hallucination_errors"].value == 1
+
+
+async def test_likert_custom_fields_and_scale():
+    judges = ScriptedJudges({"cot_judge": lambda f: 0})
+    m = LikertFacet(name="div", fields={"gold": "doc.question", "answer": "response", "k": "literal:x"}, scale=[0, 10])
+    r = rec(0)
+    assert (await m.score(r, ScoreContext(judges, "t")))["div"] == 0.0
+    assert judges.calls[0] == ("cot_judge", {"gold": "q0", "answer": "out", "k": "x"})
+
+
+async def test_judge_012():
+    judges = ScriptedJudges({"scorer": [2, 1, 0, UNPARSED, 2]})
+    ctx = ScoreContext(judges, "t")
+    records = [rec(i) for i in range(5)]
+    m = Judge012()
+    for r in records:
+        r.scores.update(await m.score(r, ctx))
+    assert [r.scores["judge_012"] for r in records] == [1.0, 0.5, 0.0, None, 1.0]
+    agg = m.aggregate(records)
+    assert agg["judge_012"].value == pytest.approx(0.625) and agg["judge_012"].n == 4
+    assert agg["judge_012_judge_failures"].value == 1
+    assert Judge012(failures_as_zero=True).aggregate(records)["judge_012"].value == pytest.approx(0.5)
+    with_err = records + [rec(9, response=None, error="x")]
+    agg = m.aggregate(with_err)
+    assert agg["judge_012"].value == pytest.approx(2.5 / 5) and agg["judge_012_errors"].value == 1
+    agg = Judge012(errors_count_as_wrong=False).aggregate(with_err)
+    assert agg["judge_012"].value == pytest.approx(0.625)
+
+
+async def test_judge_012_rejects_off_scale():
+    judges = ScriptedJudges({"scorer": [3, 1.5, "2"]})
+    m = Judge012()
+    for i in range(3):
+        assert (await m.score(rec(i), ScoreContext(judges, "t")))["judge_012"] is None
