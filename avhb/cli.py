@@ -217,15 +217,16 @@ def _cmd_report(args, argv) -> int:
 
         print(write_report(dirs[0]))
         return 0
-    from .report.compare import compare_runs, to_csv, to_html, to_markdown
+    from .report.compare import compare_runs, to_csv, to_markdown, write_html
 
     table = compare_runs(dirs)
     print(to_markdown(table))
-    if args.output:
-        out = Path(args.output)
-        render = {".csv": to_csv, ".md": to_markdown}.get(out.suffix, to_html)
-        out.write_text(render(table), encoding="utf-8")
-        print(out, file=sys.stderr)
+    out = Path(args.output) if args.output else None
+    if out is not None and out.suffix in (".csv", ".md"):
+        out.write_text((to_csv if out.suffix == ".csv" else to_markdown)(table), encoding="utf-8")
+    else:
+        out = write_html(table, out)
+    print(out, file=sys.stderr)
     return 0
 
 

@@ -1,0 +1,165 @@
+"""The sample browser: one collapsible entry per logged sample, rendered
+server-side with every model/judge/dataset text HTML-escaped; a small inline
+script (``htmlkit.BROWSER_JS``) adds search, a task filter and error filters."""
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+from avhb.report.htmlkit import esc
+from avhb.report.rundata import RunData
+
+MAX_DOC_VALUE = 2000  # characters shown per doc field
+
+
+def _text(value: Any) -> str:
+    """Display text of an arbitrary JSON value (strings unquoted)."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _short(value: Any, limit: int = MAX_DOC_VALUE) -> str:
+    text = _text(value)
+    return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
+
+
+def fmt_times(timestamps: Any) -> str:
+    """Frame times in seconds, e.g. '0.00s 1.50s 3.00s'."""
+    if not isinstance(timestamps, list) or not timestamps:
+        return ""
+    out = []
+    for t in timestamps:
+        out.append(f"{t:.2f}s" if isinstance(t, (int, float)) and not isinstance(t, bool) else str(t))
+    return " ".join(out)
+
+
+def _score_text(scores: Any) -> str:
+    if not isinstance(scores, Mapping):
+        return ""
+    parts = []
+    for k, v in scores.items():
+        if isinstance(v, float):
+            v = f"{v:.3g}"
+        parts.append(f"{k}={'–' if v is None else v}")
+    return " · ".join(parts)
+
+
+def _judge_failed(row: Mapping[str, Any]) -> bool:
+    j = row.get("judgements")
+    return isinstance(j, Mapping) and any(not (isinstance(v, Mapping) and v.get("ok") is True) for v in j.values())
+
+
+def _field(name: str, body: str) -> str:
+    return f"<dt>{esc(name)}</dt><dd>{body}</dd>"
+
+
+def _media(media: Any) -> str:
+    if not isinstance(media, Mapping):
+        return ""
+    parts = []
+    if media.get("video"):
+        parts.append(f"video <code>{esc(media['video'])}</code>")
+    frames = media.get("frame_indices")
+    if isinstance(frames, list) and frames:
+        parts.append(f"{len(frames)} frames")
+    times = fmt_times(media.get("timestamps"))
+    if times:
+        parts.append(f"at {esc(times)}")
+    if media.get("audio"):
+        parts.append(f"audio {esc(_text(media['audio']))}")
+    return "; ".join(parts)
+
+
+def _judgements(judgements: Any) -> str:
+    if not isinstance(judgements, Mapping) or not judgements:
+        return ""
+    rows = []
+    for role, v in judgements.items():
+        v = v if isinstance(v, Mapping) else {"value": v}
+        ok = v.get("ok") is True
+        status = '<span class="good">ok</span>' if ok else '<span class="bad">unparsable</span>'
+        raw = v.get("raw")
+        raw_html = f"<pre>{esc(raw)}</pre>" if raw else ""
+        rows.append(f"<tr><td>{esc(role)}</td><td>{esc(_text(v.get('value')))}</td><td>{status}</td>"
+                    f"<td>{raw_html}</td></tr>")
+    return f"<table><tr><th>Role</th><th>Verdict</th><th>Parsed</th><th>Raw reply</th></tr>{''.join(rows)}</table>"
+
+
+def sample_html(task: str, row: Mapping[str, Any]) -> str:
+    error = row.get("error")
+    jfail = _judge_failed(row)
+    sid = _text(row.get("id", "?"))
+    repeat = row.get("repeat")
+    badges = []
+    if error:
+        badges.append('<span class="badge bad">error</span>')
+    if jfail:
+        badges.append('<span class="badge bad">judge failure</span>')
+    head = (f'<span class="badge">{esc(task)}</span><span class="sid">{esc(sid)}'
+            f'{esc(f" #{repeat}") if isinstance(repeat, int) and repeat else ""}</span>'
+            f'<span class="muted">{esc(_score_text(row.get("scores")))}</span>{"".join(badges)}')
+    fields = []
+    if error:
+        fields.append(_field("error", f'<pre class="bad">{esc(error)}</pre>'))
+    doc = row.get("doc")
+    if isinstance(doc, Mapping) and doc:
+        q = doc.get("question")
+        if q is not None:
+            fields.append(_field("question", f"<pre>{esc(_short(q))}</pre>"))
+        rest = "".join(f"<dt>{esc(k)}</dt><dd>{esc(_short(v))}</dd>" for k, v in doc.items() if k != "question")
+        if rest:
+            fields.append(_field("doc", f'<details><summary>fields</summary><dl class="kv">{rest}</dl></details>'))
+    if row.get("prompt"):
+        fields.append(_field("prompt", f"<details><summary>text sent</summary><pre>{esc(row['prompt'])}</pre>"
+                                       f"</details>"))
+    media = _media(row.get("media"))
+    if media:
+        fields.append(_field("media", media))
+    adaptations = row.get("adaptations")
+    if adaptations:
+        fields.append(_field("adaptations", esc("; ".join(map(_text, adaptations)) if isinstance(adaptations, list)
+                                                 else _text(adaptations))))
+    fields.append(_field("target", f"<pre>{esc(_text(row.get('target')))}</pre>"))
+    fields.append(_field("response", f"<pre>{esc(_text(row.get('response')))}</pre>"))
+    fields.append(_field("extracted", f"<pre>{esc(_text(row.get('extracted')))}</pre>"))
+    scores = row.get("scores")
+    if isinstance(scores, Mapping) and scores:
+        fields.append(_field("scores", esc(_score_text(scores))))
+    judged = _judgements(row.get("judgements"))
+    if judged:
+        fields.append(_field("judgements", judged))
+    if row.get("prompt_hash"):
+        fields.append(_field("prompt hash", f"<code>{esc(row['prompt_hash'])}</code>"))
+    cls = "sample err" if error or jfail else "sample"
+    return (f'<details class="{cls}" data-task="{esc(task)}" data-error="{1 if error else 0}" '
+            f'data-judgefail="{1 if jfail else 0}"><summary>{head}</summary>'
+            f'<div class="body"><dl class="kv">{"".join(fields)}</dl></div></details>')
+
+
+def browser_section(data: RunData) -> str:
+    if not data.samples:
+        return '<section id="browser"><h2>Samples</h2><p class="pending">No sample logs yet.</p></section>'
+    entries: list[str] = []
+    notes: list[str] = []
+    order = [t for t in data.task_names if t in data.samples]
+    for task in order:
+        ts = data.samples[task]
+        entries += [sample_html(task, row) for row in ts.rows]
+        if ts.shown < ts.total:
+            notes.append(f"{task}: {ts.shown} of {ts.total} samples included (all with errors or judge failures "
+                         f"kept); the full log is samples/{task}.jsonl")
+    options = "".join(f'<option value="{esc(t)}">{esc(t)}</option>' for t in order)
+    note_html = "".join(f'<p class="muted">{esc(n)}</p>' for n in notes)
+    controls = (
+        '<div class="controls">'
+        '<input type="search" id="s-query" placeholder="Search id, question, response, verdict…">'
+        f'<select id="s-task"><option value="">all tasks</option>{options}</select>'
+        '<label><input type="checkbox" id="s-errors"> errors only</label>'
+        '<label><input type="checkbox" id="s-judge"> judge failures only</label>'
+        '<span id="s-count" class="muted"></span></div>'
+    )
+    return (f'<section id="browser"><h2>Samples</h2>{note_html}{controls}<div id="samples">{"".join(entries)}</div>'
+            '<button type="button" id="s-more" hidden>Show more</button></section>')

@@ -1,0 +1,229 @@
+"""Comparison of several runs, like a paper's main table: one row per run
+(model), one column per (task or group, metric).
+
+Significance rule: a cell differs from the baseline run's cell (the first
+run unless told otherwise) when |a − b| > sqrt(se_a² + se_b²); it is marked
+▲ (higher) or ▼ (lower). Without both standard errors no mark is made.
+Direction is not judged (for some metrics lower is better).
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from avhb.errors import UserError
+from avhb.report.htmlkit import esc, page
+from avhb.report.numbers import Cell, cell, fmt_cell, metric_names
+from avhb.report.plots import Chart, Panel, Series, render_svg
+from avhb.report.rundata import load_run
+
+COMPARE_NAME = "compare.html"  # default file name inside the first run folder
+UP, DOWN = "▲", "▼"
+
+
+@dataclass(frozen=True)
+class Column:
+    task: str
+    metric: str
+    group: bool = False  # a group aggregate rather than a task
+
+    @property
+    def title(self) -> str:
+        return f"{self.task} / {self.metric}"
+
+
+@dataclass
+class ComparisonTable:
+    labels: list[str]  # one per run, unique
+    run_dirs: list[Path]
+    columns: list[Column]
+    cells: list[list[Cell | None]]  # [run][column]; None = the run lacks it
+    baseline: int = 0
+    runs_meta: list[dict] = field(default_factory=list)
+
+    def mark(self, row: int, col: int) -> int:
+        """+1 / -1 when the cell is significantly above / below the baseline's
+        (see module docstring), else 0 (also for the baseline itself)."""
+        if row == self.baseline:
+            return 0
+        a, b = self.cells[row][col], self.cells[self.baseline][col]
+        if a is None or b is None:
+            return 0
+        d = differs(a, b)
+        if not d:
+            return 0
+        return 1 if a.value > b.value else -1
+
+    def cell_text(self, row: int, col: int) -> str:
+        c = self.cells[row][col]
+        if c is None or c.value is None:
+            return "-"
+        m = self.mark(row, col)
+        return fmt_cell(c) + (f" {UP}" if m > 0 else f" {DOWN}" if m < 0 else "")
+
+    def to_markdown(self) -> str:
+        return to_markdown(self)
+
+    def to_csv(self) -> str:
+        return to_csv(self)
+
+    def to_html(self) -> str:
+        return to_html(self)
+
+    def write_html(self, output: Path | None = None) -> Path:
+        return write_html(self, output)
+
+
+def differs(a: Cell, b: Cell) -> bool | None:
+    """|a − b| > sqrt(se_a² + se_b²); None when a value or a stderr is missing."""
+    if a.value is None or b.value is None or a.stderr is None or b.stderr is None:
+        return None
+    return abs(a.value - b.value) > math.sqrt(a.stderr**2 + b.stderr**2)
+
+
+def _unique_labels(labels: list[str], dirs: list[Path]) -> list[str]:
+    out = []
+    for label, d in zip(labels, dirs):
+        out.append(f"{label} ({d.name})" if labels.count(label) > 1 else label)
+    return out
+
+
+def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
+    """Read each run's results.json (samples are not read) and align them."""
+    if not run_dirs:
+        raise UserError("compare: no run folders given")
+    runs = [load_run(Path(d), with_samples=False) for d in run_dirs]
+    if not 0 <= baseline < len(runs):
+        raise UserError(f"compare: baseline index {baseline} out of range (1..{len(runs)} runs)")
+    columns: list[Column] = []
+    for kind, is_group in (("results", False), ("groups", True)):
+        for run in runs:
+            block = run.results.get(kind)
+            if not isinstance(block, dict):
+                continue
+            for name, mapping in block.items():
+                for metric in metric_names(mapping):
+                    col = Column(str(name), metric, is_group)
+                    if col not in columns:
+                        columns.append(col)
+    cells: list[list[Cell | None]] = []
+    for run in runs:
+        row: list[Cell | None] = []
+        for col in columns:
+            block = run.results.get("groups" if col.group else "results")
+            mapping = block.get(col.task) if isinstance(block, dict) else None
+            row.append(cell(mapping, col.metric) if isinstance(mapping, dict) and col.metric in mapping else None)
+        cells.append(row)
+    meta = []
+    for run in runs:
+        model = run.run.get("model") if isinstance(run.run.get("model"), dict) else {}
+        meta.append({"created": run.run.get("created", ""), "avhb_version": run.run.get("avhb_version", ""),
+                     "model": f"{model.get('kind', '')} {model.get('name', '')}".strip(),
+                     "problems": run.problems})
+    dirs = [r.path for r in runs]
+    return ComparisonTable(_unique_labels([r.label for r in runs], dirs), dirs, columns, cells, baseline, meta)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def to_markdown(table: ComparisonTable) -> str:
+    """GitHub-flavoured Markdown table plus a legend line."""
+    head = "| Model | " + " | ".join(_md(c.title) for c in table.columns) + " |"
+    sep = "|---|" + "|".join("---:" for _ in table.columns) + "|"
+    rows = [
+        "| " + _md(label) + " | " + " | ".join(table.cell_text(r, c) for c in range(len(table.columns))) + " |"
+        for r, label in enumerate(table.labels)
+    ]
+    legend = (f"\nValue ± standard error. {UP}/{DOWN}: above/below {_md(table.labels[table.baseline])} "
+              "by more than the combined standard error sqrt(se_a² + se_b²).")
+    return "\n".join([head, sep, *rows]) + "\n" + legend + "\n"
+
+
+def to_csv(table: ComparisonTable) -> str:
+    """One row per run; per column: value, stderr, n and the mark vs the
+    baseline (1, -1, 0; empty when the run lacks the column)."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    header = ["model", "run_dir"]
+    for c in table.columns:
+        header += [c.title, f"{c.title} stderr", f"{c.title} n", f"{c.title} vs baseline"]
+    w.writerow(header)
+    for r, label in enumerate(table.labels):
+        row: list[object] = [label, str(table.run_dirs[r])]
+        for i, c in enumerate(table.cells[r]):
+            if c is None:
+                row += ["", "", "", ""]
+            else:
+                row += ["" if c.value is None else repr(c.value), "" if c.stderr is None else repr(c.stderr),
+                        "" if c.n is None else c.n, table.mark(r, i)]
+        w.writerow(row)
+    return buf.getvalue()
+
+
+def _charts(table: ComparisonTable) -> list[Chart]:
+    """One chart per metric name: a bar group per task, a bar per run."""
+    by_metric: dict[str, list[int]] = {}
+    for i, c in enumerate(table.columns):
+        by_metric.setdefault(c.metric, []).append(i)
+    charts = []
+    for metric, idxs in by_metric.items():
+        series = []
+        for r, label in enumerate(table.labels):
+            cs = [table.cells[r][i] for i in idxs]
+            series.append(Series(label, [c.value if c else None for c in cs], [c.stderr if c else None for c in cs],
+                                 [c.n if c else None for c in cs]))
+        labels = [table.columns[i].task + (" (group)" if table.columns[i].group else "") for i in idxs]
+        charts.append(Chart(metric, labels, [Panel("", series)], axis_label="task"))
+    return charts
+
+
+def to_html(table: ComparisonTable) -> str:
+    """The self-contained comparison page: table, one chart per metric, runs."""
+    head = "<tr><th>Model</th>" + "".join(
+        f"<th>{esc(c.task)}{' (group)' if c.group else ''}<br><span class=\"muted\">{esc(c.metric)}</span></th>"
+        for c in table.columns) + "</tr>"
+    rows = []
+    for r, label in enumerate(table.labels):
+        tds = []
+        for i in range(len(table.columns)):
+            m = table.mark(r, i)
+            cls = "num sig-up" if m > 0 else "num sig-down" if m < 0 else "num"
+            tds.append(f'<td class="{cls}">{esc(table.cell_text(r, i))}</td>')
+        base = " <span class=\"muted\">(baseline)</span>" if r == table.baseline else ""
+        rows.append(f"<tr><td>{esc(label)}{base}</td>{''.join(tds)}</tr>")
+    runs = "".join(
+        f"<tr><td>{esc(label)}</td><td><code>{esc(d)}</code></td><td>{esc(m.get('model', ''))}</td>"
+        f"<td>{esc(m.get('created', ''))}</td><td>{esc(m.get('avhb_version', ''))}</td></tr>"
+        for label, d, m in zip(table.labels, table.run_dirs, table.runs_meta or [{}] * len(table.labels))
+    )
+    figs = "".join(f'<figure class="chart">{render_svg(c, max_cols=1, id_prefix=f"c{k}-")}<figcaption>{esc(c.title)}: ± 1 standard '
+                   "error</figcaption></figure>" for k, c in enumerate(_charts(table)))
+    body = (
+        f"<header><h1>avhb comparison: {len(table.labels)} runs</h1></header><main>"
+        f'<section id="results"><h2>Results</h2><div class="scroll"><table id="compare-table">{head}{"".join(rows)}</table></div>'
+        f'<p class="muted">Value ± standard error. {UP}/{DOWN}: above/below the baseline '
+        f"({esc(table.labels[table.baseline])}) by more than sqrt(se_a² + se_b²); no mark without both "
+        "standard errors.</p></section>"
+        f'<section id="plots"><h2>Plots</h2><div class="charts">{figs}</div></section>'
+        f'<section id="runs"><h2>Runs</h2><table><tr><th>Label</th><th>Folder</th><th>Model</th><th>Created</th>'
+        f"<th>avhb</th></tr>{runs}</table></section></main>"
+    )
+    data = {"labels": table.labels, "columns": [c.title for c in table.columns]}
+    return page("avhb comparison", body, data=data)
+
+
+def write_html(table: ComparisonTable, output: Path | None = None) -> Path:
+    """Write the comparison report to ``output`` (default
+    ``<first run>/compare.html``) and return its path."""
+    out = Path(output) if output is not None else table.run_dirs[0] / COMPARE_NAME
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp.write_text(to_html(table), encoding="utf-8")
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,69 @@
+"""``report.html``: the self-contained single-run report.
+
+Sections: header (model, time, completeness), results table with standard
+errors and counts, plots (per task family and per breakdown dimension),
+judges (roles, failures, agreement, usage), sample browser, configuration
+and versions. No network resource is referenced; charts are inline SVG.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from avhb.report.browser import browser_section
+from avhb.report.charts import breakdown_charts, family_charts
+from avhb.report.htmlkit import BROWSER_JS, esc, page
+from avhb.report.rundata import RunData, load_run
+from avhb.redact import redact
+from avhb.report.sections import charts_section, config_section, judges_section, results_section
+
+REPORT_NAME = "report.html"
+DEFAULT_MAX_SAMPLES = 5000  # per task; samples with errors/judge failures are always kept
+
+
+def _header(data: RunData) -> str:
+    created = data.run.get("created", "")
+    version = data.run.get("avhb_version", "")
+    planned = data.task_names
+    done = [t for t in planned if t in data.task_results]
+    status = "complete" if planned and len(done) == len(planned) else f"results for {len(done)} of {len(planned)} tasks"
+    meta = " · ".join(x for x in (esc(created), f"avhb {esc(version)}" if version else "", esc(status)) if x)
+    problems = ""
+    if data.problems:
+        items = "".join(f"<li>{esc(p)}</li>" for p in data.problems[:50])
+        more = f"<li>… {len(data.problems) - 50} more</li>" if len(data.problems) > 50 else ""
+        problems = f'<div class="problems"><strong>Problems reading this run</strong><ul>{items}{more}</ul></div>'
+    nav = ("<nav><a href=\"#results\">Results</a><a href=\"#plots\">Plots</a><a href=\"#judges\">Judges</a>"
+           "<a href=\"#browser\">Samples</a><a href=\"#config\">Configuration</a></nav>")
+    return (f"<header><h1>{esc(data.label)}</h1><div class=\"meta\">{meta} · <code>{esc(data.path.name)}</code>"
+            f"</div></header>{nav}<main>{problems}")
+
+
+def render_report(data: RunData) -> str:
+    """The report's HTML text."""
+    charts = family_charts(data.results) + breakdown_charts(data.results)
+    body = "".join(
+        [
+            _header(data),
+            results_section(data),
+            charts_section(charts),
+            judges_section(data),
+            browser_section(data),
+            config_section(data),
+            "</main>",
+        ]
+    )
+    return page(f"avhb report: {data.label}", body, data=redact(data.results), script=BROWSER_JS)
+
+
+def write_report(run_dir: Path, *, max_samples_per_task: int | None = DEFAULT_MAX_SAMPLES) -> Path:
+    """Write ``<run_dir>/report.html`` from whatever the run folder holds
+    (atomically: a reader never sees half a report) and return its path."""
+    run_dir = Path(run_dir)
+    data = load_run(run_dir, max_samples_per_task=max_samples_per_task)
+    text = render_report(data)
+    out = run_dir / REPORT_NAME
+    tmp = out.with_name(f".{REPORT_NAME}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, out)
+    return out

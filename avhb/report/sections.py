@@ -1,0 +1,196 @@
+"""Sections of the single-run report: results, charts, judges, configuration.
+Every value taken from the run folder goes through ``esc``."""
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from avhb.redact import redact
+from avhb.report.htmlkit import esc, num_td, pretty_json
+from avhb.report.numbers import cell, count, fmt_number, metric_names
+from avhb.report.plots import Chart, render_svg
+from avhb.report.rundata import RunData
+
+def _kv(pairs: list[tuple[str, Any]]) -> str:
+    items = "".join(f"<dt>{esc(k)}</dt><dd>{v}</dd>" for k, v in pairs)
+    return f'<dl class="kv">{items}</dl>'
+
+
+def _results_rows(name: str, mapping: Mapping[str, Any], with_counts: bool) -> list[str]:
+    metrics = metric_names(mapping)
+    counts = ""
+    if with_counts:
+        counts = "".join(
+            f'<td class="num{" bad" if key != "samples" and (count(mapping, key) or 0) > 0 else ""}">'
+            f'{esc(count(mapping, key) if count(mapping, key) is not None else "")}</td>'
+            for key in ("samples", "errors", "judge_failures")
+        )
+    if not metrics:
+        return [f'<tr class="first"><td>{esc(name)}</td><td class="muted">no metric</td>'
+                f'<td class="num">-</td><td></td><td></td>{counts}</tr>']
+    rows = []
+    for i, metric in enumerate(metrics):
+        first = i == 0
+        rows.append(
+            f'<tr{" class=first" if first else ""}><td>{esc(name) if first else ""}</td><td>{esc(metric)}</td>'
+            f"{num_td(cell(mapping, metric))}{counts if first else (('<td></td>' * 3) if with_counts else '')}</tr>"
+        )
+    return rows
+
+
+def results_section(data: RunData) -> str:
+    results = data.task_results
+    head = ("<tr><th>Task</th><th>Metric</th><th>Value</th><th>Stderr</th><th>n</th>"
+            "<th>Samples</th><th>Errors</th><th>Judge failures</th></tr>")
+    rows: list[str] = []
+    for task in data.task_names:
+        mapping = results.get(task)
+        if isinstance(mapping, Mapping):
+            rows += _results_rows(task, mapping, with_counts=True)
+        else:
+            seen = data.samples.get(task)
+            so_far = f" ({seen.total} samples logged so far)" if seen else ""
+            rows.append(f'<tr class="first"><td>{esc(task)}</td><td colspan="7" class="pending">'
+                        f"no results yet{esc(so_far)}</td></tr>")
+    out = ['<section id="results"><h2>Results</h2>']
+    if rows:
+        out.append(f'<table id="results-table">{head}{"".join(rows)}</table>')
+    else:
+        out.append('<p class="pending">No results yet.</p>')
+    groups = data.results.get("groups")
+    if isinstance(groups, Mapping) and groups:
+        grows: list[str] = []
+        for g, mapping in groups.items():
+            if isinstance(mapping, Mapping):
+                grows += _results_rows(str(g), mapping, with_counts=False)
+        out.append("<h3>Groups</h3><table id=\"groups-table\"><tr><th>Group</th><th>Metric</th><th>Value</th>"
+                   f"<th>Stderr</th><th>n</th></tr>{''.join(grows)}</table>")
+    out.append('<p class="muted">Value ± standard error; n = units the metric counted.</p></section>')
+    return "".join(out)
+
+
+def charts_section(charts: list[Chart]) -> str:
+    if not charts:
+        return ""
+    figs = "".join(
+        f'<figure class="chart" data-chart="{esc(c.title)}">{render_svg(c, id_prefix=f"c{k}-")}'
+        f"<figcaption>{esc(c.title)}: bars = value, whiskers = ± 1 standard error, n = count</figcaption></figure>"
+        for k, c in enumerate(charts)
+    )
+    return f'<section id="plots"><h2>Plots</h2><div class="charts">{figs}</div></section>'
+
+
+def _role_counts(data: RunData) -> dict[str, list[int]]:
+    """role -> [verdicts, failures] over the loaded samples."""
+    out: dict[str, list[int]] = {}
+    for ts in data.samples.values():
+        for row in ts.rows:
+            judgements = row.get("judgements")
+            if not isinstance(judgements, Mapping):
+                continue
+            for role, verdict in judgements.items():
+                c = out.setdefault(str(role), [0, 0])
+                c[0] += 1
+                if not (isinstance(verdict, Mapping) and verdict.get("ok") is True):
+                    c[1] += 1
+    return out
+
+
+def judges_section(data: RunData) -> str:
+    parts: list[str] = []
+    judges = data.run.get("judges")
+    if isinstance(judges, Mapping) and judges:
+        rows = "".join(
+            f"<tr><td>{esc(role)}</td><td>{esc(', '.join(map(str, b)) if isinstance(b, list) else b)}</td></tr>"
+            for role, b in redact(dict(judges)).items()
+        )
+        parts.append(f"<h3>Roles</h3><table><tr><th>Role</th><th>Backends</th></tr>{rows}</table>")
+    failures = [(t, m) for t, m in data.task_results.items() if isinstance(m, Mapping) and "judge_failures" in m]
+    if failures:
+        rows = "".join(
+            f'<tr><td>{esc(t)}</td><td class="num{" bad" if (count(m, "judge_failures") or 0) else ""}">'
+            f'{esc(count(m, "judge_failures"))}</td><td class="num">{esc(count(m, "samples"))}</td></tr>'
+            for t, m in failures
+        )
+        parts.append("<h3>Judge failures per task</h3><table id=\"judge-failures\"><tr><th>Task</th>"
+                     f"<th>Judge failures</th><th>Samples</th></tr>{rows}</table>")
+    roles = _role_counts(data)
+    if roles:
+        rows = "".join(
+            f'<tr><td>{esc(r)}</td><td class="num">{v}</td><td class="num{" bad" if f else ""}">{f}</td></tr>'
+            for r, (v, f) in roles.items()
+        )
+        parts.append("<h3>Verdicts per role (samples shown below)</h3><table><tr><th>Role</th><th>Verdicts</th>"
+                     f"<th>Unparsable</th></tr>{rows}</table>")
+    agreement = data.results.get("agreement")
+    if isinstance(agreement, Mapping) and agreement:
+        rows = []
+        for task, by_role in agreement.items():
+            if not isinstance(by_role, Mapping):
+                continue
+            for role, stats in by_role.items():
+                if not isinstance(stats, Mapping):
+                    continue
+                for stat, value in stats.items():
+                    if isinstance(value, Mapping):
+                        for pair, v in value.items():
+                            rows.append((task, role, stat, pair, v))
+                    else:
+                        rows.append((task, role, stat, "", value))
+        body = "".join(
+            f"<tr><td>{esc(t)}</td><td>{esc(r)}</td><td>{esc(s)}</td><td>{esc(p)}</td>"
+            f'<td class="num">{esc(fmt_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v)}</td></tr>'
+            for t, r, s, p, v in rows
+        )
+        parts.append("<h3>Agreement</h3><table id=\"agreement\"><tr><th>Task</th><th>Role</th><th>Statistic</th>"
+                     f"<th>Pair</th><th>Value</th></tr>{body}</table>")
+    usage = data.results.get("judge_usage")
+    if isinstance(usage, Mapping) and usage:
+        pairs = []
+        for k, v in usage.items():
+            if k == "cost" and isinstance(v, (int, float)):
+                v = f"{v:.4f}"
+            pairs.append((str(k), esc(v)))
+        parts.append("<h3>Usage</h3>" + _kv(pairs))
+    if not parts:
+        return ""
+    return '<section id="judges"><h2>Judges</h2>' + "".join(parts) + "</section>"
+
+
+def config_section(data: RunData) -> str:
+    run = redact(data.run)
+    if not run:
+        return '<section id="config"><h2>Configuration</h2><p class="pending">run.json not found.</p></section>'
+    pairs: list[tuple[str, Any]] = []
+    cmd = run.get("command")
+    if cmd:
+        pairs.append(("command", f"<code>{esc(' '.join(map(str, cmd)) if isinstance(cmd, list) else cmd)}</code>"))
+    for key in ("created", "avhb_version", "seed", "limit"):
+        if key in run:
+            pairs.append((key, esc("none" if run[key] is None else run[key])))
+    model = run.get("model")
+    if isinstance(model, Mapping):
+        for key in ("kind", "name", "sees_pixels"):
+            if key in model:
+                pairs.append((f"model {key}", esc(model[key])))
+        for key in ("args", "capabilities"):
+            if model.get(key):
+                pairs.append((f"model {key}", f"<pre>{esc(pretty_json(model[key]))}</pre>"))
+    notes = run.get("notes")
+    if notes:
+        items = "".join(f"<li>{esc(n)}</li>" for n in (notes if isinstance(notes, list) else [notes]))
+        pairs.append(("notes", f"<ul>{items}</ul>"))
+    out = ['<section id="config"><h2>Configuration and versions</h2>', _kv(pairs)]
+    tasks = run.get("tasks")
+    if isinstance(tasks, Mapping) and tasks:
+        out.append("<h3>Tasks</h3>")
+        for task, spec in tasks.items():
+            spec = spec if isinstance(spec, Mapping) else {}
+            out.append(f"<details><summary>{esc(task)} <span class=\"muted\">hash {esc(spec.get('hash', '?'))}"
+                       f"</span></summary><pre>{esc(pretty_json(spec.get('config', {})))}</pre></details>")
+    for key, title in (("plugins", "Plugins"), ("versions", "Versions")):
+        block = run.get(key)
+        if isinstance(block, Mapping) and block:
+            rows = "".join(f"<tr><td>{esc(k)}</td><td>{esc(v)}</td></tr>" for k, v in block.items())
+            out.append(f"<h3>{title}</h3><table>{rows}</table>")
+    out.append("</section>")
+    return "".join(out)

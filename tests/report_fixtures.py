@@ -1,0 +1,191 @@
+"""Synthetic run folders for the report tests, written to the run folder
+contract: run.json, results.json, samples/<task>.jsonl (+ journal/).
+
+Tasks: three CURVE-like locale tasks (``curve_<ll_CC>``, judge role
+``scorer`` rating 0/1/2, accuracy = mean rating / 2, a ``curve`` group) and
+two VidPair-like tasks (``vidpair_binary``, ``vidpair_mcq``) with
+breakdowns by ``category`` and ``level``. One sample carries a hostile
+response (``XSS_RESPONSE``), one an error, one an unparsable judge reply.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from avhb.aggregate import mean_stderr
+
+XSS_RESPONSE = (
+    '<script>document.title="PWNED-SCRIPT";document.body.setAttribute("data-pwned","1")</script>'
+    '<img src=x onerror="document.body.setAttribute(\'data-pwned\',\'2\')"> B'
+)
+XSS_LABEL = '</script><script>document.body.setAttribute("data-pwned","3")</script><!--'
+
+CURVE_LOCALES = ("ta_IN", "ko_KR", "de_DE")
+# ratings per locale; None = unparsable judge reply (judge failure)
+CURVE_RATINGS = {
+    "ta_IN": [2, 1, 0, 2],
+    "ko_KR": [2, 2, 1, None],
+    "de_DE": [0, 1, 2, 2],
+}
+CATEGORIES = ("color", "action", "static_relation")
+LEVELS = ("video", "temporal")
+
+
+
+def _put(d: dict, metric: str, value, stderr, n) -> None:
+    d[metric] = value
+    d[metric + "_stderr"] = stderr
+    d[metric + "_n"] = n
+
+
+def _curve_samples(locale: str) -> tuple[list[dict], dict]:
+    rows = []
+    scores = []
+    failures = 0
+    for i, rating in enumerate(CURVE_RATINGS[locale]):
+        ok = rating is not None
+        failures += not ok
+        score = rating / 2 if ok else None
+        scores.append(score)
+        rows.append({
+            "id": f"{locale.replace('_', '-')}_{i:04d}",
+            "repeat": 0,
+            "doc": {"key": f"{locale}_{i:04d}", "locale": locale.replace("_", "-"),
+                    "question": f"Question {i} about the festival in {locale}?", "category": "Festivals"},
+            "prompt_hash": f"sha256:{locale}{i:04d}",
+            "prompt": f"Watch the video and answer.\nQuestion {i} about the festival in {locale}?",
+            "media": {"video": f"/data/curve/videos/vid{i:08d}ab.mp4", "frame_indices": [0, 48, 96, 144],
+                      "timestamps": [0.0, 2.0, 4.0, 6.0], "audio": None},
+            "adaptations": [],
+            "target": f"Answer {i}",
+            "response": f"Model answer {i}",
+            "extracted": f"Model answer {i}",
+            "scores": {"accuracy": score},
+            "judgements": {"scorer": {"value": rating, "ok": ok,
+                                      "raw": f"Rating: {rating}" if ok else "I cannot decide."}},
+            "error": None,
+        })
+    agg = mean_stderr(scores)
+    result: dict = {}
+    _put(result, "accuracy", agg.value, agg.stderr, agg.n)
+    result.update(samples=len(rows), errors=0, judge_failures=failures)
+    return rows, result
+
+
+def _vidpair_samples(task: str) -> list[dict]:
+    rows = []
+    for i, cat in enumerate(CATEGORIES * 2):
+        level = LEVELS[i % 2]
+        response = "Yes" if i % 2 else "No"
+        error = None
+        if task == "vidpair_mcq":
+            response = "A"
+            if i == 1:
+                response = XSS_RESPONSE
+            if i == 4:
+                response, error = None, "SampleError: video file missing: VidPair-Halluc/action_0002/M_action_0002_001.mp4"
+        rows.append({
+            "id": f"{task}_{cat}_{i:04d}",
+            "repeat": 0,
+            "doc": {"id": f"{cat}_{i:04d}", "category": cat, "level": level,
+                    "question": f"Is the {cat} cue <b>present</b>?"},
+            "prompt_hash": f"sha256:{task}{i}",
+            "prompt": f"Is the {cat} cue <b>present</b>? Answer yes or no.",
+            "media": {"video": f"VidPair-Halluc/{cat}_{i:04d}/{cat}_{i:04d}_0.mp4",
+                      "frame_indices": [0, 120, 240], "timestamps": [0.0, 5.0, 10.0], "audio": None},
+            "adaptations": ["video -> 3 frames (backend takes images only)"],
+            "target": "yes" if task == "vidpair_binary" else "A",
+            "response": response,
+            "extracted": None if error else ("B" if i == 1 else response.lower() if task == "vidpair_binary" else "A"),
+            "scores": {"accuracy": None if error else float(i % 3 != 1)},
+            "judgements": {},
+            "error": error,
+        })
+    return rows
+
+
+def _breakdown(metrics: dict[str, tuple[float, float]], n: int) -> dict:
+    out: dict = {}
+    for m, (v, se) in metrics.items():
+        _put(out, m, v, se, n)
+    return out
+
+
+def make_run(
+    root: Path,
+    *,
+    model: str = "test-model-7b",
+    shift: float = 0.0,
+    complete: bool = True,
+    hostile_label: bool = False,
+) -> Path:
+    """Write a run folder under ``root`` and return it. ``shift`` moves the
+    VidPair numbers (for comparison tests); ``complete=False`` leaves out
+    the VidPair results (a run in progress) and truncates a samples line;
+    ``hostile_label`` puts ``XSS_LABEL`` in the model label."""
+    run_dir = Path(root)
+    (run_dir / "samples").mkdir(parents=True, exist_ok=True)
+    (run_dir / "journal").mkdir(exist_ok=True)
+    tasks = [f"curve_{loc}" for loc in CURVE_LOCALES] + ["vidpair_binary", "vidpair_mcq"]
+    run = {
+        "command": ["avhb", "run", "--model", "openai-compat", "--tasks", "curve,vidpair", "--output", str(run_dir)],
+        "created": "2025-11-29T10:00:00+00:00",
+        "avhb_version": "0.1.0",
+        "model": {"kind": "openai-compat", "name": model,
+                  "args": {"base_url": "http://127.0.0.1:8000/v1", "max_tokens": 512, "api_key": "sk-LEAKED-SECRET"},
+                  "capabilities": {"video": False, "images_per_request": 16, "audio": False},
+                  "sees_pixels": True},
+        "judges": {"scorer": ["openai-compat:judge-a", "openai-compat:judge-b"]},
+        "tasks": {t: {"hash": f"h{i:03d}", "config": {"task": t, "metric_list": [{"metric": "accuracy"}]}}
+                  for i, t in enumerate(tasks)},
+        "plugins": {"avhb": "avhb 0.1.0"},
+        "versions": {"python": "3.11.7", "platform": "Linux-x86_64", "numpy": "2.4.6"},
+        "seed": 1234,
+        "limit": None,
+        "notes": ["frames adapted for an image-only backend"],
+    }
+    results: dict = {"results": {}, "groups": {}, "breakdowns": {}, "agreement": {},
+                     "model": XSS_LABEL if hostile_label else model,
+                     "judge_usage": {"calls": 24, "prompt_tokens": 9000, "completion_tokens": 240, "cost": 0.0123}}
+    weights = []
+    for loc in CURVE_LOCALES:
+        task = f"curve_{loc}"
+        rows, result = _curve_samples(loc)
+        (run_dir / "samples" / f"{task}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        results["results"][task] = result
+        results["agreement"][task] = {"scorer": {"kappa_linear": {"judge-a|judge-b": 0.61}, "alpha": 0.58}}
+        weights.append((result["accuracy"], result["accuracy_n"]))
+    total = sum(n for _, n in weights)
+    group: dict = {}
+    _put(group, "accuracy", sum(v * n for v, n in weights) / total, 0.05, total)
+    results["groups"]["curve"] = group
+
+    for task in ("vidpair_binary", "vidpair_mcq"):
+        rows = _vidpair_samples(task)
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+        if not complete and task == "vidpair_mcq":
+            text += '{"id": "half-written", "resp'  # a run still writing
+        (run_dir / "samples" / f"{task}.jsonl").write_text(text)
+    if complete:
+        b: dict = {}
+        _put(b, "vAcc", 0.40 + shift, 0.05, 500)
+        _put(b, "qAcc", 0.55 + shift, 0.04, 500)
+        _put(b, "wAcc", 0.475 + shift, 0.03, 1000)
+        _put(b, "FP_rate", 0.21, 0.01, 2000)
+        b.update(samples=6, errors=0, judge_failures=0)
+        m: dict = {}
+        _put(m, "accuracy", 0.62 + shift, 0.02, 600)
+        m.update(samples=6, errors=1, judge_failures=0)
+        results["results"]["vidpair_binary"] = b
+        results["results"]["vidpair_mcq"] = m
+        for task, metrics in (("vidpair_binary", {"vAcc": (0.4, 0.06), "wAcc": (0.47, 0.04)}),
+                              ("vidpair_mcq", {"accuracy": (0.62, 0.03)})):
+            results["breakdowns"][task] = {
+                "category": {c: _breakdown({k: (v + 0.1 * j, se) for k, (v, se) in metrics.items()}, 100)
+                             for j, c in enumerate(CATEGORIES)},
+                "level": {lv: _breakdown({k: (v - 0.05 * j, se) for k, (v, se) in metrics.items()}, 150)
+                          for j, lv in enumerate(LEVELS)},
+            }
+    (run_dir / "run.json").write_text(json.dumps(run, indent=2))
+    (run_dir / "results.json").write_text(json.dumps(results, indent=2))
+    return run_dir

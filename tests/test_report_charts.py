@@ -1,0 +1,78 @@
+"""Which charts a results document yields, and their SVG rendering."""
+import math
+import xml.etree.ElementTree as ET
+
+from avhb.report.charts import breakdown_charts, families, family_charts
+from avhb.report.plots import Chart, Panel, Series, render_svg
+
+
+def _m(**metrics):
+    out = {}
+    for name, (v, se, n) in metrics.items():
+        out.update({name: v, name + "_stderr": se, name + "_n": n})
+    return out
+
+
+def test_families_need_two_members():
+    assert families(["curve_ta_IN", "curve_ko_KR", "vidpair_mcq", "solo", "x_"]) == {
+        "curve": ["curve_ta_IN", "curve_ko_KR"]}
+
+
+def test_family_chart_locales_group_and_shared_metrics():
+    results = {
+        "results": {
+            "curve_ta_IN": {**_m(accuracy=(0.5, 0.1, 10), only_here=(1.0, None, 1)), "samples": 10},
+            "curve_ko_KR": {**_m(accuracy=(0.75, None, 4)), "samples": 4},
+            "curve_de_DE": {"samples": 0, "errors": 3},  # no metric yet: left out
+        },
+        "groups": {"curve": _m(accuracy=(0.6, 0.05, 14))},
+    }
+    [chart] = family_charts(results)
+    assert chart.labels == ["ta-IN", "ko-KR", "curve (all)"]
+    assert chart.axis_label == "locale"
+    assert [p.title for p in chart.panels] == ["accuracy"]  # only_here is in one member only
+    s = chart.panels[0].series[0]
+    assert s.values == [0.5, 0.75, 0.6] and s.stderrs == [0.1, None, 0.05] and s.ns == [10, 4, 14]
+
+
+def test_family_chart_non_locale_suffixes():
+    results = {"results": {"vp_binary": _m(acc=(0.1, 0.01, 5)), "vp_mcq": _m(acc=(0.2, 0.02, 6))}}
+    [chart] = family_charts(results)
+    assert chart.labels == ["binary", "mcq"] and chart.axis_label == "task"
+
+
+def test_breakdown_chart_per_task_and_dimension():
+    results = {"breakdowns": {
+        "vidpair_binary": {
+            "category": {"color": _m(vAcc=(0.4, 0.06, 100), wAcc=(0.5, 0.04, 200)),
+                         "action": _m(vAcc=(0.6, 0.05, 90))},
+            "level": {"video": _m(vAcc=(0.3, 0.1, 10))},
+            "empty": {},
+        },
+        "t2": {"length_bucket": {"0-30s": _m(acc=(None, None, 0))}},  # nothing to draw
+    }}
+    charts = breakdown_charts(results)
+    assert [c.title for c in charts] == ["vidpair_binary by category", "vidpair_binary by level"]
+    cat = charts[0]
+    assert cat.labels == ["color", "action"]
+    assert [p.title for p in cat.panels] == ["vAcc", "wAcc"]
+    w = cat.panels[1].series[0]
+    assert w.values == [0.5, None] and w.ns == [200, None]
+
+
+def test_render_svg_is_inline_svg_with_error_bars():
+    chart = Chart("t by category", ["a", "b", "c"], [
+        Panel("acc", [Series("acc", [0.5, None, 0.25], [0.1, None, None], [10, None, 3])]),
+        Panel("diff", [Series("run1", [-0.2, 0.1, 0.0], [0.05, 0.05, 0.05], [1, 2, 3]),
+                       Series("run2", [0.1, 0.2, math.nan], [None, 0.01, None], [1, 2, 3])]),
+    ])
+    svg = render_svg(chart)
+    assert svg.startswith("<svg") and svg.rstrip().endswith("</svg>")
+    assert "<?xml" not in svg and "DOCTYPE" not in svg and "<metadata" not in svg
+    root = ET.fromstring(svg)
+    assert root.get("viewBox")
+    # text is drawn as paths: no <text> element needs a font
+    assert not root.findall(".//{http://www.w3.org/2000/svg}text")
+    # error bar line collections were drawn for both panels
+    ids = [g.get("id", "") for g in root.iter("{http://www.w3.org/2000/svg}g")]
+    assert sum(i.startswith("LineCollection") for i in ids) == 3

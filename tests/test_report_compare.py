@@ -1,0 +1,99 @@
+"""Multi-run comparison: alignment, the combined-stderr rule, renderers."""
+import csv
+import io
+
+import pytest
+
+from avhb.errors import UserError
+from avhb.report.compare import COMPARE_NAME, Column, compare_runs, differs, to_html, write_html
+from avhb.report.numbers import Cell
+from report_fixtures import make_run
+
+
+def test_differs_rule_edges():
+    # |1 - 0.375| = 0.625 = sqrt(0.375² + 0.5²) exactly: not a difference (strict >)
+    assert differs(Cell(1.0, 0.375, 10), Cell(0.375, 0.5, 10)) is False
+    assert differs(Cell(1.0, 0.375, 10), Cell(0.37, 0.5, 10)) is True
+    assert differs(Cell(0.5, 0.0, 1), Cell(0.25, 0.0, 1)) is True
+    assert differs(Cell(0.5, None, 1), Cell(0.0, 0.1, 1)) is None
+    assert differs(Cell(None, 0.1, 1), Cell(0.0, 0.1, 1)) is None
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cmp")
+    a = make_run(root / "a", model="model-a")
+    b = make_run(root / "b", model="model-b", shift=0.06)
+    c = make_run(root / "c", model="model-a", complete=False)  # same label, missing tasks
+    return compare_runs([a, b, c])
+
+
+def test_alignment(table):
+    assert table.labels == ["model-a (a)", "model-b", "model-a (c)"]
+    assert table.columns[:3] == [Column("curve_ta_IN", "accuracy"), Column("curve_ko_KR", "accuracy"),
+                                 Column("curve_de_DE", "accuracy")]
+    assert Column("vidpair_binary", "FP_rate") in table.columns
+    assert table.columns[-1] == Column("curve", "accuracy", group=True)
+    i = table.columns.index(Column("vidpair_binary", "vAcc"))
+    assert table.cells[1][i] == Cell(pytest.approx(0.46), 0.05, 500)
+    assert table.cells[2][i] is None
+
+
+def test_marks(table):
+    col = table.columns.index
+    # vAcc .40 vs .46, se .05 each: .06 <= .0707 -> no mark
+    assert table.mark(1, col(Column("vidpair_binary", "vAcc"))) == 0
+    # wAcc .475 vs .535, se .03 each: .06 > .0424 -> higher
+    assert table.mark(1, col(Column("vidpair_binary", "wAcc"))) == 1
+    # mcq accuracy .62 vs .68, se .02: higher; FP_rate equal: none
+    assert table.mark(1, col(Column("vidpair_mcq", "accuracy"))) == 1
+    assert table.mark(1, col(Column("vidpair_binary", "FP_rate"))) == 0
+    assert table.mark(0, col(Column("vidpair_mcq", "accuracy"))) == 0  # baseline itself
+    assert table.mark(2, col(Column("vidpair_mcq", "accuracy"))) == 0  # missing cell
+
+
+def test_lower_mark_with_other_baseline(tmp_path):
+    a = make_run(tmp_path / "a", model="A")
+    b = make_run(tmp_path / "b", model="B", shift=0.06)
+    t = compare_runs([a, b], baseline=1)
+    i = t.columns.index(Column("vidpair_binary", "wAcc"))
+    assert t.mark(0, i) == -1 and t.cell_text(0, i) == "0.4750 ± 0.0300 ▼"
+    with pytest.raises(UserError):
+        compare_runs([a, b], baseline=2)
+    with pytest.raises(UserError):
+        compare_runs([])
+
+
+def test_markdown(table):
+    md = table.to_markdown().splitlines()
+    assert md[0].startswith("| Model | curve_ta_IN / accuracy | curve_ko_KR / accuracy |")
+    assert md[1].startswith("|---|---:|")
+    row_b = md[3].split(" | ")
+    assert row_b[0] == "| model-b"
+    i = table.columns.index(Column("vidpair_binary", "wAcc")) + 1
+    assert row_b[i] == "0.5350 ± 0.0300 ▲"
+    assert "| model-a (c) |" in md[4] and " - |" in md[4]
+    assert "sqrt(se_a² + se_b²)" in md[-1]
+
+
+def test_csv(table):
+    rows = list(csv.reader(io.StringIO(table.to_csv())))
+    header = rows[0]
+    assert header[:6] == ["model", "run_dir", "curve_ta_IN / accuracy", "curve_ta_IN / accuracy stderr",
+                          "curve_ta_IN / accuracy n", "curve_ta_IN / accuracy vs baseline"]
+    j = header.index("vidpair_binary / wAcc")
+    assert rows[2][j:j + 4] == [repr(0.475 + 0.06), "0.03", "1000", "1"]
+    assert rows[3][j:j + 4] == ["", "", "", ""]
+    assert len(rows) == 4
+
+
+def test_html(table, tmp_path):
+    out = table.write_html()
+    assert out == table.run_dirs[0] / COMPARE_NAME
+    text = out.read_text(encoding="utf-8")
+    assert text == to_html(table)
+    assert '<table id="compare-table">' in text and text.count("<svg") == 5  # accuracy, vAcc, qAcc, wAcc, FP_rate
+    assert '<td class="num sig-up">0.5350 ± 0.0300 ▲</td>' in text
+    other = write_html(table, tmp_path / "sub" / "cmp.html")
+    assert other.is_file()
+    assert not (table.run_dirs[0] / "report.html").exists()  # a run's own report is never overwritten

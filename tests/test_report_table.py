@@ -1,0 +1,58 @@
+"""Plain-text results table and the results-mapping helpers."""
+from avhb.report.numbers import Cell, cell, fmt_cell, fmt_number, metric_names
+from avhb.report.table import format_results_table
+
+
+def test_metric_names_skip_companions_and_bookkeeping():
+    m = {"acc": 0.5, "acc_stderr": 0.1, "acc_n": 10, "samples": 12, "errors": 2, "judge_failures": 0,
+         "yes_diff": -0.25, "yes_diff_stderr": None, "yes_diff_n": 8, "lonely_n": 3, "note": "text"}
+    # lonely_n has no "lonely" key, so it is a metric; strings are not metrics
+    assert metric_names(m) == ["acc", "yes_diff", "lonely_n"]
+    assert cell(m, "acc") == Cell(0.5, 0.1, 10)
+    assert cell(m, "yes_diff") == Cell(-0.25, None, 8)
+    assert cell({"x": None}, "x") == Cell(None, None, None)
+    assert metric_names(None) == []
+
+
+def test_number_formatting():
+    assert fmt_number(None) == "-"
+    assert fmt_number(0.123456) == "0.1235"
+    assert fmt_number(-0.5) == "-0.5000"
+    assert fmt_number(123456.0) == "123456"
+    assert fmt_number(12345.67) == "12345.7"
+    assert fmt_cell(Cell(0.5, 0.01234, 3)) == "0.5000 ± 0.0123"
+    assert fmt_cell(Cell(0.5, None, 3)) == "0.5000"
+    assert fmt_cell(Cell(None, 0.1, 3)) == "-"
+
+
+def test_table_rows_groups_and_notes():
+    doc = {
+        "results": {
+            "curve_ta_IN": {"accuracy": 0.625, "accuracy_stderr": 0.239357, "accuracy_n": 4,
+                            "samples": 5, "errors": 1, "judge_failures": 2},
+            "vidpair_binary": {"vAcc": 0.4, "vAcc_stderr": None, "vAcc_n": 500, "qAcc": None,
+                               "qAcc_stderr": None, "qAcc_n": 0, "samples": 6, "errors": 0, "judge_failures": 0},
+            "empty": {"samples": 0, "errors": 0, "judge_failures": 0},
+        },
+        "groups": {"curve": {"accuracy": 0.7, "accuracy_stderr": 0.05, "accuracy_n": 11}},
+    }
+    lines = format_results_table(doc).splitlines()
+    assert lines[0].split("|")[1:-1] == [" Task           ", " Metric   ", "  Value ", "   ", " Stderr ", "   N "]
+    body = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines[2:6]]
+    assert body == [
+        ["curve_ta_IN", "accuracy", "0.6250", "±", "0.2394", "4"],
+        ["vidpair_binary", "vAcc", "0.4000", "", "", "500"],
+        ["", "qAcc", "-", "", "", "0"],
+        ["empty", "-", "-", "", "", "0"],
+    ]
+    assert lines[6] == ""
+    assert [c.strip() for c in lines[9].split("|")[1:-1]] == ["curve", "accuracy", "0.7000", "±", "0.0500", "11"]
+    assert lines[-1] == "curve_ta_IN: 1 errors, 2 judge failures of 5 samples"
+    # every table line of one block has the same width
+    assert len({len(ln) for ln in lines[:6]}) == 1
+
+
+def test_table_accepts_bare_task_mapping():
+    text = format_results_table({"t": {"acc": 1.0, "acc_stderr": 0.0, "acc_n": 2}})
+    assert "| t    | acc    | 1.0000 | ± | 0.0000 | 2 |" in text
+    assert format_results_table({"results": {}}) == "(no task results)"
