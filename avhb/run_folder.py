@@ -66,12 +66,16 @@ class RunFolder:
                     "prompt": r.meta.get("prompt"), "media": r.meta.get("media"), "adaptations": r.meta.get("adaptations", []),
                     "target": r.target, "response": r.response, "extracted": r.extracted, "scores": r.scores,
                     "judgements": r.judgements, "error": r.error,
+                    "flags": {k: v for k, v in r.meta.items() if k not in _LOGGED_ELSEWHERE},
                 }
                 fh.write(json.dumps(redact(line), ensure_ascii=False, default=_default) + "\n")
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
         return path
+
+
+_LOGGED_ELSEWHERE = ("prompt", "prompt_hash", "media", "adaptations")
 
 
 def _public_doc(doc: dict[str, Any]) -> dict[str, Any]:

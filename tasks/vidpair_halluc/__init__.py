@@ -1,0 +1,2 @@
+"""VidPair-Halluc: background-controlled video pairs for hallucination
+evaluation (task pack; see README.md)."""

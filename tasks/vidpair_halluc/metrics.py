@@ -1,0 +1,324 @@
+"""VidPair-Halluc metrics (pack-local; referenced as ``- function: metrics.<name>``).
+
+Binary (``vAcc``, ``qAcc``, ``wAcc``, ``yes_diff``, ``fp_rate``, ``unknown``)
+and multiple-choice (``mcq_f1``, ``mcq_macro_f1``, ``mcq_pair_acc``) metrics
+score pairs and groups; their definitions are in ``scoring.py``.  Shared
+options (every entry of one task should use the same values):
+
+* ``mode``: ``avhb`` (default) or ``upstream`` (the published scripts exactly);
+* ``unknown``: binary ``exclude`` (default, upstream) or ``wrong``; MCQ
+  ``wrong`` (default: an unparsed reply is scored wrong and counted) or ``exclude``;
+* ``gt_yes``: ``all`` (default, videoqa.py) or ``answered`` (clipqa.py) — the
+  scope of gold yes in ``yes_diff``;
+* ``use_judge`` (MCQ, default true): ask the ``answer_matcher`` role when the
+  rule parser finds no letter;
+* ``bootstrap_iters`` (1000): resamples of pairs for every stderr.
+
+A sample whose model call failed (e.g. its video is missing) has no reply:
+binary metrics treat it as a missing answer (excluded by default, wrong under
+``unknown: wrong``), MCQ as unparsed, the open score as 0 (``errors: wrong``,
+default) or excluded (``errors: exclude``).
+
+``open_score``: the ``scorer`` judge's 0-2 rating / 2 (``scale: 2``, parser
+``score_0_2``) or (rating - 1) / 4 (``scale: 5``); a reply that never parsed
+is excluded and counted by the harness as a judge failure.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from avhb.aggregate import Aggregate
+from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.plugins.metrics.choice import gold_letter, inline_options, options_from, resolve_choice
+
+from . import scoring
+from .extract import UNKNOWN, extract_yes_no, first_letter, is_sequence_answer, letter_sequence
+
+
+def _reply(record: SampleRecord) -> str | None:
+    """The text the metrics read: the filtered answer when a filter made a
+    string, else the raw reply; None for a failed sample."""
+    if record.error is not None:
+        return None
+    return record.extracted if isinstance(record.extracted, str) else record.response
+
+
+def _count(value: int, n: int) -> Aggregate:
+    return Aggregate(float(value), None, n)
+
+
+# ---------------------------------------------------------------- binary
+
+
+class _Binary(Metric):
+    """Per sample: the upstream yes/no extraction (logged in ``meta``).
+    Aggregate: one statistic of ``scoring.BINARY_STATS`` over pairs."""
+
+    stat = ""
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        self.mode = scoring.check_option("mode", options.get("mode", "avhb"), scoring.MODES)
+        self.unknown = scoring.check_option("unknown", options.get("unknown", "exclude"), ("exclude", "wrong"))
+        self.gt_yes = scoring.check_option("gt_yes", options.get("gt_yes", "all"), ("all", "answered"))
+        self.iters = int(options.get("bootstrap_iters", 1000))
+        if self.mode == "upstream":  # each script fixes its own scope (videoqa: all; clipqa: answered)
+            self.gt_yes = "all"
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        answer = extract_yes_no(_reply(record))
+        gold = extract_yes_no(record.target)
+        record.meta["yes_no"] = answer
+        if answer == UNKNOWN:
+            record.meta["unknown"] = True
+        return {"binary_correct": None if answer == UNKNOWN else float(answer == gold),
+                "binary_unknown": float(answer == UNKNOWN)}
+
+    def items(self, records: list[SampleRecord]) -> list[scoring.BinaryItem]:
+        out = []
+        for r in records:
+            d = r.doc
+            unit = d.get("id") if self.mode == "upstream" else (d.get("pair_id") or d.get("id"))
+            out.append(scoring.BinaryItem(sample=(r.repeat, d.get("level"), unit), group=str(d.get("qa_group")),
+                                          file=str(d.get("file_name")), gold=r.target, reply=_reply(r),
+                                          level=d.get("level")))
+        return out
+
+    def tallies(self, records: list[SampleRecord]) -> list[scoring.BinaryTally]:
+        return scoring.tally_binary(self.items(records), self.mode, self.unknown)
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        return {self.name: scoring.binary_stat(self.tallies(records), self.stat, self.gt_yes, self.iters)}
+
+
+class VAcc(_Binary):
+    """Video-pair accuracy: one question over both videos, all answers right."""
+
+    stat = "vAcc"
+
+
+class QAcc(_Binary):
+    """Question-pair accuracy: the pos and neg questions on one video both right."""
+
+    stat = "qAcc"
+
+
+class WAcc(_Binary):
+    """(vp_right + qp_right) / (vp_total + qp_total)."""
+
+    stat = "wAcc"
+
+
+class YesDiff(_Binary):
+    """(model_yes - gt_yes) / total_qa; also reports the three counts."""
+
+    stat = "yes_diff"
+    higher_is_better = False
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ts = self.tallies(records)
+        total = scoring._total(ts)
+        return {self.name: scoring.binary_stat(ts, self.stat, self.gt_yes, self.iters),
+                "model_yes": _count(total.model_yes, total.total_qa),
+                "gt_yes": _count(total.gt_yes(self.gt_yes), total.total_qa)}
+
+
+class FPRate(_Binary):
+    """FP / total_qa, FP = yes where the gold is no; also reports FP."""
+
+    stat = "fp_rate"
+    higher_is_better = False
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ts = self.tallies(records)
+        total = scoring._total(ts)
+        return {self.name: scoring.binary_stat(ts, self.stat, self.gt_yes, self.iters),
+                "fp": _count(total.fp, total.total_qa)}
+
+
+class UnknownCount(_Binary):
+    """Counts, no estimate: ``unknown`` replies (n = rows with a reply),
+    ``missing`` answers (failed samples; n = rows), ``skipped_pairs``
+    (samples skipped whole; n = samples)."""
+
+    higher_is_better = False
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ts = self.tallies(records)
+        total = scoring._total(ts)
+        return {self.name: _count(total.unknown, total.rows - total.missing),
+                "missing": _count(total.missing, total.rows),
+                "skipped_pairs": _count(total.skipped, len(ts))}
+
+
+# ---------------------------------------------------------------- multiple choice
+
+_SEQ_PUNCT = re.compile(r"[\s,;.\-–>→|/]+")
+
+
+def robust_sequence(reply: str | None, letters: set[str]) -> str | None:
+    """A clip-order reply as a letter sequence: separators (spaces, commas,
+    arrows, dashes) removed, upper-cased; None unless every character is an
+    option letter."""
+    if not reply:
+        return None
+    s = _SEQ_PUNCT.sub("", reply.strip()).upper()
+    return s if s and all(c in letters for c in s) else None
+
+
+def mcq_options(doc: dict[str, Any]) -> dict[str, str]:
+    """Letter -> option text: ``option_map``, else ``choices``, else the
+    options written in the question."""
+    for value in (doc.get("option_map"), doc.get("choices")):
+        opts = options_from(value) if isinstance(value, (dict, list)) else {}
+        if opts:
+            return opts
+    return inline_options(str(doc.get("question") or ""))
+
+
+class _Mcq(Metric):
+    """Per sample: the answer extracted once per mode (cached in
+    ``meta["mcq"]``).  Aggregate: one of ``scoring.MCQ_STATS``."""
+
+    stat = ""
+    needs_judges = ("answer_matcher",)
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        self.mode = scoring.check_option("mode", options.get("mode", "avhb"), scoring.MODES)
+        self.unknown = scoring.check_option("unknown", options.get("unknown", "wrong"), ("exclude", "wrong"))
+        self.use_judge = bool(options.get("use_judge", True))
+        self.iters = int(options.get("bootstrap_iters", 1000))
+
+    def _key(self) -> str:
+        return "upstream" if self.mode == "upstream" else ("robust" if self.use_judge else "rules")
+
+    async def extract(self, record: SampleRecord, ctx: ScoreContext | None) -> dict[str, Any]:
+        cache = record.meta.setdefault("mcq", {})
+        if self._key() in cache:
+            return cache[self._key()]
+        reply, doc = _reply(record), record.doc
+        if self.mode == "upstream":
+            seq = doc.get("level") == "spatial"
+            out = {"pred": letter_sequence(reply) if seq else first_letter(reply),
+                   "gold": letter_sequence(record.target) if seq else first_letter(record.target), "by": "upstream"}
+        else:
+            options = mcq_options(doc)
+            if is_sequence_answer(record.target):
+                letters = set(options) or set("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+                out = {"pred": robust_sequence(reply, letters), "gold": letter_sequence(record.target), "by": "rules"}
+            else:
+                res = await resolve_choice(reply, options, str(doc.get("question") or ""), ctx, self.use_judge)
+                if res.judgement is not None:
+                    record.judgements["answer_matcher"] = res.judgement
+                gold = gold_letter(record.target, options) if options else None
+                out = {"pred": res.letter, "gold": gold or first_letter(record.target), "by": res.by,
+                       "judge_failed": res.judge_failed}
+            if out["pred"] is None:
+                record.meta["unparsed"] = True
+        cache[self._key()] = out
+        return out
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        got = await self.extract(record, ctx)
+        return {"mcq_correct": float(got["pred"] is not None and got["pred"] == got["gold"]),
+                "mcq_unparsed": float(got["pred"] is None)}
+
+    def items(self, records: list[SampleRecord]) -> list[scoring.McqItem]:
+        out = []
+        for r in records:
+            d = r.doc
+            got = (r.meta.get("mcq") or {}).get(self._key()) if r.error is None else None
+            out.append(scoring.McqItem(
+                pair=(r.repeat, d.get("level"), d.get("pair_id") or d.get("id")),
+                sample=(r.repeat, d.get("level"), d.get("id")), file=str(d.get("file_name")), level=d.get("level"),
+                gold=got["gold"] if got else (r.target if self.mode == "upstream" else scoring.gold_key(r.target)),
+                pred=got["pred"] if got else None, answered=r.error is None))
+        return out
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ts = scoring.tally_mcq(self.items(records), self.mode, self.unknown)
+        return {self.name: scoring.mcq_stat(ts, self.stat, self.iters)}
+
+
+class McqF1(_Mcq):
+    """Upstream F1 (= accuracy over counted rows); also reports the counts
+    ``<name>_unparsed``, ``<name>_missing`` (n = rows) and
+    ``<name>_skipped_samples`` (upstream mode; n = samples)."""
+
+    stat = "f1"
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        items = self.items(records)
+        ts = scoring.tally_mcq(items, self.mode, self.unknown)
+        unparsed = sum(1 for it in items if it.answered and it.pred is None)
+        return {self.name: scoring.mcq_stat(ts, self.stat, self.iters),
+                f"{self.name}_unparsed": _count(unparsed, len(items)),
+                f"{self.name}_missing": _count(sum(1 for it in items if not it.answered), len(items)),
+                f"{self.name}_skipped_samples": _count(sum(t.skipped for t in ts), len(ts))}
+
+
+class McqMacroF1(_Mcq):
+    """Macro F1 over option letters."""
+
+    stat = "macro_f1"
+
+
+class McqPairAcc(_Mcq):
+    """Both videos of a pair answered right (default pairing: ``pair_id``)."""
+
+    stat = "pair_acc"
+
+
+# ---------------------------------------------------------------- open-ended
+
+
+class OpenScore(Metric):
+    """The ``scorer`` judge's rating of a description against the reference,
+    mapped to [0, 1] (see module docstring); stderr by bootstrap over pairs."""
+
+    needs_judges = ("scorer",)
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        self.scale = int(options.get("scale", 2))
+        if self.scale not in (2, 5):
+            raise ValueError(f"{self.name}: scale must be 2 (0-2) or 5 (1-5), not {self.scale!r}")
+        self.errors = scoring.check_option("errors", options.get("errors", "wrong"), ("exclude", "wrong"))
+        self.iters = int(options.get("bootstrap_iters", 1000))
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        verdict = await ctx.judges.ask("scorer", {"question": str(record.doc.get("question") or ""),
+                                                  "reference": str(record.target or ""),
+                                                  "response": _reply(record) or ""})
+        record.judgements["scorer"] = {"value": verdict.value, "ok": verdict.ok, "raw": verdict.raw}
+        if not verdict.ok or not isinstance(verdict.value, (int, float)):
+            return {self.name: None}
+        v = float(verdict.value)
+        return {self.name: v / 2 if self.scale == 2 else (v - 1) / 4}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        units: dict[Any, list[float | None]] = {}
+        for r in records:
+            d = r.doc
+            key = (r.repeat, d.get("level"), d.get("pair_id") or d.get("id"))
+            if r.error is not None:
+                value = 0.0 if self.errors == "wrong" else None
+            else:
+                value = r.scores.get(self.name)
+            units.setdefault(key, []).append(value)
+        return {self.name: scoring.clustered_mean(units, self.iters)}
+
+
+# Public metric names (the YAML's ``- function: metrics.<name>`` gives the result key).
+vAcc = VAcc
+qAcc = QAcc
+wAcc = WAcc
+yes_diff = YesDiff
+fp_rate = FPRate
+unknown = UnknownCount
+mcq_f1 = McqF1
+mcq_macro_f1 = McqMacroF1
+mcq_pair_acc = McqPairAcc
+open_score = OpenScore

@@ -1,0 +1,326 @@
+"""VidPair-Halluc unit tests: extraction rules, the release loader on its
+layout variants, pair/group scoring (default and upstream-compatible) on
+hand-computed cases."""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from avhb.errors import SampleError, UserError
+from avhb.judges import Verdict
+from avhb.metric import SampleRecord, ScoreContext
+from avhb.tasks.vidpair_halluc import hooks, metrics, scoring
+from avhb.tasks.vidpair_halluc.extract import (extract_yes_no, first_letter, letter_sequence, valid_clip,
+                                               valid_for_pairing)
+from avhb.tasks.vidpair_halluc.release import parse_json_fields, video_file
+from avhb.tasks.vidpair_halluc.scoring import BinaryItem
+from conftest import ROOT
+
+SAMPLE = ROOT / "tasks" / "vidpair_halluc" / "sample"
+
+
+# ---------------------------------------------------------------- extraction
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Yes", "yes"), ("  NO.", "no"), ("yes, but no", "yes"), ("Nope", "no"),
+    ("I don't know", "no"),      # substring rule, no word boundary
+    ("I see her eyes", "yes"),   # "eyes" contains "yes"
+    ("The answer is yes", "yes"), ("Maybe", "unknown"), ("", "unknown"), ("error", "unknown"),
+    ("video not found", "unknown"), ("无法处理", "unknown"), (None, "unknown"), (1, "unknown"),
+    ("It cannot be seen", "no"),  # "cannot" contains "no"
+])
+def test_extract_yes_no(reply, expected):
+    assert extract_yes_no(reply) == expected
+
+
+def test_validity_rules():
+    # videoqa.py: the short list only; "Maybe" and "error" are valid for pairing
+    assert valid_for_pairing("Maybe") and valid_for_pairing("error")
+    assert not valid_for_pairing(" Video not found ") and not valid_for_pairing(None)
+    # clipqa.py: must contain yes/no and not be in the long list
+    assert valid_clip("yes") and valid_clip("I don't know") and not valid_clip("Maybe")
+    assert not valid_clip("inference failed") and not valid_clip(None)
+
+
+def test_mcq_upstream_extraction():
+    assert first_letter("The answer is B") == "T"
+    assert first_letter(" (c) red") == "C"
+    assert first_letter("42") == "42" and first_letter(None) is None
+    assert letter_sequence(" a b\tc ") == "ABC"
+
+
+# ---------------------------------------------------------------- loader
+
+def _copy_sample(tmp_path: Path) -> Path:
+    root = tmp_path / "release"
+    shutil.copytree(SAMPLE, root)
+    return root
+
+
+def test_video_file_resolution(tmp_path):
+    assert video_file(tmp_path, "VidPair-Halluc/a_0001/a_0001_0.mp4") == tmp_path / "VidPair-Halluc/a_0001/a_0001_0.mp4"
+    assert video_file(tmp_path, "a_0001/a_0001_0.mp4") == tmp_path / "VidPair-Halluc/a_0001/a_0001_0.mp4"
+
+
+def test_json_string_fields():
+    row = {"choices_json": '["red", "blue"]', "option_map_json": "{not json", "mask_flags_json": "",
+           "question": "q"}
+    out = parse_json_fields(row)
+    assert out["choices"] == ["red", "blue"]
+    assert out["option_map"] == "{not json"  # kept raw on a JSON error
+    assert "mask_flags" not in out  # empty string: not parsed
+    assert "choices" not in parse_json_fields({"choices_json": ["already", "a list"]})  # only a str is parsed
+    assert row["choices_json"] == '["red", "blue"]'  # input untouched
+
+
+def test_load_sample_pack():
+    binary = hooks.load(SAMPLE, {"dataset_name": "binary", "dataset_kwargs": {"level": "all"}})
+    assert len(binary) == 16
+    d = binary[0]
+    assert d["video_file"] == str(SAMPLE / "VidPair-Halluc/color_0001/color_0001_0.mp4")
+    assert d["prompt"] == "Is the ball on the table red?\nAnswer with yes or no."
+    mcq = hooks.load(SAMPLE, {"dataset_name": "multiple_choice", "dataset_kwargs": {"level": "spatial"}})
+    assert [m["qa_id"] for m in mcq] == ["multiple_choice_00007", "multiple_choice_00008"]
+    assert mcq[1]["mask_flags"] == [1, 0, 1] and mcq[1]["option_map"]["B"] == "a black screen"
+    assert hooks.choices(mcq[1]) == ["a green square", "a black screen", "a red ball", "two squares"]
+    assert len(hooks.load(SAMPLE, {"dataset_name": "open_ended", "dataset_kwargs": {"level": "temporal"}})) == 2
+
+
+def test_load_bare_paths_and_inferred_keys(tmp_path):
+    """pairs.json with bare paths, rows without the INFERRED keys, an empty
+    repo_video_path (fallback video_path), only all_qa.jsonl present."""
+    root = _copy_sample(tmp_path)
+    pairs = json.loads((root / "pairs/pairs.json").read_text())
+    for p in pairs:
+        for k in ("positive_video", "adversarial_video"):
+            p[k] = p[k].removeprefix("VidPair-Halluc/")
+        for k in ("id", "category", "level"):
+            p.pop(k)
+    (root / "pairs/pairs.json").write_text(json.dumps(pairs))
+    (root / "metadata.csv").unlink()
+    rows = [json.loads(x) for x in (root / "qa/hf/all_qa.jsonl").read_text().splitlines()]
+    for r in rows:
+        for k in ("qa_id", "id", "pair_id", "qa_group", "video_role", "file_name", "category", "level"):
+            r.pop(k)
+        r["repo_video_path"] = ""
+    (root / "qa/hf/all_qa.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for name in ("binary", "multiple_choice", "open_ended"):
+        (root / f"qa/hf/{name}.jsonl").unlink()
+
+    docs = hooks.load(root, {"dataset_name": "binary", "dataset_kwargs": {"level": "all"}})
+    assert len(docs) == 16
+    t = docs[9]  # pos question on the reversed video of the temporal pair
+    assert t["video_file"] == str(root / "VidPair-Halluc/sequence_0003/T_sequence_0003_0.mp4")
+    assert (t["qa_id"], t["id"], t["pair_id"], t["video_role"]) == ("binary_00010", "sequence_0003", "pair_0003", "adversarial")
+    assert (t["qa_group"], t["file_name"], t["category"], t["level"]) == ("binary_qa_pos", "T_sequence_0003_0.mp4", "sequence", "temporal")
+    m = hooks.load(root, {"dataset_name": "binary", "dataset_kwargs": {"level": "spatial"}})
+    assert [d["file_name"] for d in m] == ["object_0004_0.mp4", "M_object_0004_101.mp4"] * 2
+    assert m[1]["level"] == "spatial" and m[1]["category"] == "object"
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(UserError, match="level 'temporall'"):
+        hooks.load(SAMPLE, {"dataset_name": "binary", "dataset_kwargs": {"level": "temporall"}})
+    with pytest.raises(UserError, match="qa/hf/binary.jsonl"):
+        hooks.load(tmp_path, {"dataset_name": "binary"})
+    root = _copy_sample(tmp_path)
+    (root / "qa/hf/binary.jsonl").write_text('{"question": "ok"}\n{broken\n')
+    with pytest.raises(UserError, match=r"binary.jsonl:2"):
+        hooks.load(root, {"dataset_name": "binary"})
+
+
+def test_missing_video_is_a_sample_error(tmp_path):
+    root = _copy_sample(tmp_path)
+    docs = hooks.load(root, {"dataset_name": "binary"})
+    assert hooks.messages(docs[0], {})[0].parts[0].path == docs[0]["video_file"]
+    Path(docs[0]["video_file"]).unlink()
+    with pytest.raises(SampleError, match="video file missing"):
+        hooks.messages(docs[0], {})
+
+
+# ---------------------------------------------------------------- binary scoring
+
+def _pair(sample, replies, golds=("yes", "no", "no", "yes"), files=("v_0.mp4", "v_1.mp4"), groups=("binary_qa_pos", "binary_qa_neg"), level="video"):
+    """Four rows: group0 on both files, then group1 on both files."""
+    layout = [(groups[0], files[0]), (groups[0], files[1]), (groups[1], files[0]), (groups[1], files[1])]
+    return [BinaryItem(sample, g, f, gold, r, level) for (g, f), gold, r in zip(layout, golds, replies)]
+
+
+def test_tally_hand_cases():
+    t = scoring.tally_sample(_pair("s", ["yes", "no", "no", "yes"]))
+    assert (t.vp_right, t.vp_total, t.qp_right, t.qp_total, t.total_qa, t.fp) == (2, 2, 2, 2, 4, 0)
+    # one side wrong (an FP on the adversarial video): pos unit wrong, file-1 unit wrong
+    t = scoring.tally_sample(_pair("s", ["yes", "yes", "no", "yes"]))
+    assert (t.vp_right, t.vp_total, t.qp_right, t.qp_total, t.fp, t.model_yes) == (1, 2, 1, 2, 1, 3)
+    # unknown on file 0 of the pos question: excluded; the pos unit is right on its answered member
+    t = scoring.tally_sample(_pair("s", ["Maybe", "no", "no", "yes"]))
+    assert (t.vp_right, t.vp_total, t.qp_right, t.qp_total, t.total_qa, t.unknown) == (2, 2, 1, 1, 3, 1)
+    assert (t.gt_yes_all, t.gt_yes_answered) == (2, 1)
+    # the same under unknown="wrong": every unit counts, the unknown makes two of them wrong
+    t = scoring.tally_sample(_pair("s", ["Maybe", "no", "no", "yes"]), unknown="wrong")
+    assert (t.vp_right, t.vp_total, t.qp_right, t.qp_total, t.total_qa) == (1, 2, 1, 2, 4)
+
+
+def test_skip_rules():
+    # fewer than two replies valid for pairing -> the whole sample is skipped
+    t = scoring.tally_sample(_pair("s", ["yes", "", "unknown", None]))
+    assert t.skipped == 1 and t.total_qa == 0 and t.vp_total == 0 and t.gt_yes_all == 0
+    # "Maybe" counts as valid for pairing, so this one is scored (on its single yes/no answer)
+    t = scoring.tally_sample(_pair("s", ["yes", "Maybe", "", None]))
+    assert t.skipped == 0 and (t.vp_total, t.qp_total, t.total_qa) == (1, 0, 1) and t.missing == 1
+    # a single gold file: skipped (video level) ...
+    same = _pair("s", ["yes", "no", "no", "yes"], files=("v_0.mp4", "v_0.mp4"))
+    assert scoring.tally_sample(same).skipped == 1
+    # ... but upstream's temporal script has no gold-file check
+    same_t = [BinaryItem(i.sample, i.group, i.file, i.gold, i.reply, "temporal") for i in same]
+    assert scoring.tally_sample(same_t, mode="upstream").skipped == 0
+    # unknown="wrong" never skips
+    assert scoring.tally_sample(_pair("s", ["yes", "", "unknown", None]), unknown="wrong").skipped == 0
+
+
+def test_binary_stats_and_gt_yes_scope():
+    items = (_pair("a", ["yes", "no", "no", "yes"]) + _pair("b", ["yes", "yes", "no", "yes"])
+             + _pair("c", ["Maybe", "no", "I don't know", "yes"]))
+    ts = scoring.tally_binary(items)
+    assert scoring.binary_stat(ts, "vAcc").value == pytest.approx(5 / 6)
+    assert scoring.binary_stat(ts, "qAcc").value == pytest.approx(4 / 5)
+    w = scoring.binary_stat(ts, "wAcc")
+    assert (w.value, w.n) == (pytest.approx(9 / 11), 11) and w.stderr > 0
+    # 11 answers, 6 yes; gold yes: 6 over all rows, 5 over answered rows; FP 1
+    assert scoring.binary_stat(ts, "yes_diff").value == pytest.approx(0.0)
+    assert scoring.binary_stat(ts, "yes_diff", gt_yes="answered").value == pytest.approx(1 / 11)
+    assert scoring.binary_stat(ts, "fp_rate").value == pytest.approx(1 / 11)
+    # deterministic bootstrap
+    assert scoring.binary_stat(ts, "wAcc").stderr == w.stderr
+    assert scoring.binary_stat([], "wAcc").value is None
+
+
+def test_upstream_clip_level_rules():
+    """clipqa.py: invalid replies dropped before extraction, raw gold strings,
+    gt_yes over answered rows, question pairs over >= 2 answered groups."""
+    groups = ("binary_qa_0", "binary_qa_1")
+    items = _pair("m", ["yes", "no", "Maybe", "yes"], groups=groups, level="spatial")
+    up = scoring.tally_sample(items, mode="upstream")
+    assert (up.vp_right, up.vp_total, up.qp_total, up.total_qa, up.gt_yes_all) == (2, 2, 1, 3, 2)
+    # a raw gold "Yes" never equals the extracted "yes" upstream; avhb's default normalises it
+    cap = _pair("m", ["yes", "no", "no", "yes"], golds=("Yes", "no", "no", "yes"), groups=groups, level="spatial")
+    assert scoring.tally_sample(cap, mode="upstream").vp_right == 1
+    assert scoring.tally_sample(cap).vp_right == 2
+
+
+# ---------------------------------------------------------------- metric classes
+
+class FakeJudges:
+    """Scripted verdicts by (role, response); records every call."""
+
+    def __init__(self, table):
+        self.table, self.calls = table, []
+
+    async def ask(self, role, fields):
+        self.calls.append((role, fields["response"]))
+        value = self.table.get((role, fields["response"]))
+        return Verdict(value, value is not None, str(value), [value])
+
+
+def _records(split, replies, errors=()):
+    docs = hooks.load(SAMPLE, {"dataset_name": split})
+    out = []
+    for d in docs:
+        r = SampleRecord(id=d["qa_id"], doc=d, target=d["answer"])
+        if d["qa_id"] in errors:
+            r.error = "media: missing"
+        else:
+            r.response = r.extracted = replies[d["qa_id"]]
+        out.append(r)
+    return out
+
+
+async def _score(metric_list, records, judges):
+    ctx = ScoreContext(judges=judges, task="t")
+    for r in records:
+        if r.error is None:
+            for m in metric_list:
+                r.scores.update(await m.score(r, ctx))
+    out = {}
+    for m in metric_list:
+        out.update({k: v for k, v in m.aggregate(records).items()})
+    return out
+
+
+MCQ = {"multiple_choice_00001": "A", "multiple_choice_00002": "The answer is (B).",
+       "multiple_choice_00003": "A", "multiple_choice_00004": "A", "multiple_choice_00005": "B",
+       "multiple_choice_00006": "B", "multiple_choice_00007": "a green square", "multiple_choice_00008": "I am not sure"}
+
+
+async def test_mcq_default_and_upstream_modes():
+    judges = FakeJudges({("answer_matcher", "a green square"): "A", ("answer_matcher", "I am not sure"): "Z"})
+    default = [metrics.mcq_f1("mcq_f1"), metrics.mcq_pair_acc("mcq_pair_acc"), metrics.mcq_macro_f1("mcq_macro_f1")]
+    upstream = [metrics.mcq_f1("up_f1", mode="upstream"), metrics.mcq_pair_acc("up_pair", mode="upstream")]
+    records = _records("multiple_choice", MCQ)
+    res = await _score(default + upstream, records, judges)
+    assert res["mcq_f1"].value == pytest.approx(5 / 8) and res["mcq_f1_unparsed"].value == 1
+    assert res["mcq_pair_acc"].value == pytest.approx(1 / 4)
+    assert res["mcq_macro_f1"].value == pytest.approx((0.75 + 4 / 7) / 2)
+    assert sorted(judges.calls) == [("answer_matcher", "I am not sure"), ("answer_matcher", "a green square")]
+    # upstream: first alphabetic character ("The answer is (B)." -> T).  Video-level samples pair by
+    # file-name prefix, so the temporal pair (sequence_0003_0 / T_sequence_0003_0) is skipped whole;
+    # the spatial pair goes through the clip-level script (whole reply as a sequence, both wrong,
+    # "_101.mp4" never pairs).  Counted rows: pair1 (A right, T wrong), pair2 (A right, A wrong),
+    # pair4 (2 wrong) -> 2/6; pairs: _0/_1 of pair1 and pair2, both wrong.
+    assert res["up_f1"].value == pytest.approx(2 / 6) and res["up_f1"].n == 6
+    assert res["up_f1_skipped_samples"].value == 1  # the temporal sample
+    assert res["mcq_f1_skipped_samples"].value == 0
+    assert (res["up_pair"].value, res["up_pair"].n) == (0.0, 2)
+
+
+async def test_mcq_unknown_exclude_and_missing():
+    judges = FakeJudges({("answer_matcher", "a green square"): "A"})  # the other reply: judge failure
+    m = metrics.mcq_f1("f1", unknown="exclude")
+    records = _records("multiple_choice", MCQ, errors={"multiple_choice_00003"})
+    res = await _score([m], records, judges)
+    # rows counted: 8 - 1 failed - 1 unparsed = 6; right: 1, 2, 6, 7 -> 4/6
+    assert res["f1"].value == pytest.approx(4 / 6) and res["f1"].n == 6
+    assert res["f1_missing"].value == 1 and res["f1_unparsed"].value == 1
+
+
+def test_upstream_f1_is_accuracy_and_macro_f1():
+    ts = [scoring.McqTally(rows=4, right=3)]
+    assert scoring.upstream_f1(ts) == pytest.approx(0.75)
+    assert scoring.upstream_f1([scoring.McqTally(rows=3, right=0)]) == 0.0
+    # gold A A B, pred A B None: F1_A = 2/(2+0+1), F1_B = 0/(0+1+1)
+    assert scoring.macro_f1([("A", "A"), ("B", "A"), (None, "B")]) == pytest.approx((2 / 3 + 0) / 2)
+
+
+async def test_binary_metrics_unknown_wrong_option():
+    replies = {f"binary_{i:05d}": r for i, r in enumerate(
+        ["Yes", "No", "No", "Yes", "yes", "Yes.", "no", "yes", "Maybe.", "No", "I don't know", "yes",
+         "No.", "no", "Yes", "yes"], 1)}
+    ms = [metrics.vAcc("vAcc", unknown="wrong"), metrics.qAcc("qAcc", unknown="wrong"),
+          metrics.wAcc("wAcc", unknown="wrong"), metrics.yes_diff("yes_diff", unknown="wrong"),
+          metrics.unknown("unknown", unknown="wrong")]
+    res = await _score(ms, _records("binary", replies), FakeJudges({}))
+    # pair3's unknown now makes its pos video-pair unit and its file-0 question-pair unit wrong
+    assert res["vAcc"].value == pytest.approx(4 / 8) and res["qAcc"].value == pytest.approx(5 / 8)
+    assert res["wAcc"].value == pytest.approx(9 / 16)
+    assert res["yes_diff"].value == pytest.approx((8 - 8) / 16) and res["yes_diff"].n == 16
+    assert res["unknown"].value == 1
+
+
+async def test_open_score_scales_and_errors():
+    docs = hooks.load(SAMPLE, {"dataset_name": "open_ended"})[:4]
+    records = [SampleRecord(id=d["qa_id"], doc=d, target=d["answer"], response=f"r{i}", extracted=f"r{i}")
+               for i, d in enumerate(docs)]
+    records[3].error, records[3].response = "media: missing", None
+    judges = FakeJudges({("scorer", "r0"): 2, ("scorer", "r1"): 1, ("scorer", "r2"): None})
+    res = await _score([metrics.open_score("open_score")], records, judges)
+    assert res["open_score"].value == pytest.approx((1 + 0.5 + 0) / 3)  # r2: judge failure, excluded; error = 0
+    judges5 = FakeJudges({("scorer", "r0"): 5, ("scorer", "r1"): 3, ("scorer", "r2"): 1})
+    for r in records:
+        r.scores = {}
+    res = await _score([metrics.open_score("open_score", scale=5, errors="exclude")], records, judges5)
+    assert res["open_score"].value == pytest.approx((1 + 0.5 + 0) / 3)
+    with pytest.raises(ValueError):
+        metrics.open_score("x", scale=3)
