@@ -29,6 +29,10 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--predict-only", action="store_true", help="generate and log, no metrics or judges")
     p.add_argument("--ablate", default=None,
                    help="modality switches: no_audio,no_video,no_boxes,audio_as_transcript,text_only")
+    p.add_argument("--media", default=None, metavar="k=v,...",
+                   help="override the tasks' media block, e.g. frames=64 (frame sweeps) or fps=1,max_frames=128")
+    p.add_argument("--gen-kwargs", default=None, metavar="k=v,...",
+                   help="override generation settings, e.g. max_tokens=4096,temperature=0.3")
     p.add_argument("--no-report", action="store_true", help="skip report.html")
 
 
@@ -37,7 +41,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command")
     _run_parser(sub.add_parser("run", help="run an evaluation (the default command)"))
     lp = sub.add_parser("list", help="list tasks, groups, models, metrics, filters, judges, backends or plugins")
-    lp.add_argument("what", choices=["tasks", "groups", "models", "metrics", "filters", "judges", "backends", "plugins"])
+    lp.add_argument("what", choices=["tasks", "groups", "models", "metrics", "filters", "judges", "backends", "commands",
+                                     "plugins"])
     lp.add_argument("--json", action="store_true")
     sp = sub.add_parser("show", help="print a task's resolved configuration")
     sp.add_argument("task")
@@ -58,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
+        return _plugin_command(argv)
     if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help"):
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
@@ -74,8 +81,23 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _plugin_command(argv: list[str]) -> int:
+    """A subcommand a plugin registers (``avhb_commands``), e.g. ``diagnose``."""
+    from .registry import get_registry
+
+    try:
+        registry = get_registry()
+        if argv[0] not in registry.entries.get("commands", {}):
+            known = ", ".join(list(SUBCOMMANDS) + registry.names("commands"))
+            raise UserError(f"unknown command {argv[0]!r} (commands: {known}; a run starts with --tasks)")
+        return int(registry.load("commands", argv[0])(argv[1:]) or 0)
+    except UserError as exc:
+        print(f"avhb: error: {exc}", file=sys.stderr)
+        return 2
+
+
 def _cmd_run(args, argv) -> int:
-    from .backend import parse_backend_spec
+    from .backend import parse_backend_spec, parse_kv
     from .data import parse_data_flags
     from .evaluator import RunOptions, evaluate
     from .judges import parse_judge_bindings
@@ -88,11 +110,27 @@ def _cmd_run(args, argv) -> int:
         judges=parse_judge_bindings(args.judge), judge_args=list(args.judge), data=parse_data_flags(args.data), sample_data=args.sample_data,
         limit=args.limit, samples=[s for s in (args.samples or "").split(",") if s] or None, seed=args.seed,
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
+        media=_media_overrides(args.media), gen_kwargs=parse_kv(args.gen_kwargs),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report)
     results = evaluate(options)
     _print_results(results)
     print(f"\nrun folder: {output}", file=sys.stderr)
     return 0
+
+
+def _media_overrides(text: str | None) -> dict:
+    from .backend import parse_kv
+
+    overrides = parse_kv(text)
+    if overrides:
+        from .media import MediaSpec
+
+        MediaSpec.from_dict(overrides, where="--media")  # validates keys and types
+        if "frames" in overrides:
+            overrides.setdefault("fps", None)
+        if "fps" in overrides and overrides["fps"] is not None:
+            overrides.setdefault("frames", None)
+    return overrides
 
 
 def _default_run_name(tasks: str, model: str) -> str:
@@ -201,7 +239,7 @@ def _cmd_score(args, argv) -> int:
         output_dir=Path(args.run_dir), judges=parse_judge_bindings(judge_args), judge_args=judge_args, data={k: Path(v) for k, v in (run.get("data") or {}).items()},
         sample_data=bool(run.get("sample_data")), limit=run.get("limit"), samples=run.get("samples"),
         seed=run.get("seed", 1234), repeats=run.get("repeats"), ablations=tuple(run.get("ablations") or ()),
-        score_only=True, command=run.get("command", []))
+        media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {}, score_only=True, command=run.get("command", []))
     results = evaluate(options)
     _print_results(results)
     return 0

@@ -47,6 +47,16 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool) -
         if not root.exists():
             raise UserError(f"task {task.name!r}: sample pack {root} is missing (re-install avhb)")
         return DataSource(root, "sample")
+    if "function" in (task.get("prepare") or {}):  # fetched by the pack's own hook (`avhb prepare`)
+        from .hub import default_data_dir
+
+        local = default_data_dir() / (task.benchmark or task.name)
+        if (local / "manifest.json").is_file():
+            return DataSource(local, "prepared")
+        raise UserError(
+            f"task {task.name!r}: its data is not on this machine; fetch it with `avhb prepare {task.name}`, "
+            f"point at a local copy with `--data {task.benchmark or task.name}=PATH`, or run the sample pack "
+            "with `--sample-data`")
     repo = task.get("dataset_path")
     if repo:
         from .hub import dataset_dir, is_complete

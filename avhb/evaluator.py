@@ -42,6 +42,8 @@ class RunOptions:
     repeats: int | None = None
     predict_only: bool = False
     ablations: tuple[str, ...] = ()
+    media: dict[str, Any] = field(default_factory=dict)  # --media k=v, over each task's media block
+    gen_kwargs: dict[str, Any] = field(default_factory=dict)  # --gen-kwargs k=v, over generation_kwargs
     score_only: bool = False  # `avhb score`: no model calls, responses from the journal
     command: list[str] = field(default_factory=list)
     write_report: bool = True
@@ -138,7 +140,7 @@ class Evaluator:
         if self.o.limit is not None:
             pairs = pairs[: self.o.limit]
         repeats = self.o.repeats or task.repeats
-        media = task.cfg.get("media") or {}
+        media = {**(task.cfg.get("media") or {}), **self.o.media}
         caps = self.backend.capabilities
         identity = self.backend.identity
 
@@ -154,8 +156,9 @@ class Evaluator:
                     record.error = str(exc)
                     records.append(record)
                     continue
+                request.generation.update(self.o.gen_kwargs)
                 request.generation.setdefault("seed", self.o.seed + rep)
-                request.key = request_key(request, identity, rep, self.o.ablations)
+                request.key = request_key(request, identity, rep, self.o.ablations, media)
                 record.meta.update(prompt_hash=request.key[:16], prompt=prompt_text(request))
                 records.append(record)
                 done = self.journal.get("responses", request.key)
@@ -317,6 +320,7 @@ class Evaluator:
             "versions": _versions(),
             "seed": self.o.seed, "limit": self.o.limit, "samples": self.o.samples, "repeats": self.o.repeats,
             "ablations": list(self.o.ablations), "predict_only": self.o.predict_only,
+            "media": self.o.media, "gen_kwargs": self.o.gen_kwargs,
             "data": {k: str(v) for k, v in self.o.data.items()}, "sample_data": self.o.sample_data,
             "notes": list(getattr(self.backend, "notes", []) or []),
         }

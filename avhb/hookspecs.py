@@ -45,5 +45,11 @@ def avhb_judges() -> dict[str, str]:
 
 
 @hookspec
+def avhb_commands() -> dict[str, str]:
+    """Extra ``avhb`` subcommands -> "module:function"; the function takes
+    the remaining argv and returns an exit code (e.g. CURVE's ``diagnose``)."""
+
+
+@hookspec
 def avhb_model_presets() -> list[str]:
     """Dotted "package:file.yaml" resources with model presets."""

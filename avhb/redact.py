@@ -16,13 +16,15 @@ What counts as a secret:
    (singular; ``max_tokens``/``prompt_tokens`` are counts, not secrets;
    ``eos_token`` and other tokenizer fields are not secrets either).
 
-``redact`` returns a new object of the same shape; non-string leaves are
-kept as they are.
+``redact`` returns a new object of the same shape (dataclass instances
+become dicts, as they would in JSON); other non-string leaves are kept.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+from functools import lru_cache
 from typing import Any
 
 MASK = "***"
@@ -54,6 +56,7 @@ _NOT_SECRET_TOKENS = frozenset({"bos_token", "eos_token", "pad_token", "unk_toke
                                 "cls_token", "mask_token", "stop_token"})
 
 
+@lru_cache(maxsize=4096)
 def secret_key(name: str) -> bool:
     """Is a dict key / argument name a credential?"""
     k = name.lower().replace("-", "_")
@@ -64,9 +67,26 @@ def secret_key(name: str) -> bool:
     return k.endswith(("_api_key", "_apikey", "_secret", "_password", "_token", "_key_value"))
 
 
+_env_cache: tuple[Any, list[str]] | None = None
+
+
 def env_secrets(environ: dict[str, str] | None = None) -> list[str]:
-    """Secret values from the environment, longest first."""
-    env = os.environ if environ is None else environ
+    """Secret values from the environment, longest first.  For the live
+    ``os.environ`` the answer is cached until the environment changes."""
+    global _env_cache
+    if environ is None:
+        raw = getattr(os.environ, "_data", None)
+        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
+        if snapshot is not None and _env_cache is not None and _env_cache[0] == snapshot:
+            return _env_cache[1]
+        found = _scan(os.environ)
+        if snapshot is not None:
+            _env_cache = (snapshot, found)
+        return found
+    return _scan(environ)
+
+
+def _scan(env: Any) -> list[str]:
     found = set()
     for name, value in env.items():
         upper = name.upper()
@@ -78,35 +98,67 @@ def env_secrets(environ: dict[str, str] | None = None) -> list[str]:
     return sorted(found, key=len, reverse=True)
 
 
+# cheap pre-check: a string with none of these cannot match any pattern
+_TRIGGERS = ("sk-", "hf_", "aiza", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "bearer", "basic",
+             "authorization", "key", "token")
+
+
 def redact_text(text: str, secrets: list[str] | None = None) -> str:
     for value in env_secrets() if secrets is None else secrets:
         if value in text:
             text = text.replace(value, MASK)
+    return _redact_patterns(text)
+
+
+def _redact_patterns(text: str) -> str:
+    lower = text.lower()
+    for t in _TRIGGERS:
+        if t in lower:
+            break
+    else:
+        return text
     for pattern, repl in _PATTERNS:
         text = pattern.sub(repl, text)
     return text
 
 
+@lru_cache(maxsize=4096)
+def _redact_key(key: str) -> str:
+    return _redact_patterns(key)
+
+
 def redact(obj: Any, *, extra: list[str] | tuple[str, ...] = ()) -> Any:
     """A copy of ``obj`` (str, dict, list, tuple, nested) without secrets.
     ``extra``: more literal secret values to remove."""
-    secrets = sorted(set(env_secrets()) | {e for e in extra if e}, key=len, reverse=True)
+    secrets = env_secrets()
+    if extra:
+        secrets = sorted(set(secrets) | {e for e in extra if e}, key=len, reverse=True)
     return _walk(obj, secrets)
 
 
 def _walk(obj: Any, secrets: list[str]) -> Any:
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
     if isinstance(obj, str):
-        return redact_text(obj, secrets)
+        return redact_text(obj, secrets) if len(obj) >= 6 else obj
     if isinstance(obj, dict):
         out = {}
         for k, v in obj.items():
-            if isinstance(k, str) and secret_key(k) and v not in (None, "") and not isinstance(v, (bool, int, float)):
-                out[k] = MASK
-            else:
-                out[_walk(k, secrets) if isinstance(k, str) else k] = _walk(v, secrets)
+            if isinstance(k, str):
+                if secret_key(k) and ((isinstance(v, str) and v) or isinstance(v, (dict, list, tuple, bytes))):
+                    out[k] = MASK
+                    continue
+                if len(k) >= 6:
+                    k = _redact_key(k)
+                    for value in secrets:
+                        if value in k:
+                            k = k.replace(value, MASK)
+            out[k] = _walk(v, secrets)
         return out
     if isinstance(obj, list):
         return [_walk(v, secrets) for v in obj]
     if isinstance(obj, tuple):
         return tuple(_walk(v, secrets) for v in obj)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _walk(dataclasses.asdict(obj), secrets)
     return obj

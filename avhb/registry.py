@@ -19,7 +19,7 @@ from . import hookspecs
 from .errors import UserError
 
 GROUP = "avhb"
-KINDS = ("backends", "metrics", "filters", "judges")
+KINDS = ("backends", "metrics", "filters", "judges", "commands")
 
 
 @dataclass

@@ -70,7 +70,8 @@ def build_request(task, doc: dict[str, Any], root: Path, sample_id: str) -> Requ
     return request
 
 
-def request_key(request: Request, backend_identity: dict[str, Any], repeat: int, ablations: tuple[str, ...]) -> str:
+def request_key(request: Request, backend_identity: dict[str, Any], repeat: int, ablations: tuple[str, ...],
+                media: dict[str, Any] | None = None) -> str:
     def part(p: Any) -> Any:
         if isinstance(p, TextPart):
             return ["text", p.text]
@@ -89,6 +90,7 @@ def request_key(request: Request, backend_identity: dict[str, Any], repeat: int,
         "choices": request.choices,
         "repeat": repeat,
         "ablations": sorted(ablations),
+        "media": media or {},
         "sample": request.fields.get("sample_id"),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
@@ -130,13 +132,15 @@ def materialize(request: Request, media: dict[str, Any], caps: Capabilities, abl
                                                    policy=spec.budget)
                     if allowed < n:
                         request.adaptations.append(f"frames clamped {n} -> {allowed} to fit {caps.max_context} tokens")
-                        frame_spec = frame_spec.with_frames(allowed)
+                        frame_spec = spec.frame_spec(segment=p.segment, frames=allowed)
                 sample = avmedia.cached_sample_frames(p.path, frame_spec)
                 frames = sample.frames
                 if spec.boxes and "no_boxes" not in ablations:
-                    boxes = lookup(doc, spec.boxes) if spec.boxes in doc else None
+                    boxes = doc.get(spec.boxes)
                     if boxes:
-                        frames = avmedia.draw_boxes(frames, sample.indices, boxes)
+                        info = avmedia.probe(p.path)
+                        frames = avmedia.draw_boxes(frames, sample.indices, boxes, source_size=(info.width, info.height),
+                                                    source_fps=sample.source_fps)
                         request.adaptations.append("boxes drawn on frames")
                 p.frames, p.timestamps, p.frame_indices, p.fps = frames, sample.timestamps, sample.indices, sample.source_fps
                 log["video"] = {"path": p.path, "frame_indices": sample.indices,

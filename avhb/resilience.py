@@ -25,7 +25,7 @@ import random
 import time
 from collections import deque
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import timezone
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 T = TypeVar("T")

@@ -5,3 +5,8 @@ from avhb.hookspecs import hookimpl
 @hookimpl
 def avhb_task_packages():
     return ["avhb.tasks"]
+
+
+@hookimpl
+def avhb_commands():
+    return {"diagnose": "avhb.tasks.curve.diagnose_cli:main"}

@@ -1,0 +1,152 @@
+"""Content-addressed on-disk cache of sampled frames and audio.
+
+Location: ``$AVHB_CACHE_DIR`` if set, else ``~/.cache/avhb/media``.  Entries
+are ``<root>/<kind>/<key[:2]>/<key>.npz`` (NumPy archives, no pickle), shared
+by every run and model on the machine.
+
+Key = BLAKE2b-256 of a JSON document holding the entry kind (``frames`` or
+``audio``), a format version, the sampling parameters and the file
+fingerprint.  **Fingerprint** = BLAKE2b-128 over the file size (8 bytes,
+little-endian) and three 1 MiB blocks: the head, the block centred on the
+middle, and the tail (a file of at most 3 MiB is hashed whole).  It ignores
+the path and modification time, so moved or re-downloaded copies hit, and
+costs three reads whatever the file size.
+
+Writers write a temporary file in the entry's folder and ``os.replace`` it
+into place, so concurrent writers of one key never expose a partial entry
+(the last one wins; all write the same content).  A corrupt entry is
+treated as a miss.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+BLOCK = 1 << 20
+FORMAT_VERSION = 1
+
+
+def default_cache_dir() -> str:
+    """``$AVHB_CACHE_DIR`` or ``~/.cache/avhb/media``."""
+    env = os.environ.get("AVHB_CACHE_DIR")
+    if env:
+        return env
+    return os.path.join(os.path.expanduser("~"), ".cache", "avhb", "media")
+
+
+def fingerprint(path: str) -> str:
+    """Size + head/middle/tail hash of a file (see module docstring)."""
+    from avhb.media._open import check_file
+
+    check_file(path)
+    size = os.path.getsize(path)
+    h = hashlib.blake2b(digest_size=16)
+    h.update(size.to_bytes(8, "little"))
+    with open(path, "rb") as f:
+        if size <= 3 * BLOCK:
+            h.update(f.read())
+        else:
+            for offset in (0, size // 2 - BLOCK // 2, size - BLOCK):
+                f.seek(offset)
+                h.update(f.read(BLOCK))
+    return h.hexdigest()
+
+
+@dataclass
+class MediaCache:
+    """An on-disk cache rooted at ``root`` (default :func:`default_cache_dir`)."""
+
+    root: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.root is None:
+            self.root = default_cache_dir()
+
+    def key(self, kind: str, path: str, params: dict[str, Any]) -> str:
+        doc = {"kind": kind, "v": FORMAT_VERSION, "file": fingerprint(path), "params": params}
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return hashlib.blake2b(text.encode(), digest_size=32).hexdigest()
+
+    def entry_path(self, kind: str, key: str) -> str:
+        return os.path.join(self.root, kind, key[:2], key + ".npz")
+
+    def load(self, kind: str, key: str) -> dict[str, np.ndarray] | None:
+        """The arrays stored under ``key``, or None on a miss or a corrupt entry."""
+        p = self.entry_path(kind, key)
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                return {name: z[name] for name in z.files}
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, EOFError, KeyError):
+            return None  # corrupt or unreadable: recompute (and overwrite)
+
+    def store(self, kind: str, key: str, arrays: dict[str, np.ndarray]) -> str:
+        """Atomically write ``arrays`` under ``key``; returns the entry path."""
+        p = self.entry_path(kind, key)
+        folder = os.path.dirname(p)
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, p)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return p
+
+
+def cached_sample_frames(path: str, spec, cache: MediaCache | None = None):
+    """:func:`avhb.media.frames.sample_frames` through the cache."""
+    from avhb.media.frames import FrameSample, sample_frames
+
+    path = str(path)
+    cache = cache or MediaCache()
+    key = cache.key("frames", path, spec.cache_params())
+    hit = cache.load("frames", key)
+    if hit is not None:
+        frames = hit["frames"]
+        return FrameSample(frames=list(frames), indices=[int(i) for i in hit["indices"]],
+                           timestamps=[float(t) for t in hit["timestamps"]],
+                           source_fps=float(hit["source_fps"]), decoder=str(hit["decoder"]),
+                           source_frame_count=int(hit["source_frame_count"]),
+                           source_size=(int(hit["source_size"][0]), int(hit["source_size"][1])))
+    sample = sample_frames(path, spec)
+    cache.store("frames", key, {
+        "frames": np.stack(sample.frames),
+        "indices": np.asarray(sample.indices, np.int64),
+        "timestamps": np.asarray(sample.timestamps, np.float64),
+        "source_fps": np.asarray(sample.source_fps, np.float64),
+        "decoder": np.asarray(sample.decoder),
+        "source_frame_count": np.asarray(sample.source_frame_count, np.int64),
+        "source_size": np.asarray(sample.source_size, np.int64),
+    })
+    return sample
+
+
+def cached_load_audio(path: str, rate: int = 16000, segment: tuple[float, float] | None = None,
+                      on_missing: str = "error", cache: MediaCache | None = None) -> np.ndarray:
+    """:func:`avhb.media.audio.load_audio` through the cache."""
+    from avhb.media.audio import load_audio
+
+    path = str(path)
+    cache = cache or MediaCache()
+    params = {"rate": int(rate), "segment": [float(x) for x in segment] if segment else None,
+              "on_missing": on_missing}
+    key = cache.key("audio", path, params)
+    hit = cache.load("audio", key)
+    if hit is not None:
+        return hit["audio"]
+    audio = load_audio(path, rate, segment, on_missing)
+    cache.store("audio", key, {"audio": audio})
+    return audio

@@ -1,0 +1,43 @@
+"""``avhb diagnose RUN_DIR``: evidence-graph error isolation on a finished
+CURVE run (see diagnosis.py)."""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from avhb.backend import parse_backend_spec
+from avhb.errors import UserError
+from avhb.judges import parse_judge_bindings
+
+from .diagnosis import diagnose_run
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="avhb diagnose", description="Evidence-graph diagnosis of a CURVE run")
+    ap.add_argument("run_dir")
+    ap.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",
+                    help="bind graph_builder / node_checker (default: the run's --judge flags)")
+    ap.add_argument("--model", default=None, help="the model to re-query with hints (default: the run's model)")
+    ap.add_argument("--model-args", default=None)
+    ap.add_argument("--tasks", default=None, help="comma-separated curve_* tasks (default: all in the run)")
+    ap.add_argument("--samples", default=None, help="comma-separated sample ids")
+    ap.add_argument("--max-rounds", type=int, default=5)
+    ap.add_argument("--only-incorrect", action="store_true")
+    args = ap.parse_args(argv)
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "run.json").is_file():
+        raise UserError(f"{run_dir}: no run.json (not a run folder)")
+    options = {"max_rounds": args.max_rounds, "only_incorrect": args.only_incorrect}
+    if args.judge:
+        options["judges"] = parse_judge_bindings(args.judge)
+    if args.model:
+        options["model"] = parse_backend_spec(args.model, args.model_args)
+    if args.tasks:
+        options["tasks"] = [t for t in args.tasks.split(",") if t]
+    if args.samples:
+        options["samples"] = [s for s in args.samples.split(",") if s]
+    summary = diagnose_run(run_dir, **options)
+    print(json.dumps(summary, indent=1, ensure_ascii=False)[:4000])
+    print(f"\ndiagnosis: {run_dir / 'diagnosis'}")
+    return 0
