@@ -1,0 +1,39 @@
+import pytest
+
+from avhb.errors import UserError
+from avhb.media import ChunkSpec, FrameSpec, MediaSpec
+
+
+def test_full_block():
+    m = MediaSpec.from_dict({
+        "video": "{{video_path}}", "audio": "{{audio_path}}", "fps": 2, "max_frames": 64,
+        "segment": ["start", "end"], "include_last_frame": True, "max_side": 448,
+        "max_pixels": 200704, "audio_rate": 24000, "audio_in_video": True,
+        "audio_missing": "silence", "budget": "refuse",
+        "chunks": {"seconds": 120, "fps": 0.5, "width": 512, "height": 384},
+        "boxes": "objectAnnotationListMap", "decoder": "pyav"})
+    assert m.segment == ("start", "end") and m.chunks == ChunkSpec(120.0, 0.5, 512, 384)
+    assert m.fps == 2.0 and m.audio_rate == 24000 and m.audio_in_video
+    assert m.frame_spec((1.0, 9.5)) == FrameSpec(fps=2.0, max_frames=64, segment=(1.0, 9.5),
+                                                 include_last=True, max_side=448,
+                                                 max_pixels=200704, decoder="pyav")
+    assert m.frame_spec(frames=16).frames == 16 and m.frame_spec(frames=16).fps is None
+
+
+def test_defaults():
+    m = MediaSpec.from_dict({})
+    assert (m.audio_rate, m.audio_in_video, m.audio_missing, m.budget, m.decoder) == \
+        (16000, False, "error", "clamp", "auto")
+    assert m.frame_spec().frames == 8
+    assert MediaSpec.from_dict(None) == MediaSpec()
+
+
+@pytest.mark.parametrize("block, msg", [
+    ({"frame": 8}, "unknown key"), ({"frames": 0}, "media.frames"), ({"fps": 0}, "media.fps"),
+    ({"frames": 8, "fps": 1}, "not both"), ({"segment": [1]}, "media.segment"),
+    ({"budget": "drop"}, "media.budget"), ({"decoder": "cv2"}, "media.decoder"),
+    ({"audio_in_video": "yes"}, "media.audio_in_video"), ({"chunks": {"secs": 1}}, "chunks"),
+    ({"frames": True}, "media.frames"), ([1, 2], "mapping")])
+def test_errors(block, msg):
+    with pytest.raises(UserError, match=msg):
+        MediaSpec.from_dict(block)
