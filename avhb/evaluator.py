@@ -21,7 +21,7 @@ from .judges import Judges, TaskJudges
 from .messages import Response
 from .metric import SampleRecord, ScoreContext
 from .registry import get_registry
-from .requests import build_request, materialize, prompt_text, request_key
+from .requests import build_request, has_media, materialize, prompt_text, request_key
 from .run_folder import RunFolder
 from .task import Task
 from .task_index import TaskIndex, build_index, load_task
@@ -196,17 +196,20 @@ class Evaluator:
             async def one(record: SampleRecord, request) -> None:
                 media_log = None
                 try:
-                    async with decode_limit:
-                        media_log = await asyncio.to_thread(materialize, request, media, caps, self.o.ablations,
-                                                            record.doc, task.name)
+                    if has_media(request):
+                        async with decode_limit:
+                            media_log = await asyncio.to_thread(materialize, request, media, caps, self.o.ablations,
+                                                                record.doc, task.name)
                 except SampleError as exc:
                     response = Response(text="", error=f"media: {exc}")
                 else:
                     async with limit:
                         try:
                             response = await self.backend.generate(request)
-                        except (UserError, SampleError):
+                        except UserError:
                             raise
+                        except SampleError as exc:
+                            response = Response(text="", error=str(exc))
                         except Exception as exc:  # a backend bug fails this sample, not the run
                             response = Response(text="", error=f"{type(exc).__name__}: {exc}")
                 entry = {"task": task.name, "id": record.id, "repeat": record.repeat, "response": response.text,
@@ -222,6 +225,7 @@ class Evaluator:
         ctx = ScoreContext(judges=judges, task=task.name)
         filters = task.filters()
         limit = asyncio.Semaphore(64)
+        crashed: list[str] = []
         with _progress(f"{task.name}: scoring", len(records)) as bar:
             async def one(record: SampleRecord) -> None:
                 async with limit:
@@ -236,9 +240,18 @@ class Evaluator:
                         except SampleError as exc:  # e.g. a sample whose target is not among its options
                             record.error = f"scoring: {exc}"
                             record.scores = {}
+                        except (UserError, AssertionError):
+                            raise
+                        except Exception as exc:  # a metric/filter bug fails this sample, not the run
+                            record.error = f"scoring failed: {type(exc).__name__}: {exc}"
+                            record.scores = {}
+                            crashed.append(record.error)
                 bar.update(1, error=record.error is not None)
 
             await asyncio.gather(*(one(r) for r in records))
+        if crashed:
+            print(f"avhb: warning: {task.name}: scoring failed on {len(crashed)} samples (recorded as errors); "
+                  f"first: {crashed[0]}", file=sys.stderr)
 
     def _aggregate(self, task: Task, records: list[SampleRecord], metrics, judges: TaskJudges) -> tuple[dict[str, Any], dict[str, Any]]:
         errors = sum(1 for r in records if r.error)

@@ -96,6 +96,10 @@ def request_key(request: Request, backend_identity: dict[str, Any], repeat: int,
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 
+def has_media(request: Request) -> bool:
+    return any(not isinstance(p, TextPart) for m in request.messages for p in m.parts)
+
+
 def prompt_text(request: Request) -> str:
     return "\n\n".join(f"[{m.role}] {m.text}" for m in request.messages)
 

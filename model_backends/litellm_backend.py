@@ -1,0 +1,194 @@
+"""Any provider LiteLLM knows: ``litellm:gemini/gemini-2.5-flash``,
+``litellm:anthropic/claude-...``, ``litellm:openai/NAME,api_base=http://...``.
+
+Same arguments, retries, adaptive concurrency and redaction as the
+``openai`` backend (``concurrency``, ``timeout``, ``max_retries``,
+``images_per_request``, ``video``, ``audio``, ``max_context``,
+``extra_body``), plus:
+
+- ``api_base`` (or ``base_url``): the endpoint, for gateways and local servers;
+- ``api_key_env``: the name of the variable holding the key; unset, LiteLLM
+  reads the provider's own variable (``GEMINI_API_KEY``...); an ``openai/``
+  model with ``api_base`` and no key at all gets the placeholder ``EMPTY``
+  (keyless local servers such as vLLM);
+- ``max_inline_mb`` (20): the largest video file sent inline.
+
+LiteLLM's own retries are switched off (``num_retries=0, max_retries=0``)
+so that ``avhb.resilience`` sees every 429.  It is imported on first use
+with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (otherwise its import fetches the
+cost map from the network); importing it takes several seconds.
+
+Capabilities default from LiteLLM's local model map where it knows the
+model (``max_input_tokens``, ``supports_vision``, ``supports_audio_input``),
+else 32 images, no audio, 128k tokens.  Gemini (``gemini/``, ``vertex_ai/``)
+takes video natively: a video without sampled frames is sent whole as
+``{"type": "file", "file": {"file_data": "data:video/mp4;base64,..."}}``,
+which LiteLLM turns into a Gemini ``inline_data`` part (the inline request
+limit is about 20 MB: bigger files, or segments, fail that sample asking for
+frames, i.e. ``video=false``; the Files API is not used).  With ``video=false``
+the evaluator samples frames and they go as timestamped images.
+
+Cost: LiteLLM's ``response_cost`` for the reply (from its local map), 0.0
+when the model is not in the map.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from avhb.backend import Backend, BackendSpec
+from avhb.errors import SampleError, UserError
+from avhb.messages import Request, Response
+from avhb.redact import redact
+from avhb.resilience import AdaptiveLimiter, MalformedReply, Resilient, RetryPolicy
+
+from .encode_messages import encode_messages
+from .openai_backend import _RUNTIME_ARGS, map_generation, parse_api_settings
+
+_NATIVE_VIDEO_PROVIDERS = ("gemini/", "vertex_ai/", "vertex_ai_beta/")
+_OWN_ARGS = frozenset({"api_base", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
+                       "images_per_request", "video", "audio", "max_context", "tokens_per_frame",
+                       "extra_body", "max_inline_mb"})
+
+
+def import_litellm() -> Any:
+    """Import LiteLLM offline-safe and quiet."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+def _model_info(litellm: Any, model: str) -> dict[str, Any]:
+    try:
+        return dict(litellm.get_model_info(model))
+    except Exception:  # not in the local map: defaults apply
+        return {}
+
+
+class LiteLLMBackend(Backend):
+    """See the module docstring."""
+
+    def __init__(self, spec: BackendSpec):
+        super().__init__(spec)
+        if not spec.name:
+            raise UserError("litellm backend needs a model: litellm:PROVIDER/MODEL")
+        unknown = sorted(set(spec.args) - _OWN_ARGS - {"api_key", "key", "token"})
+        if unknown:
+            raise UserError(f"litellm backend: unknown argument(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(sorted(_OWN_ARGS))}); provider options go in extra_body")
+        self._litellm = import_litellm()
+        info = _model_info(self._litellm, spec.name)
+        native_video = spec.name.startswith(_NATIVE_VIDEO_PROVIDERS)
+        self.settings = parse_api_settings(
+            spec, default_key_env=None,
+            images=0 if info.get("supports_vision") is False else 32,
+            video=native_video,
+            audio=bool(info.get("supports_audio_input")) or native_video,
+            max_context=int(info.get("max_input_tokens") or 128000),
+        )
+        self.capabilities = self.settings.capabilities
+        self.concurrency = self.settings.concurrency
+        self.api_base = spec.args.get("api_base") or spec.args.get("base_url")
+        self.max_inline_mb = float(spec.args.get("max_inline_mb", 20))
+        extra = spec.args.get("extra_body") or {}
+        if not isinstance(extra, dict):
+            raise UserError("model argument extra_body must be a mapping")
+        self.extra = extra
+        self.limiter = AdaptiveLimiter(self.settings.concurrency)
+        self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
+        if self.settings.api_key_env and not self._key():
+            raise UserError(f"no API key: the environment variable {self.settings.api_key_env} is not set")
+
+    def _key(self) -> str:
+        name = self.settings.api_key_env
+        return os.environ.get(name, "").strip() if name else ""
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        args = {k: v for k, v in self.spec.args.items() if k not in _RUNTIME_ARGS}
+        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=[self._key()])
+
+    def describe(self) -> dict[str, Any]:
+        runtime = {"api_key_env": self.settings.api_key_env or "(provider default)",
+                   "concurrency": self.settings.concurrency, "timeout": self.settings.timeout,
+                   "max_retries": self.settings.max_retries,
+                   "litellm": getattr(self._litellm, "__version__", None) or _dist_version("litellm")}
+        return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)},
+                      extra=[self._key()])
+
+    def build_kwargs(self, request: Request) -> tuple[dict[str, Any], list[str]]:
+        params, dropped = map_generation(request.generation)
+        kwargs: dict[str, Any] = {
+            "model": self.spec.name,
+            "messages": encode_messages(request, audio=self.capabilities.audio, video=self.capabilities.video,
+                                        video_style="file", max_inline_mb=self.max_inline_mb),
+            "timeout": self.settings.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        key = self._key()
+        if key:
+            kwargs["api_key"] = key
+        elif self.api_base and self.spec.name.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
+            kwargs["api_key"] = "EMPTY"  # a keyless local server; the SDK insists on some key
+        kwargs.update(params)
+        kwargs.update(self.extra)
+        return kwargs, dropped
+
+    async def generate(self, request: Request) -> Response:
+        try:
+            kwargs, dropped = self.build_kwargs(request)
+        except SampleError as exc:  # this sample cannot be encoded; the run goes on
+            return Response(text="", error=f"encode: {exc}")
+        outcome = await self.resilient.call(lambda: self._call(kwargs, dropped))
+        if outcome.error is not None:
+            return Response(text="", error=redact(outcome.error[:1000], extra=[self._key()]),
+                            meta={"attempts": outcome.attempts})
+        response = outcome.value
+        if outcome.attempts > 1:
+            response.meta["attempts"] = outcome.attempts
+        return response
+
+    async def _call(self, kwargs: dict[str, Any], dropped: list[str]) -> Response:
+        reply = await self._litellm.acompletion(**kwargs)
+        choices = getattr(reply, "choices", None)
+        if not choices:
+            raise MalformedReply("reply without choices")
+        choice = choices[0]
+        message = getattr(choice, "message", None)
+        text = getattr(message, "content", None) or ""
+        usage = getattr(reply, "usage", None)
+        counts = {}
+        for k in ("prompt_tokens", "completion_tokens"):
+            v = getattr(usage, k, None)
+            if isinstance(v, (int, float)):
+                counts[k] = int(v)
+        meta: dict[str, Any] = {"finish_reason": getattr(choice, "finish_reason", None)}
+        if dropped:
+            meta["ignored_generation_keys"] = dropped
+        return Response(text=text if isinstance(text, str) else str(text), usage=counts,
+                        cost=self._cost(reply), meta=meta)
+
+    def _cost(self, reply: Any) -> float:
+        hidden = getattr(reply, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost")
+        if cost is None:
+            try:
+                cost = self._litellm.completion_cost(completion_response=reply)
+            except Exception:  # model not in the cost map
+                cost = None
+        return float(cost) if isinstance(cost, (int, float)) else 0.0
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
