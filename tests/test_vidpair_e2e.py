@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli
 
 SAMPLE = ROOT / "tasks" / "vidpair_halluc" / "sample"
 

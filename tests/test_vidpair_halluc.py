@@ -17,7 +17,7 @@ from avhb.tasks.vidpair_halluc.extract import (extract_yes_no, first_letter, let
                                                valid_for_pairing)
 from avhb.tasks.vidpair_halluc.release import parse_json_fields, video_file
 from avhb.tasks.vidpair_halluc.scoring import BinaryItem
-from conftest import ROOT
+from tests.conftest import ROOT
 
 SAMPLE = ROOT / "tasks" / "vidpair_halluc" / "sample"
 
