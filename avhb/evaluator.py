@@ -188,6 +188,8 @@ class Evaluator:
         record.meta["adaptations"] = entry.get("adaptations", [])
         if entry.get("usage"):
             record.meta["usage"] = entry["usage"]
+        if entry.get("response_meta"):
+            record.meta["response"] = entry["response_meta"]
 
     async def _generate(self, task: Task, pending, media: dict, caps) -> None:
         limit = asyncio.Semaphore(max(1, int(getattr(self.backend, "concurrency", 1))))
@@ -214,7 +216,8 @@ class Evaluator:
                             response = Response(text="", error=f"{type(exc).__name__}: {exc}")
                 entry = {"task": task.name, "id": record.id, "repeat": record.repeat, "response": response.text,
                          "error": response.error, "usage": response.usage, "cost": response.cost,
-                         "media": media_log, "adaptations": list(request.adaptations)}
+                         "media": media_log, "adaptations": list(request.adaptations),
+                         "response_meta": response.meta or None}
                 self.journal.put("responses", request.key, entry)
                 self._apply_response(record, entry)
                 bar.update(1, error=response.error is not None)

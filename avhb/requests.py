@@ -164,12 +164,9 @@ def materialize(request: Request, media: dict[str, Any], caps: Capabilities, abl
 
 
 def _to_transcript(part: AudioPart, request: Request) -> None:
-    try:
-        from .model_backends.asr import transcribe
-    except ImportError as exc:  # faster-whisper missing
-        raise UserError(f"audio must become a transcript for this backend, but ASR is unavailable ({exc}); "
-                        "install avhb[asr] or pass --ablate no_audio") from None
-    transcript = transcribe(part.array)
+    from .model_backends.asr import transcribe  # a missing faster-whisper is a UserError naming the pip command
+
+    transcript = transcribe(part.array, rate=part.rate or 16000)
     part.transcript = transcript.text
     part.array = None
     request.adaptations.append(f"audio -> transcript ({transcript.model})")

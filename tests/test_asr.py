@@ -198,7 +198,11 @@ async def test_cascade_sends_timestamped_transcript_to_inner_backend(speech, rep
     assert "fox" in block.lower() and "paris" in block.lower()
     assert any("transcribed by whisper-base" in a for a in sent.adaptations)
     assert resp.meta["asr_seconds"] > 0
-    assert isinstance(original.messages[0].parts[1], AudioPart) and not original.adaptations  # caller's copy untouched
+    assert isinstance(original.messages[0].parts[1], AudioPart)  # the caller's parts are untouched
+    assert original.adaptations == sent.adaptations  # ... but its log says what happened
+    assert "fox" in resp.meta["transcripts"][0].lower()
+    await backend.generate(original)  # a retry of the same request notes it once
+    assert len(original.adaptations) == 1
     assert backend.identity["llm"]["kind"] == "scripted" and backend.identity["asr"] == "whisper-base"
 
 
@@ -219,3 +223,12 @@ async def test_cascade_silence_and_missing_file(replies, our_registry):
     assert "(no speech detected)" in backend.inner.requests[0].messages[0].parts[1].text
     with pytest.raises(SampleError, match="not found"):
         await backend.generate(audio_request(AudioPart(path="/nonexistent.wav")))
+
+
+def test_repeated_waveform_is_transcribed_once(speech):
+    _, wave, rate = speech
+    clip = wave[: rate * 3] * 0.5  # content no other test transcribes
+    first = transcribe(clip, "whisper-tiny.en", rate=rate)
+    again = transcribe(clip, "whisper-tiny.en", rate=rate, offset=100.0)
+    assert first.seconds > 0 and again.seconds == 0.0 and again.text == first.text
+    assert [(round(s + 100.0, 3), round(e + 100.0, 3), t) for s, e, t in first.segments] == again.segments

