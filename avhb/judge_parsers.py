@@ -109,3 +109,23 @@ def parse_json_lenient(text: str) -> Any:
         return json.loads(text)
     except ValueError:
         return None
+
+
+def answer_space(parser: str, options: dict[str, Any]) -> list[str] | None:
+    """The closed set of valid replies for a parser, when it has one.  Sent as
+    ``Request.choices`` so that option-scoring judges (log-likelihood models,
+    baselines) pick a valid reply; chat APIs ignore it."""
+    if parser == "score_0_2":
+        return ["0", "1", "2"]
+    if parser == "yes_no":
+        return ["Yes", "No"]
+    if parser == "rating_json":
+        lo, hi = options.get("min", 1), options.get("max", 5)
+        return [f'{{"rating": {k}}}' for k in range(lo, hi + 1)]
+    if parser == "integer" and options.get("min") is not None and options.get("max") is not None:
+        return [str(k) for k in range(options["min"], options["max"] + 1)]
+    if parser == "letter" and options.get("letters"):
+        return list(options["letters"])
+    if parser == "tag" and options.get("values"):
+        return [f"[[{k}]]" for k in options["values"]]
+    return None

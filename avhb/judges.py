@@ -22,7 +22,7 @@ from typing import Any
 from .backend import Backend, BackendSpec, parse_backend_spec
 from .errors import UserError
 from .journal import Journal
-from .judge_parsers import FORMAT_HINTS, PARSERS
+from .judge_parsers import FORMAT_HINTS, PARSERS, answer_space
 from .messages import Message, Request, TextPart
 from .templates import render
 
@@ -155,7 +155,8 @@ class TaskJudges:
         parser = PARSERS[role.parser]
         raw = None
         for attempt in range(role.retries + 1):
-            request = Request(messages=list(messages), generation=dict(role.generation))
+            request = Request(messages=list(messages), generation=dict(role.generation),
+                              choices=answer_space(role.parser, role.parser_options))
             request.fields = dict(fields, role=role.name)  # structured inputs for non-LLM judges
             key = _judge_key(backend, request, attempt)
             cached = self.pool.journal.get("judges", key)
@@ -199,6 +200,7 @@ def _judge_key(backend: Backend, request: Request, attempt: int) -> str:
         "judge": backend.identity,
         "messages": [[m.role, m.text] for m in request.messages],
         "generation": request.generation,
+        "choices": request.choices,
         "fields": request.fields,
         "attempt": attempt,
     }
