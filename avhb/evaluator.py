@@ -220,7 +220,7 @@ class Evaluator:
                          "response_meta": response.meta or None}
                 self.journal.put("responses", request.key, entry)
                 self._apply_response(record, entry)
-                bar.update(1, error=response.error is not None)
+                bar.update(1, error=response.error is not None, cost=response.cost)
 
             await asyncio.gather(*(one(r, q) for r, q in pending))
 
@@ -249,8 +249,11 @@ class Evaluator:
                             record.error = f"scoring failed: {type(exc).__name__}: {exc}"
                             record.scores = {}
                             crashed.append(record.error)
-                bar.update(1, error=record.error is not None)
+                spent = self.judges.usage.cost - seen_cost[0]
+                seen_cost[0] += spent
+                bar.update(1, error=record.error is not None, cost=spent)
 
+            seen_cost = [self.judges.usage.cost]
             await asyncio.gather(*(one(r) for r in records))
         if crashed:
             print(f"avhb: warning: {task.name}: scoring failed on {len(crashed)} samples (recorded as errors); "
