@@ -242,6 +242,16 @@ def _cmd_score(args, argv) -> int:
         media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {}, score_only=True, command=run.get("command", []))
     results = evaluate(options)
     _print_results(results)
+    if args.pool:
+        from .pooling import pool_runs
+
+        pooled = pool_runs([Path(args.run_dir), *map(Path, args.pool)])
+        for task, cells in pooled["results"].items():
+            for label, values in cells.items():
+                shown = ", ".join(f"{k} {v:.4f}" for k, v in values.items()
+                                  if isinstance(v, float) and not k.endswith(("_stderr", "_n")))
+                print(f"pooled {task} | {label} | {shown}")
+        print(f"{args.run_dir}/pooled.json", file=sys.stderr)
     return 0
 
 

@@ -58,6 +58,12 @@ class Metric:
                                        [0.0 for r in records if r.error is not None and self.options.get("errors_count_as_wrong", True)])}
 
 
+# A metric may also define ``pool(runs: list[list[SampleRecord]]) ->
+# list[dict[str, Aggregate]]``: statistics computed across several runs (e.g.
+# conciseness cut points pooled over every model), used by
+# ``avhb score RUN_DIR --pool OTHER_RUN...``.
+
+
 class Filter:
     """One step of answer extraction: value in, value out."""
 

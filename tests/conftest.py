@@ -41,8 +41,12 @@ def testpack(monkeypatch):
     _clear_registry()
 
 
-def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
-    """Run ``avhb`` in a fresh process (as a user would)."""
+def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300,
+            unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run ``avhb`` in a fresh process (as a user would); ``unset`` names
+    environment variables to remove."""
     full_env = dict(os.environ, **(env or {}))
+    for name in unset:
+        full_env.pop(name, None)
     return subprocess.run([sys.executable, "-m", "avhb.cli", *args], capture_output=True, text=True,
                           env=full_env, cwd=cwd, timeout=timeout)

@@ -3,7 +3,6 @@ the prepared snapshot (no --data, no --sample-data)."""
 from __future__ import annotations
 
 import json
-import os
 
 from tests.conftest import run_cli
 from tests.servers.hub_server import FakeHub
@@ -21,17 +20,13 @@ def test_prepare_then_run_offline(testpack, tmp_path):
     assert proc.returncode == 2 and "avhb prepare testpack/qa_easy" in proc.stderr
     with hub.serve() as url:
         online = dict(env, HF_ENDPOINT=url)
-        saved = os.environ.pop("HF_HUB_OFFLINE", None)
-        try:
-            proc = run_cli("prepare", "testpack/qa_all", env=online)
-            assert proc.returncode == 0, proc.stderr
-            first = len(hub.downloads())
-            assert first == 2  # easy.jsonl and hard.jsonl, once for both tasks
-            proc = run_cli("prepare", "testpack/qa_easy", env=online)
-            assert proc.returncode == 0 and len(hub.downloads()) == first  # complete: nothing re-fetched
-        finally:
-            if saved is not None:
-                os.environ["HF_HUB_OFFLINE"] = saved
+        offline_vars = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE")
+        proc = run_cli("prepare", "testpack/qa_all", env=online, unset=offline_vars)
+        assert proc.returncode == 0, proc.stderr
+        first = len(hub.downloads())
+        assert first == 2  # easy.jsonl and hard.jsonl, once for both tasks
+        proc = run_cli("prepare", "testpack/qa_easy", env=online, unset=offline_vars)
+        assert proc.returncode == 0 and len(hub.downloads()) == first  # complete: nothing re-fetched
     # the hub is gone: the run reads the prepared snapshot only
     out = tmp_path / "run"
     proc = run_cli("--tasks", "testpack/qa_easy", "--model", "testpack/echo", "--output-dir", str(out), "--no-report",

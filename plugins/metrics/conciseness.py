@@ -110,3 +110,10 @@ class Conciseness(Metric):
             f"{self.name}_tokens": mean_stderr(present),
             f"{self.name}_missing": count(len(records) - len(present), len(records)),
         }
+
+    def pool(self, runs: list[list[SampleRecord]]) -> list[dict[str, Aggregate]]:
+        """Each run's mean score against cut points pooled over all runs
+        (ANCHOR's global conciseness), as ``<name>_pooled``."""
+        counts = [[c for r in usable(records) if (c := r.scores.get(f"{self.name}_tokens")) is not None]
+                  for records in runs]
+        return [{f"{self.name}_pooled": mean_stderr(scores)} for scores in pooled_conciseness(counts)]
