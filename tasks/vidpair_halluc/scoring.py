@@ -59,6 +59,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import numpy as np
 
 from avhb.aggregate import Aggregate, bootstrap_stderr
+from avhb.plugins.metrics.pairs import macro_f1 as generic_macro_f1
 
 from .extract import (UNKNOWN, extract_yes_no, first_letter, is_sequence_answer, letter_sequence, valid_clip,
                       valid_for_pairing)
@@ -332,19 +333,7 @@ def macro_f1(pairs: Iterable[tuple[Any, Any]]) -> float | None:
     """Mean over labels (gold or predicted, None excluded) of 2TP/(2TP+FP+FN);
     a None prediction is a miss of its gold label."""
     items = list(pairs)
-    if not items:
-        return None
-    labels = {g for _, g in items} | {p for p, _ in items if p is not None}
-    tp, fp, fn = Counter(), Counter(), Counter()
-    for p, g in items:
-        if p == g:
-            tp[g] += 1
-        else:
-            fn[g] += 1
-            if p is not None:
-                fp[p] += 1
-    scores = [2 * tp[c] / (2 * tp[c] + fp[c] + fn[c]) for c in labels]
-    return sum(scores) / len(scores)
+    return generic_macro_f1([p for p, _ in items], [g for _, g in items], unknown="wrong")
 
 
 MCQ_STATS: dict[str, Callable[[Sequence[McqTally]], tuple[float | None, int]]] = {
