@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import platform
 import sys
-import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +20,7 @@ from .judges import Judges, TaskJudges
 from .messages import Response
 from .metric import SampleRecord, ScoreContext
 from .registry import get_registry
+from .report.progress import Progress
 from .requests import build_request, has_media, materialize, prompt_text, request_key
 from .run_folder import RunFolder
 from .task import Task
@@ -49,15 +49,6 @@ class RunOptions:
     write_report: bool = True
 
 
-@dataclass
-class TaskRun:
-    task: Task
-    records: list[SampleRecord]
-    results: dict[str, Any]
-    breakdowns: dict[str, Any]
-    size: int
-
-
 class _NoModel(Backend):
     """Stands in for the model under `avhb score`: it has the recorded
     model's identity (so request keys match the journal), and any request
@@ -75,21 +66,6 @@ class _NoModel(Backend):
         raise AssertionError("avhb score never calls the model")
 
 
-def _progress(stage: str, total: int):
-    try:
-        from .report.progress import Progress
-
-        return Progress(stage, total)
-    except ImportError:  # pragma: no cover - the report package ships with avhb
-        from contextlib import nullcontext
-
-        class _P:
-            def update(self, *a, **k):
-                pass
-
-        return nullcontext(_P())
-
-
 class Evaluator:
     def __init__(self, options: RunOptions, index: TaskIndex | None = None):
         self.o = options
@@ -100,11 +76,10 @@ class Evaluator:
         self.backend: Backend | None = None  # created once the tasks and their data resolve
         self.judges = Judges(options.judges, self.journal, create_backend)
         self.results: dict[str, Any] = {"results": {}, "groups": {}, "breakdowns": {}}
-        self.task_runs: dict[str, TaskRun] = {}
 
     # ------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
-        names, groups = self.index.resolve(self.o.tasks)
+        names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data) for t in tasks}
         if self.o.score_only:
@@ -114,11 +89,10 @@ class Evaluator:
         self._write_run_json(tasks, sources)
         try:
             for task in tasks:
-                run = await self._run_task(task, sources[task.name])
-                self.task_runs[task.name] = run
-                self.results["results"][task.name] = run.results
-                if run.breakdowns:
-                    self.results["breakdowns"][task.name] = run.breakdowns
+                results, breakdowns = await self._run_task(task, sources[task.name])
+                self.results["results"][task.name] = results
+                if breakdowns:
+                    self.results["breakdowns"][task.name] = breakdowns
                 self._aggregate_groups()
                 self._write_results()  # each task's results land as soon as it finishes
         finally:
@@ -130,7 +104,7 @@ class Evaluator:
         return self.results
 
     # ------------------------------------------------------------------
-    async def _run_task(self, task: Task, source: DataSource) -> TaskRun:
+    async def _run_task(self, task: Task, source: DataSource) -> tuple[dict[str, Any], dict[str, Any]]:
         docs = task.load_docs(source)
         ids = [task.doc_id(d, i) for i, d in enumerate(docs)]
         pairs = list(zip(ids, docs))
@@ -179,7 +153,7 @@ class Evaluator:
             await self._score(task, records, metrics, judges)
         results, breakdowns = self._aggregate(task, records, metrics, judges)
         self.folder.write_samples(task.name, records)
-        return TaskRun(task, records, results, breakdowns, len(pairs))
+        return results, breakdowns
 
     def _apply_response(self, record: SampleRecord, entry: dict[str, Any]) -> None:
         record.response = entry.get("response")
@@ -194,7 +168,7 @@ class Evaluator:
     async def _generate(self, task: Task, pending, media: dict, caps) -> None:
         limit = asyncio.Semaphore(max(1, int(getattr(self.backend, "concurrency", 1))))
         decode_limit = asyncio.Semaphore(2)
-        with _progress(f"{task.name}: model", len(pending)) as bar:
+        with Progress(f"{task.name}: model", len(pending)) as bar:
             async def one(record: SampleRecord, request) -> None:
                 media_log = None
                 try:
@@ -229,7 +203,7 @@ class Evaluator:
         filters = task.filters()
         limit = asyncio.Semaphore(64)
         crashed: list[str] = []
-        with _progress(f"{task.name}: scoring", len(records)) as bar:
+        with Progress(f"{task.name}: scoring", len(records)) as bar:
             async def one(record: SampleRecord) -> None:
                 async with limit:
                     if record.error is None:

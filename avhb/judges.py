@@ -103,12 +103,13 @@ class Judges:
             return [parse_backend_spec(d) for d in role.defaults]
         raise UserError(f"judge role {role.name!r} has no judge: bind one with --judge {role.name}=BACKEND:NAME")
 
-    def backend(self, spec: BackendSpec) -> Backend:
+    def backend(self, spec: BackendSpec) -> tuple[Backend, asyncio.Semaphore]:
+        """One backend instance (and its concurrency limit) per judge spec."""
         label = json.dumps([spec.kind, spec.name, sorted(spec.args.items())], default=str)
         if label not in self._backends:
             self._backends[label] = self.backend_factory(spec)
             self._limits[label] = asyncio.Semaphore(max(1, getattr(self._backends[label], "concurrency", 1)))
-        return self._backends[label]
+        return self._backends[label], self._limits[label]
 
     def for_task(self, task: str, roles: dict[str, JudgeRole]) -> "TaskJudges":
         return TaskJudges(self, task, roles)
@@ -149,7 +150,7 @@ class TaskJudges:
         return Verdict(value, True, raws[0] if len(raws) == 1 else json.dumps(raws, ensure_ascii=False), values)
 
     async def _ask_one(self, role: JudgeRole, spec: BackendSpec, fields: dict[str, Any]) -> tuple[Any, str | None]:
-        backend = self.pool.backend(spec)
+        backend, limit = self.pool.backend(spec)
         prompt = render(role.prompt, fields)
         messages = ([Message("system", [TextPart(role.system)])] if role.system else []) + [Message("user", [TextPart(prompt)])]
         parser = PARSERS[role.parser]
@@ -164,8 +165,7 @@ class TaskJudges:
                 self.pool.usage.cached += 1
                 raw, error = cached.get("reply"), cached.get("error")
             else:
-                label = json.dumps([spec.kind, spec.name, sorted(spec.args.items())], default=str)
-                async with self.pool._limits[label]:
+                async with limit:
                     response = await backend.generate(request)
                 raw, error = response.text, response.error
                 usage = self.pool.usage

@@ -1,17 +1,20 @@
 """Registers the built-in model backends (kinds -> import paths) and the
-model preset catalogue."""
+model preset catalogue.  Nothing here imports a backend."""
 from avhb.hookspecs import hookimpl
 
-from .registry_entries import BACKENDS
+_B = "avhb.model_backends"
 
 
 @hookimpl
 def avhb_backends():
     return {
-        **BACKENDS,
-        "openai": "avhb.model_backends.openai_backend:OpenAIBackend",
-        "litellm": "avhb.model_backends.litellm_backend:LiteLLMBackend",
-        "vllm": "avhb.model_backends.vllm_backend:VLLMBackend",
+        "local": f"{_B}.local:LocalBackend",  # the offline default: Whisper + Gemma-3-270M
+        "cascade": f"{_B}.cascade:CascadeBackend",  # speech-to-text, then any backend
+        "random": f"{_B}.baselines:RandomBackend",
+        "scripted": f"{_B}.baselines:ScriptedBackend",
+        "openai": f"{_B}.openai_backend:OpenAIBackend",
+        "litellm": f"{_B}.litellm_backend:LiteLLMBackend",
+        "vllm": f"{_B}.vllm_backend:VLLMBackend",
     }
 
 

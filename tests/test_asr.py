@@ -146,7 +146,9 @@ from avhb.backend import parse_backend_spec  # noqa: E402
 from avhb.messages import Message, Request, TextPart  # noqa: E402
 from avhb.model_backends import cascade as cascade_mod  # noqa: E402
 from avhb.model_backends.cascade import CascadeBackend, split_cascade_args  # noqa: E402
-from avhb.model_backends.registry_entries import BACKENDS  # noqa: E402
+from avhb.model_backends.plugin import avhb_backends  # noqa: E402
+
+BACKENDS = avhb_backends()
 from avhb.registry import Registry  # noqa: E402
 
 

@@ -10,7 +10,9 @@ from avhb.backend import BackendSpec, parse_backend_spec
 from avhb.errors import UserError
 from avhb.messages import AudioPart, Message, Request, TextPart, text_request
 from avhb.model_backends.baselines import RandomBackend, ScriptedBackend, option_replies, prompt_text
-from avhb.model_backends.registry_entries import BACKENDS
+from avhb.model_backends.plugin import avhb_backends
+
+BACKENDS = avhb_backends()
 from avhb.registry import import_path
 
 
@@ -213,9 +215,9 @@ def test_scripted_capabilities_and_identity(tmp_path):
     assert plain.identity["replies_sha256"] != before  # edited replies are a different backend
 
 
-def test_registry_entries_import():
+def test_every_builtin_backend_imports():
     from avhb.backend import Backend
 
-    assert set(BACKENDS) == {"local", "cascade", "random", "scripted"}
+    assert set(BACKENDS) == {"local", "cascade", "random", "scripted", "openai", "litellm", "vllm"}
     for path in BACKENDS.values():
         assert issubclass(import_path(path), Backend)
