@@ -206,7 +206,7 @@ def _cmd_validate(args, argv) -> int:
             print(err)
         print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(index.errors)} errors")
         return 1 if index.errors else 0
-    from .task_config import read_yaml, validate_doc, load_with_includes
+    from .task_config import resolve_file
 
     files: list[Path] = []
     for p in map(Path, args.paths):
@@ -214,7 +214,12 @@ def _cmd_validate(args, argv) -> int:
     bad = 0
     for f in files:
         try:
-            load_with_includes(f)
+            if f.name.startswith("_"):  # an include base: schema only
+                from .task_config import load_with_includes
+
+                load_with_includes(f)
+            else:  # schema, includes, family expansion and hooks (read, never imported)
+                resolve_file(f, f.parent, "pack", "")
         except UserError as exc:
             bad += 1
             print(exc)

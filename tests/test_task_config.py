@@ -172,3 +172,14 @@ def test_builtin_packs_validate():
     from avhb.cli import main
 
     assert main(["validate"]) == 0
+
+
+def test_validate_command_reports_each_bad_file(pack, capsys):
+    from avhb.cli import main
+
+    write(pack, "ok.yaml", 'task: t_ok\ndoc_to_text: "{{q}}"\nprocess_docs: !function hooks.good\n')
+    bad = write(pack, "bad.yaml", 'task: t_bad\ndoc_to_text: "{{q}}"\nprocess_docs: !function hooks.gone\n')
+    assert main(["validate", str(pack)]) == 1
+    out = capsys.readouterr().out
+    assert f"{bad}:3: process_docs: hook function 'gone' not defined in hooks.py" in out
+    assert "2 files, 1 with errors" in out
