@@ -56,7 +56,7 @@ class _NoModel(Backend):
 
     def __init__(self, recorded: dict[str, Any]):
         super().__init__(BackendSpec(recorded.get("kind", "?"), recorded.get("name", ""), recorded.get("args", {})))
-        self._identity = {k: recorded.get(k) for k in ("kind", "name", "args")}
+        self._identity = recorded.get("identity") or {k: recorded.get(k) for k in ("kind", "name", "args")}
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -136,15 +136,17 @@ class Evaluator:
                 record.meta.update(prompt_hash=request.key[:16], prompt=prompt_text(request))
                 records.append(record)
                 done = self.journal.get("responses", request.key)
-                if done is not None and done.get("error") is None:
+                # a recorded failure is retried by a resumed run, and scored as a failure by `avhb score`
+                if done is not None and (done.get("error") is None or self.o.score_only):
                     self._apply_response(record, done)
                 else:
                     pending.append((record, request))
 
         if pending and self.o.score_only:
-            for record, _ in pending:
-                record.error = "response not in the run's journal (avhb score makes no model calls)"
-        elif pending:
+            raise UserError(f"{len(pending)} responses of task {task.name!r} are not in {self.folder.root}'s journal "
+                            "(the run is unfinished or failed there): resume it with its original command first; "
+                            "avhb score makes no model calls")
+        if pending:
             await self._generate(task, pending, media, caps)
 
         metrics = [] if self.o.predict_only else task.metrics()
@@ -302,7 +304,8 @@ class Evaluator:
             "created": (existing or {}).get("created") or datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "updated": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "avhb_version": __version__,
-            "model": self.backend.describe() if not self.o.score_only else (existing or {}).get("model"),
+            "model": ({**self.backend.describe(), "identity": self.backend.identity} if not self.o.score_only
+                      else (existing or {}).get("model")),
             "judges": judges,
             "judge_args": self.o.judge_args,
             "tasks": {t.name: {"hash": hashlib.sha256(json.dumps(t.cfg.config, sort_keys=True, default=str).encode()).hexdigest()[:16],

@@ -12,5 +12,8 @@ if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-python -m pip install -q -e '.[test,local]' ./examples/avhb-example-plugin
+# CPU torch first (a pinned file on this machine kind; an unpinned torch would pull a CUDA build),
+# for the example embedding judge; then avhb and the two example plugins.
+python -m pip install -q torch==2.13.0
+python -m pip install -q -e '.[test,local]' ./examples/avhb-example-plugin ./examples/avhb-embedding-judge
 python -m pytest -q "$@"

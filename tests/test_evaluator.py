@@ -172,3 +172,27 @@ def test_torn_journal_line_is_skipped(tmp_path):
     j2.put("responses", "k3", {"response": "c"})
     j2.close()
     assert Journal(tmp_path).get("responses", "k3")["response"] == "c"
+
+
+def test_score_uses_the_recorded_backend_identity_and_refuses_unfinished_runs(testpack, tmp_path):
+    replies = tmp_path / "replies.json"
+    replies.write_text(json.dumps({"question 1": "ans1", "question 2": "wrong"}))
+    out = tmp_path / "run"
+    common = ["--tasks", "testpack/qa_easy", "--sample-data", "--output-dir", str(out), "--no-report"]
+    proc = run_cli(*common, "--model", f"scripted,replies={replies}")
+    assert proc.returncode == 0, proc.stderr
+    before = _results(out)["results"]["testpack/qa_easy"]
+    assert before["errors"] == 4  # unmatched prompts are recorded errors, not guesses
+    # the scripted backend's identity includes a hash of its replies file: score must reuse the recorded one
+    proc = run_cli("score", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert _results(out)["results"]["testpack/qa_easy"] == before
+    # an unfinished run (a journal line lost) is refused, and its samples are left alone
+    samples_before = (out / "samples" / "testpack__qa_easy.jsonl").read_text()
+    journal = out / "journal" / "responses.jsonl"
+    lines = journal.read_text().splitlines()
+    ok_lines = [l for l in lines if '"error": null' in l]
+    journal.write_text("\n".join(l for l in lines if l != ok_lines[0]) + "\n")
+    proc = run_cli("score", str(out))
+    assert proc.returncode == 2 and "not in" in proc.stderr and "resume it" in proc.stderr
+    assert (out / "samples" / "testpack__qa_easy.jsonl").read_text() == samples_before
