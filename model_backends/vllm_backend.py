@@ -127,6 +127,25 @@ def build_inputs(request: Request, apply_template: Callable[[list[dict[str, Any]
     return inputs
 
 
+def tokenizer_adds_bos(tokenizer: Any) -> bool:
+    """True when encoding text with special tokens starts it with the BOS id."""
+    bos_id = getattr(tokenizer, "bos_token_id", None)
+    if bos_id is None:
+        return False
+    ids = tokenizer("a").input_ids
+    return bool(ids) and ids[0] == bos_id
+
+
+def strip_template_bos(prompt: str, bos_token: str | None, tokenizer_adds_bos: bool) -> str:
+    """The prompt without the chat template's leading BOS when the tokenizer
+    adds one itself: vLLM encodes a text prompt with special tokens, so a
+    template that writes ``<bos>`` (Gemma, Llama) would otherwise start the
+    prompt with two."""
+    if tokenizer_adds_bos and bos_token and prompt.startswith(bos_token):
+        return prompt[len(bos_token):]
+    return prompt
+
+
 class VLLMBackend(Backend):
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
@@ -136,6 +155,7 @@ class VLLMBackend(Backend):
         self._llm = None
         self._queue: list[tuple[Request, asyncio.Future]] = []
         self._flush_task: asyncio.Task | None = None
+        self._adds_bos: bool | None = None  # does the tokenizer put a BOS on every encode?
         self.notes = [f"vllm model {self.model}"]
 
     @property
@@ -154,7 +174,10 @@ class VLLMBackend(Backend):
 
     def _template(self, conversation: list[dict[str, Any]]) -> str:
         tokenizer = self._engine().get_tokenizer()
-        return tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+        prompt = tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+        if self._adds_bos is None:
+            self._adds_bos = tokenizer_adds_bos(tokenizer)
+        return strip_template_bos(prompt, getattr(tokenizer, "bos_token", None), self._adds_bos)
 
     async def generate(self, request: Request) -> Response:
         """Requests are queued and run as one ``LLM.generate`` batch."""
