@@ -43,7 +43,7 @@ from avhb.redact import redact
 from avhb.resilience import AdaptiveLimiter, MalformedReply, Resilient, RetryPolicy
 
 from .encode_messages import encode_messages
-from .openai_backend import _RUNTIME_ARGS, map_generation, parse_api_settings
+from .openai_backend import _RUNTIME_ARGS, check_spec, extra_body, map_generation, parse_api_settings
 
 _NATIVE_VIDEO_PROVIDERS = ("gemini/", "vertex_ai/", "vertex_ai_beta/")
 _OWN_ARGS = frozenset({"api_base", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
@@ -73,12 +73,7 @@ class LiteLLMBackend(Backend):
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
-        if not spec.name:
-            raise UserError("litellm backend needs a model: litellm:PROVIDER/MODEL")
-        unknown = sorted(set(spec.args) - _OWN_ARGS - {"api_key", "key", "token"})
-        if unknown:
-            raise UserError(f"litellm backend: unknown argument(s) {', '.join(unknown)} "
-                            f"(known: {', '.join(sorted(_OWN_ARGS))}); provider options go in extra_body")
+        check_spec(spec, _OWN_ARGS, "litellm:PROVIDER/MODEL")
         self._litellm = import_litellm()
         info = _model_info(self._litellm, spec.name)
         native_video = spec.name.startswith(_NATIVE_VIDEO_PROVIDERS)
@@ -93,10 +88,7 @@ class LiteLLMBackend(Backend):
         self.concurrency = self.settings.concurrency
         self.api_base = spec.args.get("api_base") or spec.args.get("base_url")
         self.max_inline_mb = float(spec.args.get("max_inline_mb", 20))
-        extra = spec.args.get("extra_body") or {}
-        if not isinstance(extra, dict):
-            raise UserError("model argument extra_body must be a mapping")
-        self.extra = extra
+        self.extra = extra_body(spec)
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
         if self.settings.api_key_env and not self._key():

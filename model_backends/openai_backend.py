@@ -159,26 +159,36 @@ def build_response(data: Any, *, attempts: int, dropped: list[str]) -> Response:
     )
 
 
+def check_spec(spec: BackendSpec, known: frozenset[str], usage: str) -> None:
+    """A model name is given and every argument is known (the key-like
+    ones reach parse_api_settings, which refuses them with a clear message)."""
+    if not spec.name:
+        raise UserError(f"{spec.kind} backend needs a model: {usage}")
+    unknown = sorted(set(spec.args) - known - {"api_key", "key", "token"})
+    if unknown:
+        raise UserError(f"{spec.kind} backend: unknown argument(s) {', '.join(unknown)} "
+                        f"(known: {', '.join(sorted(known))}); request options go in extra_body")
+
+
+def extra_body(spec: BackendSpec) -> dict[str, Any]:
+    extra = spec.args.get("extra_body") or {}
+    if not isinstance(extra, dict):
+        raise UserError("model argument extra_body must be a mapping, e.g. extra_body={top_k: 20}")
+    return extra
+
+
 class OpenAIBackend(Backend):
     """See the module docstring."""
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
-        if not spec.name:
-            raise UserError("openai backend needs a model name: openai:MODEL")
-        unknown = sorted(set(spec.args) - _OWN_ARGS - {"api_key", "key", "token"})
-        if unknown:
-            raise UserError(f"openai backend: unknown argument(s) {', '.join(unknown)} "
-                            f"(known: {', '.join(sorted(_OWN_ARGS))}); request options go in extra_body")
+        check_spec(spec, _OWN_ARGS, "openai:MODEL")
         self.settings = parse_api_settings(spec, default_key_env="OPENAI_API_KEY")
         self.capabilities = self.settings.capabilities
         self.concurrency = self.settings.concurrency
         self.base_url = str(spec.args.get("base_url") or os.environ.get("OPENAI_BASE_URL") or OFFICIAL_URL).rstrip("/")
         self.max_tokens_param = str(spec.args.get("max_tokens_param", "max_tokens"))
-        extra = spec.args.get("extra_body") or {}
-        if not isinstance(extra, dict):
-            raise UserError("model argument extra_body must be a mapping, e.g. extra_body={top_k: 20}")
-        self.extra_body = extra
+        self.extra_body = extra_body(spec)
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
         self._url = self.base_url + "/chat/completions"
