@@ -37,7 +37,10 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="avhb", description="Evaluate audio-visual and video language models.")
+    parser = argparse.ArgumentParser(
+        prog="avhb", description="Evaluate audio-visual and video language models.",
+        epilog="`avhb --tasks T --model M ...` is `avhb run ...`. Plugins add commands (e.g. `avhb diagnose`): "
+               "see `avhb list commands`.")
     sub = parser.add_subparsers(dest="command")
     _run_parser(sub.add_parser("run", help="run an evaluation (the default command)"))
     lp = sub.add_parser("list", help="list tasks, groups, models, metrics, filters, judges, backends or plugins")
