@@ -114,6 +114,13 @@ class Evaluator:
         if self.o.limit is not None:
             pairs = pairs[: self.o.limit]
         repeats = self.o.repeats or task.repeats
+        metrics = [] if self.o.predict_only else task.metrics()
+        roles = task.judge_roles()
+        for m in metrics:  # before any model call is paid for
+            missing = [r for r in m.needs_judges if r not in roles]
+            if missing:
+                raise UserError(f"task {task.name!r}: metric {m.name!r} needs judge role(s) {', '.join(missing)}, "
+                                f"which {task.cfg.file.name} does not declare under 'judges'")
         media = {**(task.cfg.get("media") or {}), **self.o.media}
         caps = self.backend.capabilities
         identity = self.backend.identity
@@ -149,8 +156,7 @@ class Evaluator:
         if pending:
             await self._generate(task, pending, media, caps)
 
-        metrics = [] if self.o.predict_only else task.metrics()
-        judges = self.judges.for_task(task.name, task.judge_roles())
+        judges = self.judges.for_task(task.name, roles)
         if metrics:
             await self._score(task, records, metrics, judges)
         results, breakdowns = self._aggregate(task, records, metrics, judges)

@@ -196,3 +196,19 @@ def test_score_uses_the_recorded_backend_identity_and_refuses_unfinished_runs(te
     proc = run_cli("score", str(out))
     assert proc.returncode == 2 and "not in" in proc.stderr and "resume it" in proc.stderr
     assert (out / "samples" / "testpack__qa_easy.jsonl").read_text() == samples_before
+
+
+def test_metric_needing_an_undeclared_judge_role_fails_before_any_call(testpack, tmp_path):
+    calls = tmp_path / "calls.txt"
+    task_dir = testpack / "avhb_testpack" / "tasks" / "qa"
+    bad = task_dir / "needs_judge.yaml"
+    bad.write_text("include: _base.yaml\ntask: qa_needs_judge\ndataset_kwargs:\n  data_files: easy.jsonl\n"
+                   "metric_list:\n  - metric: judge_012\n")
+    try:
+        proc = run_cli("--tasks", "testpack/qa_needs_judge", "--model", f"testpack/echo,calls={calls}", "--sample-data",
+                       "--output-dir", str(tmp_path / "run"), "--no-report")
+    finally:
+        bad.unlink()
+    assert proc.returncode == 2
+    assert "metric 'judge_012' needs judge role(s) scorer" in proc.stderr
+    assert not calls.exists()  # no model call was made
