@@ -122,8 +122,9 @@ class Backend:
 
 
 def _secret(key: str) -> bool:
-    k = key.lower()
-    return any(s in k for s in ("key", "token", "secret", "password"))
+    from .redact import secret_key
+
+    return secret_key(key)
 
 
 def create_backend(spec: BackendSpec) -> Backend:

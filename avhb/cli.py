@@ -106,6 +106,10 @@ def _cmd_run(args, argv) -> int:
     from .judges import parse_judge_bindings
     from .requests import parse_ablations
 
+    if args.limit is not None and args.limit < 0:
+        raise UserError(f"--limit {args.limit}: must be 0 or more")
+    if args.repeats is not None and args.repeats < 1:
+        raise UserError(f"--repeats {args.repeats}: must be 1 or more")
     spec = parse_backend_spec(args.model, args.model_args)
     output = Path(args.output_dir) if args.output_dir else Path("runs") / _default_run_name(args.tasks, spec.label)
     options = RunOptions(
@@ -236,10 +240,11 @@ def _cmd_score(args, argv) -> int:
     from .judges import parse_judge_bindings
     from .run_folder import RunFolder
 
-    folder = RunFolder(Path(args.run_dir))
-    run = folder.read_json("run.json")
-    if not run:
+    if not (Path(args.run_dir) / "run.json").is_file():
         raise UserError(f"{args.run_dir}: no run.json (not a run folder)")
+    run = RunFolder(Path(args.run_dir)).read_json("run.json")
+    if not run:
+        raise UserError(f"{args.run_dir}/run.json is not valid JSON")
     model = run.get("model") or {}
     judge_args = args.judge or run.get("judge_args") or []
     options = RunOptions(

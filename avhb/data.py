@@ -30,9 +30,9 @@ def parse_data_flags(items: list[str]) -> dict[str, Path]:
     return out
 
 
-def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool) -> DataSource:
+def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: list[str] = ()) -> DataSource:
     tags = task.get("tag") or []
-    names = [task.name, task.benchmark, *([tags] if isinstance(tags, str) else tags)]
+    names = [task.name, task.benchmark, *([tags] if isinstance(tags, str) else tags), *groups]
     for name in names:
         if name in data:
             root = data[name]
@@ -82,10 +82,13 @@ def default_loader(root: Path, task: TaskConfig) -> list[dict[str, Any]]:
     data_files = kwargs.pop("data_files", None)
     if isinstance(data_files, str) and (root / data_files).is_file():
         return _read_records(root / data_files)
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # read at import: set before it
     import datasets
 
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-    ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)
+    try:
+        ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)
+    except (ValueError, OSError, KeyError) as exc:
+        raise UserError(f"{root}: cannot load split {split!r} for task {task.name!r}: {exc}") from None
     return [dict(row) for row in ds]
 
 
@@ -96,7 +99,9 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
                 return [json.loads(line) for line in fh if line.strip()]
         if path.suffix == ".json":
             data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, list) else list(data.values())
+            if not isinstance(data, list) or not all(isinstance(row, dict) for row in data):
+                raise UserError(f"{path}: expected a JSON array of objects (one per sample)")
+            return data
         if path.suffix == ".csv":
             import csv
 

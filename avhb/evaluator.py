@@ -72,20 +72,29 @@ class Evaluator:
         self.registry = get_registry()
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
-        self.journal = Journal(self.folder.journal_dir)
+        self.journal: Journal | None = None  # opened once the tasks, data and backends resolve
         self.backend: Backend | None = None  # created once the tasks and their data resolve
-        self.judges = Judges(options.judges, self.journal, create_backend)
+        self.judges = Judges(options.judges, None, create_backend)
         self.results: dict[str, Any] = {"results": {}, "groups": {}, "breakdowns": {}}
 
     # ------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
-        sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data) for t in tasks}
+        sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
+                   for t in tasks}
+        self._check_names_used(tasks)
         if self.o.score_only:
             self.backend = _NoModel((self.folder.read_json("run.json") or {}).get("model") or {})
         else:
             self.backend = create_backend(self.o.model)
+        if not self.o.predict_only:  # a judge that cannot be built fails now, not after hours of generation
+            for t in tasks:
+                for role in t.judge_roles().values():
+                    for spec in self.judges.panel(role):
+                        self.judges.backend(spec)
+        self.journal = Journal(self.folder.journal_dir)
+        self.judges.journal = self.journal
         self._write_run_json(tasks, sources)
         try:
             for task in tasks:
@@ -96,12 +105,28 @@ class Evaluator:
                 self._aggregate_groups()
                 self._write_results()  # each task's results land as soon as it finishes
         finally:
-            self.journal.close()
+            self.journal.close()  # opened above, before this block
             await self.judges.close()
             await self.backend.aclose()
         if self.o.write_report:
             self._write_report()
         return self.results
+
+    def _check_names_used(self, tasks: list[Task]) -> None:
+        """--data and --judge names that match nothing are typos: say so."""
+        known = set()
+        for t in tasks:
+            tags = t.cfg.get("tag") or []
+            known |= {t.name, t.cfg.benchmark, *([tags] if isinstance(tags, str) else tags), *self.index.groups_of(t.name)}
+        unused = sorted(set(self.o.data) - known)
+        if unused:
+            raise UserError(f"--data {unused[0]}=...: no task of this run is named, tagged or grouped {unused[0]!r} "
+                            f"(use one of: {', '.join(sorted(n for n in known if n))})")
+        roles = {r for t in tasks for r in (t.cfg.get("judges") or {})}
+        unknown = sorted(set(self.o.judges) - roles - {"*"})
+        if unknown and not self.o.predict_only:
+            raise UserError(f"--judge {unknown[0]}=...: no task of this run declares judge role {unknown[0]!r} "
+                            f"(roles: {', '.join(sorted(roles)) or 'none'})")
 
     # ------------------------------------------------------------------
     async def _run_task(self, task: Task, source: DataSource) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -111,6 +136,9 @@ class Evaluator:
         if self.o.samples:
             wanted = set(self.o.samples)
             pairs = [(i, d) for i, d in pairs if i in wanted]
+            if not pairs:
+                print(f"avhb: warning: {task.name}: none of --samples {','.join(self.o.samples)[:200]} is a sample id "
+                      f"of this task (ids look like {ids[0] if ids else '-'!r})", file=sys.stderr)
         if self.o.limit is not None:
             pairs = pairs[: self.o.limit]
         repeats = self.o.repeats or task.repeats
@@ -202,9 +230,10 @@ class Evaluator:
                          "response_meta": response.meta or None}
                 self.journal.put("responses", request.key, entry)
                 self._apply_response(record, entry)
+                request.messages = []  # decoded frames/audio are not kept past their request
                 bar.update(1, error=response.error is not None, cost=response.cost)
 
-            await asyncio.gather(*(one(r, q) for r, q in pending))
+            await _all(one(r, q) for r, q in pending)
 
     async def _score(self, task: Task, records: list[SampleRecord], metrics, judges: TaskJudges) -> None:
         ctx = ScoreContext(judges=judges, task=task.name)
@@ -236,7 +265,7 @@ class Evaluator:
                 bar.update(1, error=record.error is not None, cost=spent)
 
             seen_cost = [self.judges.usage.cost]
-            await asyncio.gather(*(one(r) for r in records))
+            await _all(one(r) for r in records)
         if crashed:
             print(f"avhb: warning: {task.name}: scoring failed on {len(crashed)} samples (recorded as errors); "
                   f"first: {crashed[0]}", file=sys.stderr)
@@ -268,9 +297,15 @@ class Evaluator:
 
     def _aggregate_groups(self) -> None:
         for group, info in self.index.groups.items():
-            members = [t for t in self.index.group_members(group) if t in self.results["results"]]
+            all_members = self.index.group_members(group)
+            members = [t for t in all_members if t in self.results["results"]]
             if not members:
                 continue
+            if len(members) < len(all_members):  # a group score from a subset of its tasks would mislead
+                self.results.setdefault("partial_groups", {})[group] = f"{len(members)}/{len(all_members)} tasks run"
+                self.results["groups"].pop(group, None)
+                continue
+            self.results.get("partial_groups", {}).pop(group, None)
             cell: dict[str, Any] = {}
             for spec in info.get("aggregate") or []:
                 metric = spec["metric"]
@@ -341,6 +376,17 @@ class Evaluator:
             write_report(self.folder.root)
         except Exception as exc:  # a report bug must not lose a finished run
             print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)
+
+
+async def _all(coroutines) -> None:
+    """Run concurrently; the first failure cancels the others (so nothing is
+    still running when the run cleans up) and is raised as itself."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            for coroutine in coroutines:
+                group.create_task(coroutine)
+    except BaseExceptionGroup as failures:
+        raise failures.exceptions[0] from None
 
 
 def _flat(name: str, agg: Aggregate) -> dict[str, Any]:

@@ -125,7 +125,7 @@ def answer_space(parser: str, options: dict[str, Any]) -> list[str] | None:
     if parser == "integer" and options.get("min") is not None and options.get("max") is not None:
         return [str(k) for k in range(options["min"], options["max"] + 1)]
     if parser == "letter" and options.get("letters"):
-        return list(options["letters"])
+        return list(options["letters"]) + ([options["none"]] if options.get("none") else [])
     if parser == "tag" and options.get("values"):
         return [f"[[{k}]]" for k in options["values"]]
     return None

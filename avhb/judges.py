@@ -86,7 +86,7 @@ class JudgeUsage:
 class Judges:
     """The run-wide judge pool: backends by label, shared journal and usage."""
 
-    def __init__(self, bindings: dict[str, list[BackendSpec]], journal: Journal, backend_factory):
+    def __init__(self, bindings: dict[str, list[BackendSpec]], journal: Journal | None, backend_factory):
         self.bindings = bindings
         self.journal = journal
         self.backend_factory = backend_factory

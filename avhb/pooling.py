@@ -35,10 +35,14 @@ def _label(run_dir: Path) -> str:
 
 
 def pool_runs(run_dirs: list[Path]) -> dict[str, Any]:
+    for d in run_dirs:
+        if not (d / "run.json").is_file():
+            raise UserError(f"{d}: no run.json (not a run folder)")
     main = run_dirs[0]
     run = json.loads((main / "run.json").read_text())
     index, registry = build_index(), get_registry()
-    labels = [_label(d) for d in run_dirs]
+    labels = [f"{_label(d)} #{i}" if [_label(x) for x in run_dirs].count(_label(d)) > 1 else _label(d)
+              for i, d in enumerate(run_dirs)]
     results: dict[str, Any] = {}
     for name in run.get("tasks", {}):
         task = Task(load_task(index, name), registry)

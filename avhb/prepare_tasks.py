@@ -44,6 +44,8 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
         else:
             raise UserError(f"task {name!r} declares no data source to prepare (no dataset_path or prepare hook)")
         done.add(key)
+    if data_dir:
+        print(f"runs read prepared data from $AVHB_DATA_DIR: export AVHB_DATA_DIR={root}", file=sys.stderr)
     if failures:
         print(f"avhb: {failures} items could not be fetched", file=sys.stderr)
     return 1 if failures else 0

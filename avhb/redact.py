@@ -40,6 +40,11 @@ _PATTERNS = [
     (re.compile(r"(?i)\b(bearer|basic)\s+[A-Za-z0-9._~+/=-]{6,}"), lambda m: m.group(1) + " " + MASK),
     (re.compile(r"(?i)([?&](?:api[_-]?key|key|access[_-]?token|token)=)[^&\s\"'#]+"), lambda m: m.group(1) + MASK),
     (re.compile(r"(?i)\b((?:x-)?api[_-]?key[\"']?\s*[:=]\s*[\"']?)[^\s\"',;}]{6,}"), lambda m: m.group(1) + MASK),
+    # user:password@ in URLs
+    (re.compile(r"(?i)(\b[a-z][a-z0-9+.-]*://[^/\s:@]*:)[^/\s@]+@"), lambda m: m.group(1) + MASK + "@"),
+    # key=value arguments in command lines (--model-args password=..., hf_token=...)
+    (re.compile(r"(?i)\b([a-z_]*(?:password|passwd|secret|token|api_key|apikey)=)[^,\s\"']+"),
+     lambda m: m.group(1) + MASK),
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), lambda m: "sk-" + MASK),
     (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), lambda m: "hf_" + MASK),
     (re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), lambda m: MASK),
@@ -100,7 +105,7 @@ def _scan(env: Any) -> list[str]:
 
 # cheap pre-check: a string with none of these cannot match any pattern
 _TRIGGERS = ("sk-", "hf_", "aiza", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "bearer", "basic",
-             "authorization", "key", "token")
+             "authorization", "key", "token", "password", "passwd", "secret", "://")
 
 
 def redact_text(text: str, secrets: list[str] | None = None) -> str:

@@ -140,6 +140,9 @@ def _save(cache_file, registry: Registry) -> None:
         tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(data))
         os.replace(tmp, cache_file)
+        stale = sorted(cache_file.parent.glob("registry-*.json"), key=lambda p: p.stat().st_mtime)[:-8]
+        for old in stale:  # keep a few: several environments may share one cache folder
+            old.unlink(missing_ok=True)
     except OSError:
         pass
 

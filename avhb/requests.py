@@ -46,13 +46,18 @@ def build_request(task, doc: dict[str, Any], root: Path, sample_id: str) -> Requ
         parts: list[Any] = []
         video_path = None
         segment = None
+        segment_note = None
         if media.get("segment"):
+            # as upstream (ANCHOR): clip only when both ends are numbers and end > start; otherwise the
+            # whole video is used, and the sample log says why
             try:
                 start, end = (lookup(doc, f) for f in media["segment"])
                 if start is not None and end is not None and float(end) > float(start):
                     segment = (float(start), float(end))
-            except (SampleError, TypeError, ValueError):
-                segment = None
+                else:
+                    segment_note = f"segment not used (start={start!r}, end={end!r}): whole video"
+            except (SampleError, TypeError, ValueError) as exc:
+                segment_note = f"segment not used ({exc}): whole video"
         if media.get("video"):
             video_path = _media_path(media["video"], doc, root)
             parts.append(VideoPart(path=video_path, segment=segment))
@@ -67,6 +72,8 @@ def build_request(task, doc: dict[str, Any], root: Path, sample_id: str) -> Requ
         messages.append(Message("user", parts))
     request = Request(messages=messages, generation=gen, choices=task.choices(doc))
     request.fields = {"task": task.name, "sample_id": sample_id}
+    if not hook and segment_note:
+        request.adaptations.append(segment_note)
     return request
 
 

@@ -265,7 +265,11 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) 
     if isinstance(data.get("task"), list):
         raise doc.error(("task",), "a list of tasks needs a 'group' name")
     out = []
-    for member in expand_family(data):
+    try:
+        members = expand_family(data)
+    except UserError as exc:
+        raise doc.error(("expand",), str(exc).removeprefix("expand: ")) from None
+    for member in members:
         name = member.get("task")
         if not name:
             raise doc.error(("task",), "missing required key 'task'")

@@ -54,6 +54,10 @@ class TaskIndex:
             tasks.extend(t for t in found if t not in tasks)
         return tasks, groups
 
+    def groups_of(self, task: str) -> list[str]:
+        """The groups that contain a task (directly or through a subgroup)."""
+        return [g for g in self.groups if task in self.group_members(g)]
+
     def group_members(self, group: str, _seen: frozenset = frozenset()) -> list[str]:
         out: list[str] = []
         for entry in self.groups[group]["tasks"]:
@@ -71,7 +75,9 @@ _SKIP_DIRS = ("sample", "sample_data", "data")
 
 
 def _yaml_files(root: Path) -> list[tuple[str, int, int]]:
-    """(path, mtime_ns, size) of every task YAML under root, in a stable order."""
+    """(path, mtime_ns, size) of every task YAML under root, in a stable order,
+    plus the hook modules (.py) next to them, which count for freshness:
+    the index records hook errors."""
     out = []
     stack = [str(root)]
     while stack:
@@ -85,7 +91,7 @@ def _yaml_files(root: Path) -> list[tuple[str, int, int]]:
             if e.is_dir():
                 if not e.name.startswith((".", "_")) and e.name not in _SKIP_DIRS:
                     subdirs.append(e.path)
-            elif e.name.endswith((".yaml", ".yml")):  # include bases (_*.yaml) count for freshness too
+            elif e.name.endswith((".yaml", ".yml", ".py")):  # include bases (_*.yaml) count for freshness too
                 st = e.stat()
                 out.append((e.path, st.st_mtime_ns, st.st_size))
         stack.extend(reversed(subdirs))
@@ -142,7 +148,7 @@ def _scan(files) -> TaskIndex:
     for namespace, package, root, entries in files:
         for path, _, _ in entries:
             path = Path(path)
-            if path.name.startswith("_"):
+            if path.name.startswith("_") or path.suffix == ".py":
                 continue
             try:
                 task_cfgs, group_cfgs = resolve_file(path, root, package, namespace)
@@ -162,6 +168,10 @@ def _scan(files) -> TaskIndex:
                 }
             for g in group_cfgs:
                 groups[g.name] = {"file": str(path), "tasks": g.tasks, "aggregate": g.aggregate}
+    for name, info in groups.items():
+        for entry in info["tasks"]:
+            if entry not in tasks and entry not in groups and not any(ch in entry for ch in "*?["):
+                errors.append(f"{info['file']}:1: group {name!r} lists {entry!r}, which is no task or group")
     return TaskIndex(tasks, groups, errors)
 
 

@@ -100,3 +100,28 @@ def test_unknown_switch_is_a_user_error():
 
     with pytest.raises(UserError, match="unknown switch"):
         parse_ablations("no_audio,no_smell")
+
+
+def _task(tmp_path, media):
+    from avhb.registry import get_registry
+    from avhb.task import Task
+    from avhb.task_config import TaskConfig
+
+    cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "bench", {"task": "t", "doc_to_text": "{{q}}", "media": media})
+    return Task(cfg, get_registry())
+
+
+@pytest.mark.parametrize("doc, segment, note", [
+    ({"q": "?", "v": "a.mp4", "s": 1.0, "e": 2.5}, (1.0, 2.5), None),
+    ({"q": "?", "v": "a.mp4", "s": 3.0, "e": 2.0}, None, "segment not used (start=3.0, end=2.0): whole video"),
+    ({"q": "?", "v": "a.mp4", "s": None, "e": 2.0}, None, "segment not used (start=None, end=2.0): whole video"),
+    ({"q": "?", "v": "a.mp4", "s": "x", "e": 2.0}, None, "segment not used (could not convert string to float: 'x'): whole video"),
+])
+def test_segment_is_used_only_when_valid_and_otherwise_recorded(tmp_path, doc, segment, note):
+    from avhb.requests import build_request
+
+    task = _task(tmp_path, {"video": "{{v}}", "segment": ["s", "e"], "frames": 4})
+    req = build_request(task, doc, tmp_path, "id1")
+    video = req.messages[0].parts[0]
+    assert video.path == str(tmp_path / "a.mp4") and video.segment == segment
+    assert req.adaptations == ([note] if note else [])

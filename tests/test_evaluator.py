@@ -212,3 +212,48 @@ def test_metric_needing_an_undeclared_judge_role_fails_before_any_call(testpack,
     assert proc.returncode == 2
     assert "metric 'judge_012' needs judge role(s) scorer" in proc.stderr
     assert not calls.exists()  # no model call was made
+
+
+def test_partial_group_is_not_scored(testpack, tmp_path):
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "testpack/qa_easy", "--model", "testpack/echo", "--sample-data", "--output-dir", str(out),
+                   "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    res = _results(out)
+    assert res["groups"] == {} and res["partial_groups"] == {"testpack/qa_all": "1/2 tasks run"}
+
+
+@pytest.mark.parametrize("flag, message", [
+    (["--data", "qaa=/tmp"], "--data qaa=...: no task of this run is named, tagged or grouped 'qaa'"),
+    (["--judge", "scorr=testpack/keyword"], "--judge scorr=...: no task of this run declares judge role 'scorr'"),
+    (["--limit", "-1"], "--limit -1: must be 0 or more"),
+    (["--repeats", "0"], "--repeats 0: must be 1 or more"),
+])
+def test_names_that_match_nothing_are_errors(testpack, tmp_path, flag, message):
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--sample-data", *flag,
+                   "--output-dir", str(tmp_path / "run"))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
+def test_data_flag_accepts_a_group_name(testpack, tmp_path):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "easy.jsonl").write_text(json.dumps({"id": "z", "q": "q", "a": "ans"}) + "\n")
+    (data / "hard.jsonl").write_text(json.dumps({"id": "y", "q": "q", "a": "ans"}) + "\n")
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "testpack/qa_all", "--model", "testpack/echo", "--data", f"testpack/qa_all={data}",
+                   "--output-dir", str(out), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    assert _results(out)["results"]["testpack/qa_easy"]["samples"] == 1
+
+
+def test_failed_responses_are_retried_on_resume(testpack, tmp_path):
+    out, calls = tmp_path / "run", tmp_path / "calls.txt"
+    common = ["--tasks", "testpack/qa_easy", "--sample-data", "--output-dir", str(out), "--no-report"]
+    proc = run_cli(*common, "--model", f"testpack/echo,calls={calls},fail_on=question 2")
+    assert proc.returncode == 0 and _results(out)["results"]["testpack/qa_easy"]["errors"] == 1
+    assert len(calls.read_text().splitlines()) == 6
+    # the same model (same identity) again: only the failed sample is re-sent
+    proc = run_cli(*common, "--model", f"testpack/echo,calls={calls},fail_on=question 2")
+    assert proc.returncode == 0
+    assert calls.read_text().splitlines()[6:] == ["e2"]

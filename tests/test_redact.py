@@ -88,3 +88,14 @@ def test_extra_values_arrays_and_dataclasses(monkeypatch):
     assert out["i"] == {"note": f"uses {MASK}", "n": 2}
     assert out["s"] == MASK
     assert MASK in json.dumps(out, default=str)
+
+
+def test_command_lines_lose_url_passwords_and_secret_arguments():
+    argv = ["--judge", "*=openai:gpt-4o,base_url=http://bob:s3cretpassw0rd@127.0.0.1:9/v1",
+            "--model-args", "password=hunter2hunter2,max_tokens=64,hf_token=abc123456789,tokens_per_frame=3,"
+            "api_key_env=OPENAI_API_KEY", "http://127.0.0.1:8000/v1"]
+    out = redact(argv)
+    assert "s3cretpassw0rd" not in str(out) and "hunter2hunter2" not in str(out) and "abc123456789" not in str(out)
+    assert "http://bob:***@127.0.0.1:9/v1" in out[1]
+    assert "max_tokens=64" in out[3] and "tokens_per_frame=3" in out[3] and "api_key_env=OPENAI_API_KEY" in out[3]
+    assert out[4] == "http://127.0.0.1:8000/v1"
