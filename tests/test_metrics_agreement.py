@@ -4,7 +4,8 @@ import random
 import pytest
 
 from avhb.metric import SampleRecord
-from avhb.plugins.metrics.agreement import (JudgeAgreement, cohen_kappa, krippendorff_alpha, krippendorff_alpha_stderr,
+from avhb.plugins.metrics.agreement import (JudgeAgreement, cohen_kappa, fleiss_kappa, fleiss_kappa_counts,
+                                            fleiss_kappa_stderr, krippendorff_alpha, krippendorff_alpha_stderr,
                                             pairwise_kappa)
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")
@@ -109,5 +110,60 @@ def test_judge_agreement_metric():
     assert agg["agreement_kappa_linear"].value == pytest.approx(sum(pairs) / 3)
     assert agg["agreement_alpha_interval"].value == pytest.approx(krippendorff_alpha(list(cols.values()), "interval"))
     assert {"agreement_alpha_ordinal", "agreement_kappa_linear_b_c"} <= set(agg)
+    # headline = mean pairwise linear-weighted kappa (the paper's figure)
+    assert next(iter(agg)) == "agreement" and agg["agreement"] == agg["agreement_kappa_linear"]
+    complete = [i for i in range(30) if i != 4]
+    assert agg["agreement_fleiss"].n == 29
+    assert agg["agreement_fleiss"].value == pytest.approx(fleiss_kappa([[cols[k][i] for i in complete] for k in cols]))
+    assert agg["agreement_fleiss"].stderr is not None
     with pytest.raises(ValueError):
         JudgeAgreement(source="halluc", judges=["a"]).aggregate(records)
+
+
+# Fleiss (1971) as worked on the Wikipedia "Fleiss' kappa" page: 10 items,
+# 14 raters, 5 categories; P-bar = 0.378, P-bar_e = 0.2128 -> kappa 0.210.
+FLEISS_TABLE = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+                [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+
+
+def test_fleiss_textbook_example():
+    p_bar = (sum(sum(c * c for c in row) - 14 for row in FLEISS_TABLE) / (14 * 13)) / 10
+    p_e = sum((sum(row[j] for row in FLEISS_TABLE) / 140) ** 2 for j in range(5))
+    assert p_bar == pytest.approx(0.378, abs=5e-4) and p_e == pytest.approx(0.2128, abs=5e-5)
+    assert fleiss_kappa_counts(FLEISS_TABLE) == pytest.approx((p_bar - p_e) / (1 - p_e))
+    assert fleiss_kappa_counts(FLEISS_TABLE) == pytest.approx(0.20993, abs=5e-5)
+    # the same table as raters x items ratings
+    data = [[None] * 10 for _ in range(14)]
+    for i, row in enumerate(FLEISS_TABLE):
+        labels = [c + 1 for c, n in enumerate(row) for _ in range(n)]
+        for r, v in enumerate(labels):
+            data[r][i] = v
+    assert fleiss_kappa(data) == pytest.approx(0.20993, abs=5e-5)
+
+
+def test_fleiss_hand_computed_and_edges():
+    # items (1,1), (1,2), (2,2): P_i = 1, 0, 1 -> P-bar 2/3; p = (.5, .5) -> P_e .5; kappa 1/3
+    assert fleiss_kappa([[1, 1, 2], [1, 2, 2]]) == pytest.approx(1 / 3)
+    # an item with a missing rating is left out
+    assert fleiss_kappa([[1, 1, 2, 5], [1, 2, 2, None]]) == pytest.approx(1 / 3)
+    assert fleiss_kappa([[3, 3], [3, 3]]) is None  # one category: undefined
+    assert fleiss_kappa([[1, None], [None, 2]]) is None  # no complete item
+    assert fleiss_kappa([[1, 2]]) is None  # one rater
+    assert fleiss_kappa([["yes", "no", "yes"], ["yes", "no", "no"], ["yes", "yes", "no"]]) is not None
+    with pytest.raises(ValueError):
+        fleiss_kappa_counts([[2, 0], [1, 2]])
+    agg = fleiss_kappa_stderr([[1, 1, 2, 2, 1], [1, 2, 2, 2, 1], [1, 1, 2, 1, 1]], iters=200)
+    assert agg.n == 5 and agg.stderr is not None and agg.stderr > 0
+
+
+def test_fleiss_matches_statsmodels():
+    irr = pytest.importorskip("statsmodels.stats.inter_rater")
+    import numpy as np
+
+    rng = random.Random(13)
+    for _ in range(20):
+        raters, items = rng.randint(2, 5), rng.randint(5, 50)
+        base = [rng.randint(1, 5) for _ in range(items)]
+        data = [[min(5, max(1, b + rng.choice([-1, 0, 0, 1]))) for b in base] for _ in range(raters)]
+        table, _ = irr.aggregate_raters(np.array(data).T)
+        assert fleiss_kappa(data) == pytest.approx(irr.fleiss_kappa(table, method="fleiss"), abs=1e-12)

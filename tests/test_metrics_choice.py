@@ -3,7 +3,7 @@ import pytest
 
 from avhb.errors import SampleError
 from avhb.metric import SampleRecord, ScoreContext
-from avhb.plugins.metrics.choice import (ChoiceAccuracy, ExactMatch, choice_accuracy, exact_match, inline_options,
+from avhb.plugins.metrics.choice import (ChoiceAccuracy, ExactMatch, exact_match, inline_options,
                                          options_from, parse_choice, resolve_choice)
 from avhb.plugins.metrics.filters import ChoiceLetter, FinalAnswer, Lowercase, Regex, Strip, final_answer
 from avhb.plugins.metrics.testing import UNPARSED, ScriptedJudges
@@ -55,12 +55,6 @@ def test_exact_match():
     assert exact_match("Lyon", ["Paris", "lyon"]) == 1.0
     assert exact_match(None, "x") == 0.0
     assert exact_match("", "") == 1.0
-
-
-def test_choice_accuracy_function():
-    agg = choice_accuracy(["A", None, "B", "C"], ["A", "A", "B", "D"])
-    assert agg.value == 0.5 and agg.n == 4
-    assert agg.stderr == pytest.approx((1 / 3) ** 0.5 / 2)  # sample sd of [1,0,1,0] = sqrt(1/3)
 
 
 async def test_resolve_choice_uses_judge_only_when_rules_fail():

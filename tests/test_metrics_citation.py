@@ -139,3 +139,27 @@ async def test_citation_metric():
 def test_parse_yes_no():
     assert parse_yes_no("Yes") is True and parse_yes_no(" no ") is False and parse_yes_no(True) is True
     assert parse_yes_no("maybe") is None and parse_yes_no(None) is None
+
+
+async def test_nontext_citations_counted_and_warned(capsys):
+    judges = ScriptedJudges({"entailment": lambda f: "yes"})
+    ctx = ScoreContext(judges, "t")
+    doc = {"context": [{"type": "text", "text": "u1 text"}, {"type": "image", "image": "img/2.png"}, "u3 text"]}
+    answer = "Cats purr [1][2]. Dogs bark [3]. Birds sing [2]. Fish swim [2][9]. Bees buzz."
+    records = [SampleRecord(id="0", doc=doc, response=answer),
+               SampleRecord(id="1", doc=doc, response="Cats purr [2].")]
+    m = Citation()
+    for r in records:
+        r.scores.update(await m.score(r, ctx))
+    # [1][2] and [2] count; [3] is text; [2][9] is out of range (never judged); no citation
+    assert records[0].meta["citation"]["nontext_citations"] == 2
+    assert any("<image: img/2.png>" in f["premise"] for _, f in judges.calls)
+    capsys.readouterr()
+    agg = m.aggregate(records)
+    assert agg["citation_nontext_citations"].value == 3 and agg["citation_nontext_citations"].n == 2
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and "3 cited statements" in err
+    text_only = [SampleRecord(id="t", doc={"context": ["u1 text"]}, response="Cats purr [1].")]
+    text_only[0].scores.update(await m.score(text_only[0], ctx))
+    agg = m.aggregate(text_only)
+    assert agg["citation_nontext_citations"].value == 0 and capsys.readouterr().err == ""

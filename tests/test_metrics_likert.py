@@ -88,3 +88,55 @@ async def test_judge_012_rejects_off_scale():
     m = Judge012()
     for i in range(3):
         assert (await m.score(rec(i), ScoreContext(judges, "t")))["judge_012"] is None
+
+
+async def test_judge_012_accepts_panel_average():
+    # a panel of two judges giving 1 and 2 returns 1.5: a valid score of 0.75
+    judges = ScriptedJudges({"scorer": [FakeVerdict(1.5, per_judge=[1, 2]), 2, 1.5,
+                                        FakeVerdict(2.5, per_judge=[2, 3]), FakeVerdict(0.5, per_judge=[1, 0])]})
+    ctx = ScoreContext(judges, "t")
+    m = Judge012()
+    records = [rec(i) for i in range(5)]
+    for r in records:
+        r.scores.update(await m.score(r, ctx))
+    # single-judge 1.5 is still rejected; a panel value off [0, 2] too
+    assert [r.scores["judge_012"] for r in records] == [0.75, 1.0, None, None, 0.25]
+    assert records[0].scores["judge_012_raw"] == 1.5
+    agg = m.aggregate(records)
+    assert agg["judge_012"].value == pytest.approx((0.75 + 1.0 + 0.25) / 3) and agg["judge_012"].n == 3
+    assert agg["judge_012_judge_failures"].value == 2
+    agg = Judge012(failures_as_zero=True).aggregate(records)
+    assert agg["judge_012"].value == pytest.approx(2.0 / 5) and agg["judge_012"].n == 5
+    agg, bad = score_012([1.5, 2, None], integer=False)
+    assert (agg.value, bad) == (pytest.approx(0.875), 1)
+    assert score_012([1.5], integer=True)[1] == 1
+
+
+async def test_likert_panel_values_and_single_judge_integers():
+    judges = ScriptedJudges({"cot_judge": [3.5, FakeVerdict(3.5, per_judge=[3, 4]), FakeVerdict(1.5, per_judge=[1, 2, 1.5]),
+                                           FakeVerdict(5.5, per_judge=[5, 6]), 4]})
+    ctx = ScoreContext(judges, "t")
+    m = LikertFacet()
+    got = [(await m.score(rec(i), ctx))["likert"] for i in range(5)]
+    assert got == [None, 3.5, 1.5, None, 4.0]
+    loose = LikertFacet(integer=False)
+    judges = ScriptedJudges({"cot_judge": [3.5]})
+    assert (await loose.score(rec(0), ScoreContext(judges, "t")))["likert"] == 3.5
+
+
+async def test_member_failures_counted():
+    script = [FakeVerdict(4.0, per_judge=[4, None, 4]), FakeVerdict(3.0, per_judge=[3, 3, 3]),
+              FakeVerdict(None, ok=False, per_judge=[None, None, None]), FakeVerdict(2.0, per_judge=[None, 2, None])]
+    for cls, role, values in ((LikertFacet, "cot_judge", script), (Judge012, "scorer", None)):
+        if values is None:
+            values = [FakeVerdict(2.0, per_judge=[2, None, 2]), FakeVerdict(1.0, per_judge=[1, 1, 1]),
+                      FakeVerdict(None, ok=False, per_judge=[None, None, None]), FakeVerdict(0.0, per_judge=[None, 0, None])]
+        judges = ScriptedJudges({role: list(values)})
+        m = cls()
+        records = [rec(i) for i in range(4)] + [rec(9, response=None, error="x")]
+        for r in records[:4]:
+            r.scores.update(await m.score(r, ScoreContext(judges, "t")))
+        agg = m.aggregate(records)
+        assert agg[f"{m.name}_member_failures"].value == 1 + 3 + 2 and agg[f"{m.name}_member_failures"].n == 4
+        assert agg[f"{m.name}_judge_failures"].value == 1
+        assert agg[m.name].n == (3 if cls is LikertFacet else 4)

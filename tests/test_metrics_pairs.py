@@ -4,7 +4,7 @@ import random
 import pytest
 
 from avhb.metric import SampleRecord
-from avhb.plugins.metrics.pairs import MacroF1, PairAccuracy, UnitAccuracy, macro_f1, mcq_pair_accuracy, unit_accuracy
+from avhb.plugins.metrics.pairs import MacroF1, PairAccuracy, UnitAccuracy, macro_f1, unit_accuracy
 
 # (unit, correct) with None = unknown answer
 MEMBERS = [("u1", True), ("u1", True),  # right
@@ -33,13 +33,6 @@ def test_unit_accuracy_options():
     assert unit_accuracy([], lambda m: m, lambda m: True).aggregate().value is None
     with pytest.raises(ValueError):
         run(unknown="maybe")
-
-
-def test_mcq_pair_accuracy():
-    rows = [("p1", "A", "A"), ("p1", "B", "B"), ("p2", "A", "A"), ("p2", "C", "B"), ("p3", None, "A"), ("p3", "A", "A"),
-            ("p4", "D", "D")]
-    s = mcq_pair_accuracy(rows, lambda r: r[0], lambda r: r[1], lambda r: r[2])
-    assert (s.correct, s.total, s.incomplete_units) == (2, 3, 1)  # p3 right on its known side; p4 incomplete
 
 
 def test_macro_f1_hand_computed():

@@ -1,5 +1,5 @@
-"""Inter-judge agreement: weighted Cohen's kappa per judge pair and
-Krippendorff's alpha.
+"""Inter-judge agreement: weighted Cohen's kappa per judge pair, Fleiss'
+kappa and Krippendorff's alpha.
 
 Definitions
 -----------
@@ -11,6 +11,14 @@ category *positions* i, j: none ``1[i≠j]``, linear ``|i−j|``, quadratic
 ``cohen_kappa_score``).  Undefined (None) when Σ w·E = 0 or no item was
 rated by both.  Pass the full scale as ``labels`` (e.g. 1..5) so an unused
 category still counts in the weights.
+
+Fleiss' kappa over the items rated by *every* rater (m >= 2 raters, N
+such items; items with a missing rating are left out): n_ij = number of
+raters who put item i in category j; P_i = (Σ_j n_ij² − m) / (m(m − 1));
+P̄ = mean_i P_i; p_j = Σ_i n_ij / (N·m); P̄_e = Σ_j p_j²;
+kappa = (P̄ − P̄_e) / (1 − P̄_e) (Fleiss 1971, as statsmodels'
+``fleiss_kappa``).  Unweighted (categories are nominal).  Undefined (None)
+when N = 0 or P̄_e = 1 (every rating in one category).
 
 Krippendorff's alpha over a raters × units table with missing ratings
 (None or NaN): units with fewer than 2 ratings are dropped; coincidences
@@ -208,6 +216,65 @@ def krippendorff_alpha_stderr(data: Sequence[Sequence[Any]], level: str = "inter
     return Aggregate(_alpha_from_counts(values, counts, level), bootstrap_stderr(rows, stat, iters=iters), len(rows))
 
 
+def fleiss_kappa_counts(table: Any) -> float | None:
+    """Fleiss' kappa of an items × categories count table in which every
+    row sums to the same number of raters m >= 2."""
+    t = np.asarray(table, dtype=float)
+    if t.ndim != 2 or t.shape[0] == 0:
+        return None
+    m = t.sum(axis=1)
+    if not np.all(m == m[0]):
+        raise ValueError("every item needs the same number of ratings")
+    m0 = float(m[0])
+    if m0 < 2:
+        return None
+    p_i = ((t ** 2).sum(axis=1) - m0) / (m0 * (m0 - 1))
+    p_j = t.sum(axis=0) / (t.shape[0] * m0)
+    p_bar, p_e = float(p_i.mean()), float((p_j ** 2).sum())
+    if p_e >= 1.0:
+        return None
+    return (p_bar - p_e) / (1.0 - p_e)
+
+
+def _fleiss_table(data: Sequence[Sequence[Any]]) -> np.ndarray:
+    """items × categories counts of the items every rater rated."""
+    n_raters = len(data)
+    n_items = len(data[0]) if n_raters else 0
+    if any(len(row) != n_items for row in data):
+        raise ValueError("every rater row must cover the same items")
+    items = [[data[r][u] for r in range(n_raters)] for u in range(n_items)]
+    items = [col for col in items if not any(_missing(v) for v in col)]
+    labs = sorted({v for col in items for v in col})
+    index = {v: i for i, v in enumerate(labs)}
+    table = np.zeros((len(items), len(labs)))
+    for u, col in enumerate(items):
+        for v in col:
+            table[u, index[v]] += 1
+    return table
+
+
+def fleiss_kappa(data: Sequence[Sequence[Any]]) -> float | None:
+    """Fleiss' kappa of a raters × items table (None/NaN = missing; items
+    with a missing rating are left out)."""
+    if len(data) < 2:
+        return None
+    return fleiss_kappa_counts(_fleiss_table(data))
+
+
+def fleiss_kappa_stderr(data: Sequence[Sequence[Any]], iters: int = 1000) -> Aggregate:
+    """Fleiss' kappa with a bootstrap standard error over items; ``n`` =
+    items rated by every rater."""
+    if len(data) < 2:
+        return Aggregate(None, None, 0)
+    table = _fleiss_table(data)
+    rows = list(range(table.shape[0]))
+
+    def stat(sample: Sequence[int]) -> float | None:
+        return fleiss_kappa_counts(table[np.asarray(sample, dtype=int)])
+
+    return Aggregate(fleiss_kappa_counts(table), bootstrap_stderr(rows, stat, iters=iters), len(rows))
+
+
 class JudgeAgreement(Metric):
     """Agreement of a judge panel's members on another metric's ratings.
 
@@ -215,10 +282,14 @@ class JudgeAgreement(Metric):
     in panel order) written by a judged metric such as ``likert``.
     Options: ``source`` (required), ``judges`` (member names; default j0,
     j1, ...), ``labels`` (category list for kappa; default the observed
-    values over the whole panel), ``bootstrap_iters`` (1000).  Reports, for linear and quadratic
-    weights, the kappa of each pair ``<name>_kappa_<w>_<a>_<b>`` and their
-    mean ``<name>_kappa_<w>``, plus ``<name>_alpha_ordinal`` and
-    ``<name>_alpha_interval``.
+    values over the whole panel), ``bootstrap_iters`` (1000).  Reports, for
+    linear and quadratic weights, the kappa of each pair
+    ``<name>_kappa_<w>_<a>_<b>`` and their mean ``<name>_kappa_<w>``;
+    Fleiss' kappa ``<name>_fleiss`` (upstream's analysis script reports it
+    next to quadratic Cohen's kappa); ``<name>_alpha_ordinal`` and
+    ``<name>_alpha_interval``; and the headline ``<name>`` = the mean
+    pairwise *linear*-weighted kappa (the paper's figure; the same value as
+    ``<name>_kappa_linear``).
     """
 
     name = "agreement"
@@ -250,6 +321,7 @@ class JudgeAgreement(Metric):
                 out[f"{self.name}_kappa_{w}_{a}_{b}"] = agg
             out[f"{self.name}_kappa_{w}"] = mean_pairwise_kappa(ratings, w, labels, iters)
         data = list(ratings.values())
+        out[f"{self.name}_fleiss"] = fleiss_kappa_stderr(data, iters)
         for level in ("ordinal", "interval"):
             out[f"{self.name}_alpha_{level}"] = krippendorff_alpha_stderr(data, level, iters)
-        return out
+        return {self.name: out[f"{self.name}_kappa_linear"], **out}

@@ -34,7 +34,7 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from avhb.aggregate import Aggregate, mean_stderr
+from avhb.aggregate import Aggregate
 from avhb.errors import SampleError
 from avhb.metric import Metric, SampleRecord, ScoreContext
 
@@ -200,13 +200,6 @@ def exact_match(pred: Any, gold: Any, ignore_case: bool = True, ignore_punctuati
     golds = gold if isinstance(gold, (list, tuple)) else [gold]
     p = normalize_text(str(pred), ignore_case, ignore_punctuation)
     return float(any(p == normalize_text(str(g), ignore_case, ignore_punctuation) for g in golds if g is not None))
-
-
-def choice_accuracy(preds: list[str | None], golds: list[str]) -> Aggregate:
-    """Share of predictions equal to the gold letter; None (unparsed) is wrong."""
-    if len(preds) != len(golds):
-        raise ValueError("preds and golds differ in length")
-    return mean_stderr([float(p is not None and p == g) for p, g in zip(preds, golds)])
 
 
 # ---------------------------------------------------------------- metrics

@@ -42,6 +42,11 @@ asked once.
   ``<name>_no_statements``) or scores 0 with ``empty_answer="zero"``.
 * If any needed entailment reply never parsed, the answer's scores are
   None (excluded, counted in ``<name>_judge_failures``) — never guessed.
+* Non-text units (images, video, audio) reach the text-only judge as a
+  placeholder naming the file, which it cannot verify.  Statements sent to
+  the judge (cited, in range) whose citations include such a unit are
+  counted in ``<name>_nontext_citations``, and ``aggregate`` prints one
+  warning on stderr when that count is not zero.
 
 Correctness of the answer itself is a separate metric.
 """
@@ -49,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -244,9 +250,15 @@ def parse_yes_no(value: Any) -> bool | None:
     return None
 
 
+def is_text_unit(unit: Any) -> bool:
+    """True for a unit the judge can read: a string or a dict with ``text``."""
+    return isinstance(unit, str) or (isinstance(unit, dict) and unit.get("text") is not None)
+
+
 def unit_text(unit: Any) -> str:
     """A context unit as premise text.  Image units become a placeholder
-    naming the file: the judge contract passes text fields only."""
+    naming the file: the judge contract passes text fields only, so such a
+    premise cannot really be judged (see ``<name>_nontext_citations``)."""
     if isinstance(unit, str):
         return unit
     if isinstance(unit, dict):
@@ -275,15 +287,20 @@ class Citation(Metric):
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
         return (self.options.get("role", "entailment"),)
 
-    def _units(self, record: SampleRecord) -> list[str]:
+    def _raw_units(self, record: SampleRecord) -> list[Any]:
         spec = self.options.get("units")
         value = resolve(record, spec) if spec else (record.meta.get("citation_units") or record.doc.get("context"))
-        return [unit_text(u) for u in (value or [])]
+        return list(value or [])
+
+    def _units(self, record: SampleRecord) -> list[str]:
+        return [unit_text(u) for u in self._raw_units(record)]
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         o = self.options
         role = o.get("role", "entailment")
-        units = self._units(record)
+        raw_units = self._raw_units(record)
+        units = [unit_text(u) for u in raw_units]
+        nontext = {i + 1 for i, u in enumerate(raw_units) if not is_text_unit(u)}
         answer = record.extracted if isinstance(record.extracted, str) else record.response
         statements = parse_statements(answer, len(units), int(o.get("max_citations", 3)), bool(o.get("dedup", True)),
                                       o.get("out_of_range", "zero"), o.get("max_statements"))
@@ -301,6 +318,8 @@ class Citation(Metric):
             "judge_calls": calls, "judge_failed": res.judge_failed, "statements": res.statements,
             "uncited": sum(1 for s in statements if not s.citations and not s.out_of_range),
             "out_of_range": sum(1 for s in statements if s.out_of_range),
+            "nontext_citations": sum(1 for s in statements
+                                     if s.citations and not s.out_of_range and nontext.intersection(s.citations)),
         }
         if res.judge_failed:
             record.meta.setdefault("judge_failures", []).append(self.name)
@@ -318,4 +337,10 @@ class Citation(Metric):
         out[f"{self.name}_no_statements"] = count(sum(m.get("n_statements", 0) == 0 for m in metas), len(ok))
         out[f"{self.name}_uncited_statements"] = count(sum(m.get("uncited", 0) for m in metas), len(ok))
         out[f"{self.name}_out_of_range_statements"] = count(sum(m.get("out_of_range", 0) for m in metas), len(ok))
+        nontext = sum(m.get("nontext_citations", 0) for m in metas)
+        out[f"{self.name}_nontext_citations"] = count(nontext, len(ok))
+        if nontext:
+            print(f"avhb: warning: {self.name}: {nontext} cited statements rely on image/video/audio units, "
+                  "which the text-only entailment judge sees only as a placeholder; their scores are unreliable",
+                  file=sys.stderr)
         return out

@@ -10,6 +10,16 @@ Definitions
 * ``pooled_conciseness(runs)`` takes the cut points from all runs' counts
   together (every model's outputs pooled) and scores each run against them.
 
+Cut points belong to the model's whole output, not to a breakdown cell.
+The evaluator calls ``aggregate(all_records)`` first and then
+``aggregate(subset)`` for each breakdown value on the same metric instance,
+so ``Conciseness.aggregate`` remembers the cut points of the largest record
+list it has seen, together with that list's sample keys
+``(id, repeat, token count)``.  A later call whose keys are all among the
+remembered ones (a subset of that run) is scored against the remembered cut
+points; any other call computes its own cut points from its own counts
+(and is remembered if it is at least as large).
+
 tiktoken is used offline: unless ``TIKTOKEN_CACHE_DIR`` is already set, it
 is pointed at the tokenizer files shipped inside the litellm package
 (located without importing litellm).
@@ -92,11 +102,37 @@ def pooled_conciseness(runs: Sequence[Sequence[float]]) -> list[list[int]]:
 
 class Conciseness(Metric):
     """Per sample: ``<name>_tokens``; aggregate: ``<name>`` = mean score
-    (1-5) within this run and ``<name>_tokens`` = mean token count.
+    (1-5) against the run's cut points (remembered across breakdown cells,
+    see module docstring) and ``<name>_tokens`` = mean token count.
     Samples without output are excluded and counted (``<name>_missing``).
     Option ``source`` (field spec, default "response")."""
 
     name = "conciseness"
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        self._cuts: list[float] | None = None
+        self._cut_keys: frozenset[tuple[str, int, int]] = frozenset()
+        self._cut_size = 0
+
+    def cut_points_for(self, records: list[SampleRecord]) -> list[float] | None:
+        """Cut points for these records: the remembered ones when every
+        record is part of the remembered run, else their own (see module
+        docstring); None when no record has a token count."""
+        present = self._present(records)
+        if not present:
+            return None
+        keys = set(present)
+        if self._cuts is not None and keys <= self._cut_keys:
+            return self._cuts
+        cuts = cut_points([k[2] for k in present])
+        if len(present) >= self._cut_size:
+            self._cuts, self._cut_keys, self._cut_size = cuts, frozenset(keys), len(present)
+        return cuts
+
+    def _present(self, records: list[SampleRecord]) -> list[tuple[str, int, int]]:
+        return [(str(r.id), int(r.repeat), int(c)) for r in usable(records)
+                if (c := r.scores.get(f"{self.name}_tokens")) is not None]
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         text = resolve(record, self.options.get("source", "response"))
@@ -105,8 +141,9 @@ class Conciseness(Metric):
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         counts = [r.scores.get(f"{self.name}_tokens") for r in usable(records)]
         present = [c for c in counts if c is not None]
+        cuts = self.cut_points_for(records)
         return {
-            self.name: mean_stderr(conciseness_scores(present)),
+            self.name: mean_stderr([score_against(c, cuts) for c in present] if cuts else []),
             f"{self.name}_tokens": mean_stderr(present),
             f"{self.name}_missing": count(len(records) - len(present), len(records)),
         }

@@ -2,8 +2,11 @@
 avhb's definitions).
 
 Intervals are ``(start, end)`` seconds with ``start <= end`` (given as a
-pair or ``{"start", "end"}``); ``end < start`` is invalid (ValueError, and
-the metrics score such a sample None and count it).  ``|X|`` is the length
+pair of finite numbers or ``{"start", "end"}``; text is never an interval);
+``end < start`` is invalid (ValueError).  In the metrics an invalid
+*reference* makes the sample not scorable (None, counted in
+``<name>_bad_reference``) while an unreadable or invalid *prediction*
+scores 0 (counted in ``<name>_unparsed``).  ``|X|`` is the length
 (Lebesgue measure) of the union of a set of intervals; overlapping or
 touching intervals are merged first, so nothing is counted twice.
 
@@ -29,13 +32,18 @@ Metric aggregation: ``temporal`` reports the mean over samples of P, R and
 F1 (macro) and, since published tables often give F1 of the mean P and R,
 ``<name>_f1_of_means`` = 2·P̄·R̄/(P̄+R̄) with a bootstrap standard error.
 ``box_iou`` pairs predicted and gold boxes (dicts by key, e.g. frame index,
-lists by position, or one box each; a gold box with no prediction scores
-0) and reports the mean IoU over all pairs and the share >= the threshold
-(option ``threshold``, 0.5); its standard error is closed-form when every
-sample has one pair, else bootstrapped over samples.
+lists by position, or one box each; a gold box with no prediction or an
+unreadable one scores 0) and reports the mean IoU over all pairs and the
+share >= the threshold (option ``threshold``, 0.5); its standard error is
+closed-form when every sample has one pair, else bootstrapped over samples.
+All three count failed samples (``record.error``) as 0 (for boxes: 0 on
+each of the sample's gold boxes) unless ``errors_count_as_wrong: false``,
+and report ``<name>_bad_reference`` and ``<name>_unparsed``.
 """
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from avhb.aggregate import Aggregate, bootstrap_stderr, mean_stderr
@@ -49,11 +57,24 @@ Box = tuple[float, float, float, float]
 
 # ---------------------------------------------------------------- intervals
 
+def _number(x: Any) -> float:
+    """A finite number; text is never read as a number here (a string such
+    as "35" would otherwise unpack into two digits)."""
+    if isinstance(x, (str, bytes)):
+        raise TypeError(f"not a number: {x!r}")
+    v = float(x)
+    if not math.isfinite(v):
+        raise ValueError(f"not a finite number: {x!r}")
+    return v
+
+
 def as_interval(value: Any) -> Interval:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"not an interval: {value!r}")
     if isinstance(value, dict):
-        s, e = float(value["start"]), float(value["end"])
+        s, e = _number(value["start"]), _number(value["end"])
     else:
-        s, e = (float(x) for x in value)
+        s, e = (_number(x) for x in value)
     if e < s:
         raise ValueError(f"interval ends before it starts: ({s}, {e})")
     return s, e
@@ -63,10 +84,19 @@ def as_intervals(value: Any) -> list[Interval]:
     """One interval or a list of them."""
     if value is None:
         return []
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"not an interval list: {value!r}")
     if isinstance(value, dict) or (isinstance(value, (list, tuple)) and len(value) == 2
                                    and all(isinstance(x, (int, float)) for x in value)):
         return [as_interval(value)]
     return [as_interval(v) for v in value]
+
+
+def one_interval(value: Any) -> Interval:
+    """One interval, also when given as a list holding just one."""
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        value = value[0]
+    return as_interval(value)
 
 
 def merge(intervals: Iterable[Interval]) -> list[Interval]:
@@ -100,7 +130,7 @@ def overlap(a: Iterable[Interval], b: Iterable[Interval]) -> float:
 
 
 def interval_iou(a: Any, b: Any) -> float:
-    (s1, e1), (s2, e2) = as_interval(a), as_interval(b)
+    (s1, e1), (s2, e2) = one_interval(a), one_interval(b)
     inter = max(0.0, min(e1, e2) - max(s1, s2))
     union = (e1 - s1) + (e2 - s2) - inter
     if union == 0:
@@ -137,12 +167,14 @@ def temporal_prf(pred: Any, gold: Any) -> tuple[float, float, float] | None:
 # ---------------------------------------------------------------- boxes
 
 def as_box(value: Any) -> Box:
+    if isinstance(value, (str, bytes)):
+        raise TypeError(f"not a box: {value!r}")
     if isinstance(value, dict):
-        x, y = float(value["x"]), float(value["y"])
-        w = float(value["width"] if "width" in value else value["w"])
-        h = float(value["height"] if "height" in value else value["h"])
+        x, y = _number(value["x"]), _number(value["y"])
+        w = _number(value["width"] if "width" in value else value["w"])
+        h = _number(value["height"] if "height" in value else value["h"])
     else:
-        x, y, w, h = (float(v) for v in value)
+        x, y, w, h = (_number(v) for v in value)
     if w < 0 or h < 0:
         raise ValueError(f"box with negative size: {(x, y, w, h)}")
     return x, y, w, h
@@ -169,47 +201,149 @@ def _is_box(value: Any) -> bool:
         isinstance(value, (list, tuple)) and len(value) == 4 and all(isinstance(v, (int, float)) for v in value))
 
 
-def box_pairs(pred: Any, gold: Any) -> list[float]:
-    """IoU of each gold box with its prediction (0 when it has none)."""
+@dataclass
+class BoxMatch:
+    """IoU per gold box and the reasons some predictions were unreadable."""
+
+    ious: list[float]
+    unreadable: list[str] = field(default_factory=list)
+
+
+def gold_boxes(gold: Any) -> list[tuple[str | int, Box]]:
+    """The reference boxes with their keys: ``(str key, box)`` for a dict
+    keyed by e.g. frame index, ``(position, box)`` for a list or a single
+    box.  None gives []; an invalid box raises ValueError/TypeError/KeyError."""
     if gold is None:
         return []
     if isinstance(gold, dict) and not _is_box(gold):
-        pred = pred if isinstance(pred, dict) else {}
-        pred = {str(k): v for k, v in pred.items()}
-        return [box_iou(pred[str(k)], g) if pred.get(str(k)) is not None else 0.0 for k, g in gold.items()]
+        return [(str(k), as_box(g)) for k, g in gold.items()]
     if _is_box(gold):
-        gold, pred = [gold], ([pred] if _is_box(pred) else pred)
-    pred = list(pred or [])
-    return [box_iou(pred[i], g) if i < len(pred) and pred[i] is not None else 0.0 for i, g in enumerate(gold)]
+        return [(0, as_box(gold))]
+    if isinstance(gold, (str, bytes)) or not isinstance(gold, (list, tuple)):
+        raise TypeError(f"not a box or list of boxes: {gold!r}")
+    return [(i, as_box(g)) for i, g in enumerate(gold)]
+
+
+def match_boxes(pred: Any, gold: Any) -> BoxMatch:
+    """IoU of each gold box with its prediction.  A gold box with no
+    prediction (missing key/position or None) scores 0; so does one whose
+    prediction is unreadable (not a valid box), and the reason is listed in
+    ``unreadable``.  A prediction of the wrong shape altogether (text, a
+    number, a list for keyed gold...) or None makes every pair 0 and is
+    unreadable.  An invalid gold raises (see ``gold_boxes``)."""
+    golds = gold_boxes(gold)
+    if not golds:
+        return BoxMatch([])
+    keyed = isinstance(golds[0][0], str)
+    lookup: dict[Any, Any] = {}
+    unreadable: list[str] = []
+    if pred is None:
+        unreadable.append("no prediction")
+    elif keyed:
+        if isinstance(pred, dict) and not _is_box(pred):
+            lookup = {str(k): v for k, v in pred.items()}
+        else:
+            unreadable.append(f"expected boxes keyed like the reference, got {pred!r}")
+    elif _is_box(pred):
+        lookup = {0: pred}
+    elif isinstance(pred, (list, tuple)):
+        lookup = dict(enumerate(pred))
+    else:
+        unreadable.append(f"not a box or list of boxes: {pred!r}")
+    ious = []
+    for k, g in golds:
+        p = lookup.get(k)
+        if p is None:
+            ious.append(0.0)
+            continue
+        try:
+            ious.append(box_iou(p, g))
+        except (ValueError, TypeError, KeyError) as exc:
+            unreadable.append(f"{k}: {exc}")
+            ious.append(0.0)
+    return BoxMatch(ious, unreadable)
+
+
+def box_pairs(pred: Any, gold: Any) -> list[float]:
+    """IoU of each gold box with its prediction (0 when it has none or it is
+    unreadable); see ``match_boxes``."""
+    return match_boxes(pred, gold).ious
 
 
 # ---------------------------------------------------------------- metrics
 
 class _Grounding(Metric):
+    """Shared reading of prediction and reference.  Per sample, the
+    reference is checked first: a missing or invalid reference makes the
+    sample not scorable (None; flagged ``meta["<name>_bad_reference"]``,
+    counted in ``<name>_bad_reference``).  Then an unreadable prediction
+    (None, text, malformed or invalid values) scores 0 (flagged
+    ``meta["<name>_unparsed"]``, counted in ``<name>_unparsed``).  Failed
+    samples (``record.error``) count as 0 unless ``errors_count_as_wrong``
+    is false."""
+
     def _pred_gold(self, record: SampleRecord) -> tuple[Any, Any]:
         pred = resolve(record, self.options.get("pred", "extracted"))
         gold = resolve(record, self.options.get("gold", "target"))
         return pred, gold
 
+    def _reset(self, record: SampleRecord) -> None:
+        record.meta.pop(f"{self.name}_bad_reference", None)
+        record.meta.pop(f"{self.name}_unparsed", None)
+
+    def _bad_reference(self, record: SampleRecord, why: str) -> None:
+        record.meta[f"{self.name}_bad_reference"] = why
+
+    def _unparsed(self, record: SampleRecord, why: str) -> None:
+        record.meta[f"{self.name}_unparsed"] = why
+
+    def _errors_as_wrong(self) -> bool:
+        return bool(self.options.get("errors_count_as_wrong", True))
+
+    def _counts(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        return {
+            f"{self.name}_bad_reference": count(sum(f"{self.name}_bad_reference" in r.meta for r in ok), len(ok)),
+            f"{self.name}_unparsed": count(sum(f"{self.name}_unparsed" in r.meta for r in ok), len(ok)),
+        }
+
 
 class TemporalGrounding(_Grounding):
-    """Options: ``pred`` (field spec, "extracted"), ``gold`` ("target")."""
+    """Options: ``pred`` (field spec, "extracted"), ``gold`` ("target"),
+    ``errors_count_as_wrong`` (True).  An explicit empty prediction ([])
+    is a miss (0) but not unparsed; None is unparsed."""
 
     name = "temporal"
 
-    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+    def _prf(self, record: SampleRecord) -> tuple[float, float, float] | None:
+        self._reset(record)
         pred, gold = self._pred_gold(record)
         try:
-            prf = temporal_prf(pred, gold)
+            g_iv = as_intervals(gold)
         except (ValueError, TypeError, KeyError) as exc:
-            record.meta[f"{self.name}_invalid"] = str(exc)
-            prf = None
+            self._bad_reference(record, str(exc))
+            return None
+        if not g_iv:
+            self._bad_reference(record, "no reference interval")
+            return None
+        if pred is None:
+            self._unparsed(record, "no prediction")
+            return 0.0, 0.0, 0.0
+        try:
+            p_iv = as_intervals(pred)
+        except (ValueError, TypeError, KeyError) as exc:
+            self._unparsed(record, str(exc))
+            return 0.0, 0.0, 0.0
+        return temporal_prf(p_iv, g_iv)
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        prf = self._prf(record)
         keys = [f"{self.name}_{k}" for k in ("precision", "recall", "f1")]
         return dict(zip(keys, prf if prf is not None else (None, None, None)))
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
-        n_err = (len(records) - len(ok)) if self.options.get("errors_count_as_wrong", True) else 0
+        n_err = (len(records) - len(ok)) if self._errors_as_wrong() else 0
         rows = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
         rows = [(p, r) for p, r in rows if p is not None] + [(0.0, 0.0)] * n_err
         out = {}
@@ -225,52 +359,86 @@ class TemporalGrounding(_Grounding):
             return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
         out[f"{self.name}_f1_of_means"] = Aggregate(f1_of_means(rows), bootstrap_stderr(rows, f1_of_means), len(rows))
-        out[f"{self.name}_invalid"] = count(sum(r.scores.get(f"{self.name}_precision") is None for r in ok), len(ok))
+        out.update(self._counts(records))
         return out
 
 
 class TemporalIoU(_Grounding):
     """IoU of one predicted and one gold interval per sample.  Options:
-    ``pred``, ``gold``."""
+    ``pred``, ``gold``, ``errors_count_as_wrong`` (True)."""
 
     name = "temporal_iou"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        self._reset(record)
         pred, gold = self._pred_gold(record)
         if gold is None:
+            self._bad_reference(record, "no reference interval")
+            return {self.name: None}
+        try:
+            one_interval(gold)
+        except (ValueError, TypeError, KeyError) as exc:
+            self._bad_reference(record, str(exc))
             return {self.name: None}
         if pred is None:
+            self._unparsed(record, "no prediction")
             return {self.name: 0.0}
         try:
             return {self.name: interval_iou(pred, gold)}
         except (ValueError, TypeError, KeyError) as exc:
-            record.meta[f"{self.name}_invalid"] = str(exc)
-            return {self.name: None}
+            self._unparsed(record, str(exc))
+            return {self.name: 0.0}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        n_err = (len(records) - len(ok)) if self._errors_as_wrong() else 0
+        out = {self.name: mean_stderr([r.scores.get(self.name) for r in ok] + [0.0] * n_err)}
+        out.update(self._counts(records))
+        return out
 
 
 class BoxIoU(_Grounding):
-    """Options: ``pred``, ``gold``, ``threshold`` (0.5).  Reports
-    ``<name>`` (mean IoU over box pairs) and ``<name>_at_<threshold>``."""
+    """Options: ``pred``, ``gold``, ``threshold`` (0.5),
+    ``errors_count_as_wrong`` (True: a failed sample scores 0 on each of
+    its gold boxes).  Reports ``<name>`` (mean IoU over box pairs) and
+    ``<name>_at_<threshold>``."""
 
     name = "box_iou"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        self._reset(record)
         pred, gold = self._pred_gold(record)
         try:
-            ious = box_pairs(pred, gold)
+            golds = gold_boxes(gold)
         except (ValueError, TypeError, KeyError) as exc:
-            record.meta[f"{self.name}_invalid"] = str(exc)
+            self._bad_reference(record, str(exc))
             return {self.name: None, f"{self.name}_pairs": None}
-        return {self.name: sum(ious) / len(ious) if ious else None, f"{self.name}_pairs": ious}
+        if not golds:
+            self._bad_reference(record, "no reference box")
+            return {self.name: None, f"{self.name}_pairs": None}
+        match = match_boxes(pred, gold)
+        if match.unreadable:
+            self._unparsed(record, "; ".join(match.unreadable))
+        return {self.name: sum(match.ious) / len(match.ious), f"{self.name}_pairs": match.ious}
+
+    def _error_pairs(self, record: SampleRecord) -> list[float]:
+        """0 for each gold box of a failed sample ([] if its gold is bad)."""
+        try:
+            return [0.0] * len(gold_boxes(self._pred_gold(record)[1]))
+        except (ValueError, TypeError, KeyError):
+            return []
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         t = float(self.options.get("threshold", 0.5))
         samples = [r.scores.get(f"{self.name}_pairs") for r in usable(records)]
+        if self._errors_as_wrong():
+            samples += [self._error_pairs(r) for r in records if r.error is not None]
         samples = [s for s in samples if s]
         flat = [x for s in samples for x in s]
         name_at = f"{self.name}_at_{t:g}"
+        counts = self._counts(records)
         if all(len(s) == 1 for s in samples):
-            return {self.name: mean_stderr(flat), name_at: mean_stderr([float(x >= t) for x in flat])}
+            return {self.name: mean_stderr(flat), name_at: mean_stderr([float(x >= t) for x in flat]), **counts}
 
         def micro(units: Sequence[list[float]], f=lambda x: x) -> float | None:
             xs = [f(x) for u in units for x in u]
@@ -282,4 +450,5 @@ class BoxIoU(_Grounding):
         return {
             self.name: Aggregate(micro(samples), bootstrap_stderr(samples, micro), len(flat)),
             name_at: Aggregate(at(samples), bootstrap_stderr(samples, at), len(flat)),
+            **counts,
         }

@@ -10,8 +10,17 @@ The facet score is the mean of the valid ratings over samples; a reply that
 never parsed (``ok`` False) or a value off the scale is *excluded from the
 mean and counted* in ``<name>_judge_failures`` — never guessed.
 
+Valid value: a single judge's rating (``per_judge`` with at most one entry)
+must be a whole number on the scale (option ``integer``, default True for
+both metrics); a panel's combined value (``len(per_judge) > 1``) may be any
+number on the closed scale, since the mean of the members' ratings (1 and 2
+-> 1.5) need not be whole.  Panel members whose own reply failed (None in
+``per_judge``) are counted in ``<name>_member_failures`` (summed over
+samples); the sample still counts when the panel's value is valid.
+
 0/1/2 scorer (``judge_012``): the judge gives 0 (wrong), 1 (partly right) or
-2 (right).  Per-sample score = value / 2, so the aggregate equals
+2 (right); a panel's combined value lies on [0, 2].  Per-sample score =
+value / 2, so the aggregate equals
 mean(score) / 2 (CURVE's accuracy).  As with the Likert facets, and as the
 paper counts it, a failed judge reply is excluded and counted in
 ``<name>_judge_failures``; option ``failures_as_zero: true`` scores it 0
@@ -56,14 +65,31 @@ def likert_mean(ratings: list[Any], low: float = 1, high: float = 5) -> tuple[Ag
     return mean_stderr(valid), sum(v is None for v in valid)
 
 
-def score_012(values: list[Any], failures_as_zero: bool = False, errors: int = 0) -> tuple[Aggregate, int]:
-    """Accuracy = mean(score)/2 over the valid 0/1/2 values, and the number
-    of invalid values (excluded, or scored 0 with ``failures_as_zero``).
-    ``errors`` failed samples are added as score 0."""
+def is_panel(verdict_or_log: Any) -> bool:
+    """True when the value was combined from several judges
+    (``len(per_judge) > 1``); accepts a Verdict or its log dict."""
+    per = (verdict_or_log.get("per_judge") if isinstance(verdict_or_log, dict)
+           else getattr(verdict_or_log, "per_judge", None))
+    return len(per or []) > 1
+
+
+def member_failures(verdict_or_log: Any) -> int:
+    """Number of panel members whose own reply failed (None in ``per_judge``)."""
+    per = (verdict_or_log.get("per_judge") if isinstance(verdict_or_log, dict)
+           else getattr(verdict_or_log, "per_judge", None))
+    return sum(v is None for v in (per or []))
+
+
+def score_012(values: list[Any], failures_as_zero: bool = False, errors: int = 0,
+              integer: bool = True) -> tuple[Aggregate, int]:
+    """Accuracy = mean(score)/2 over the valid values on [0, 2] (whole
+    numbers only when ``integer``), and the number of invalid values
+    (excluded, or scored 0 with ``failures_as_zero``).  ``errors`` failed
+    samples are added as score 0."""
     scores: list[float | None] = [0.0] * errors
     failures = 0
     for v in values:
-        r = valid_rating(v, 0, 2, integer=True)
+        r = valid_rating(v, 0, 2, integer=integer)
         if r is None:
             failures += 1
             scores.append(0.0 if failures_as_zero else None)
@@ -76,11 +102,15 @@ class _JudgedScale(Metric):
     default_role = ""
     low: float = 1
     high: float = 5
-    integer = False
 
     @property
     def role(self) -> str:
         return self.options.get("role", self.default_role)
+
+    @property
+    def integer(self) -> bool:
+        """Whether a single judge's value must be a whole number."""
+        return bool(self.options.get("integer", True))
 
     async def _ask(self, record: SampleRecord, ctx: ScoreContext) -> float | None:
         specs = dict(self.options.get("fields") or DEFAULT_FIELDS)
@@ -89,15 +119,21 @@ class _JudgedScale(Metric):
             fields["response"] = record.response or ""
         verdict = await ctx.judges.ask(self.role, fields)
         record.judgements[self.name] = verdict_log(self.role, verdict)
-        value = valid_rating(verdict.value, self.low, self.high, self.integer) if verdict.ok else None
+        whole = self.integer and not is_panel(verdict)
+        value = valid_rating(verdict.value, self.low, self.high, whole) if verdict.ok else None
         if value is None:
             record.meta.setdefault("judge_failures", []).append(self.name)
         return value
 
+    def _member_failures(self, records: list[SampleRecord]) -> Aggregate:
+        ok = usable(records)
+        return count(sum(member_failures(r.judgements.get(self.name) or {}) for r in ok), len(ok))
+
 
 class LikertFacet(_JudgedScale):
     """Options: ``role`` (judge role, default "cot_judge"), ``fields``,
-    ``scale`` ([low, high], default [1, 5])."""
+    ``scale`` ([low, high], default [1, 5]), ``integer`` (True: a single
+    judge's rating must be whole)."""
 
     name = "likert"
     default_role = "cot_judge"
@@ -119,17 +155,19 @@ class LikertFacet(_JudgedScale):
         return {
             self.name: mean_stderr(values),
             f"{self.name}_judge_failures": count(sum(v is None for v in values), len(ok)),
+            f"{self.name}_member_failures": self._member_failures(records),
             f"{self.name}_errors": count(len(records) - len(ok), len(records)),
         }
 
 
 class Judge012(_JudgedScale):
     """Options: ``role`` (default "scorer"), ``fields``,
-    ``failures_as_zero`` (False), ``errors_count_as_wrong`` (True)."""
+    ``failures_as_zero`` (False), ``errors_count_as_wrong`` (True),
+    ``integer`` (True: a single judge's value must be 0, 1 or 2)."""
 
     name = "judge_012"
     default_role = "scorer"
-    low, high, integer = 0, 2, True
+    low, high = 0, 2
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -140,13 +178,18 @@ class Judge012(_JudgedScale):
         return {self.name: None if value is None else value / 2, f"{self.name}_raw": value}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        # ``score`` already applied the single-judge/panel rule (a rejected
+        # value has score None and raw None), so any raw value on [0, 2] is
+        # accepted here.
         ok = usable(records)
-        agg, failures = score_012([r.scores.get(f"{self.name}_raw") for r in ok],
-                                  bool(self.options.get("failures_as_zero", False)),
-                                  errors=len(records) - len(ok) if self.options.get("errors_count_as_wrong", True) else 0)
+        raw = [r.scores.get(f"{self.name}_raw") if r.scores.get(self.name) is not None else None for r in ok]
+        agg, failures = score_012(raw, bool(self.options.get("failures_as_zero", False)),
+                                  errors=len(records) - len(ok) if self.options.get("errors_count_as_wrong", True) else 0,
+                                  integer=False)
         n_err = len(records) - len(ok)
         return {
             self.name: agg,
             f"{self.name}_judge_failures": count(failures, len(ok)),
+            f"{self.name}_member_failures": self._member_failures(records),
             f"{self.name}_errors": count(n_err, len(records)),
         }

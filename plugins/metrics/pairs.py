@@ -103,25 +103,6 @@ def unit_accuracy(
     return stats
 
 
-def mcq_pair_accuracy(
-    records: Iterable[Any],
-    pair_key_fn: Callable[[Any], Hashable | None],
-    pred_fn: Callable[[Any], Any],
-    gold_fn: Callable[[Any], Any],
-    **options: Any,
-) -> UnitStats:
-    """Pair accuracy of multiple-choice answers: both sides of a pair right.
-    A None prediction is unknown.  ``options`` as for ``unit_accuracy``
-    (``expected_size`` defaults to 2)."""
-    options.setdefault("expected_size", 2)
-
-    def correct(r: Any) -> bool | None:
-        p = pred_fn(r)
-        return None if p is None else p == gold_fn(r)
-
-    return unit_accuracy(records, pair_key_fn, correct, **options)
-
-
 def macro_f1(preds: Sequence[Any], golds: Sequence[Any], labels: Sequence[Any] | None = None,
              unknown: str = "wrong") -> float | None:
     """Macro-averaged F1 over labels (see module docstring); None when
