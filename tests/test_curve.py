@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from avhb.aggregate import Aggregate, weighted_mean
 from avhb.errors import UserError
 from avhb.tasks.curve import hooks, locales
 from tests.conftest import run_cli
@@ -73,11 +74,42 @@ def test_loader_rejects_bad_records(tmp_path):
         hooks.load(tmp_path / "nowhere", {})
 
 
+def test_loader_locale_filter_ignores_case_and_separator(tmp_path):
+    want = [d["key"] for d in hooks.load(SAMPLE, {"dataset_kwargs": {"locale": "ta-IN"}})]
+    for spelled in ("ta_IN", "TA-in", "ta_in"):
+        assert [d["key"] for d in hooks.load(SAMPLE, {"dataset_kwargs": {"locale": spelled}})] == want
+    # the data's own spelling may differ too
+    records = json.loads((SAMPLE / "curve.json").read_text(encoding="utf-8"))
+    for r in records:
+        if r["locale"] == "ta-IN":
+            r["locale"] = "TA_in"
+    (tmp_path / "curve.json").write_text(json.dumps(records, ensure_ascii=False), encoding="utf-8")
+    assert [d["key"] for d in hooks.load(tmp_path, {"dataset_kwargs": {"locale": "ta-IN"}})] == want
+    assert hooks.doc_to_text({"question": "Q", "locale": "TA_in"}).endswith(locales.LOCALES["ta-IN"].answer)
+    with pytest.raises(UserError, match="unknown locale 'xx-YY'"):
+        hooks.load(SAMPLE, {"dataset_kwargs": {"locale": "xx-YY"}})
+
+
+def test_loader_rejects_duplicate_keys_and_unknown_locales(tmp_path):
+    records = json.loads((SAMPLE / "curve.json").read_text(encoding="utf-8"))
+    dup = records + [dict(records[1])]
+    (tmp_path / "curve.json").write_text(json.dumps(dup, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(UserError, match=f"duplicate key '{records[1]['key']}'"):
+        hooks.load(tmp_path, {"dataset_kwargs": {"category": "Sports"}})
+    odd = records + [dict(records[0], key="new_0001", locale="xx-YY")]
+    (tmp_path / "curve.json").write_text(json.dumps(odd, ensure_ascii=False), encoding="utf-8")
+    with pytest.raises(UserError, match="record 'new_0001': unknown locale 'xx-YY'"):
+        hooks.load(tmp_path, {})
+
+
 def test_native_prompts():
     doc = {"question": "질문?", "locale": "ko-KR"}
     assert hooks.doc_to_text(doc) == "질문?\n\n질문에 한국어로 간결하게 답하세요."
     assert hooks.reasoning_prompt(doc).endswith(locales.LOCALES["ko-KR"].reasoning)
-    assert hooks.doc_to_text({"question": "Q", "locale": "xx-YY"}).endswith(locales.LOCALES["en-GB"].answer)
+    # an unknown locale is a user error, never silently English
+    with pytest.raises(UserError, match="unknown locale 'xx-YY'"):
+        hooks.doc_to_text({"question": "Q", "locale": "xx-YY"})
+    assert locales.get("KO_kr") is locales.LOCALES["ko-KR"]
 
 
 def test_sample_pack_layout_and_size():
@@ -143,8 +175,11 @@ def test_end_to_end_scoring_on_sample_pack(tmp_path):
     assert ta["judge_failures"] == 1 and ta["accuracy_judge_failures"] == 1 and ta["errors"] == 0
     # ko: scores 1, 2 -> (0.5 + 1)/2
     assert ko["accuracy"] == pytest.approx(0.75) and ko["accuracy_n"] == 2 and ko["judge_failures"] == 0
-    # region-weighted = micro mean over the 4 scored questions = (1 + 0 + 0.5 + 1)/4
-    assert res["groups"]["curve"]["accuracy"] == pytest.approx(0.625)
+    # 2 of the group's 18 tasks ran: the core reports no group score from a subset
+    assert "curve" not in res["groups"] and res["partial_groups"]["curve"] == "2/18 tasks run"
+    # size weighting (the group's rule) = micro mean over the 4 scored questions = (1 + 0 + 0.5 + 1)/4
+    parts = [(Aggregate(r["accuracy"], r["accuracy_stderr"], r["accuracy_n"]), r["accuracy_n"]) for r in (ta, ko)]
+    assert weighted_mean(parts).value == pytest.approx(0.625)
     assert res["breakdowns"]["curve_ta_IN"]["category"]["Festivals"]["accuracy"] == pytest.approx(0.5)
     lines = [json.loads(l) for l in (out / "samples" / "curve_ta_IN.jsonl").read_text().splitlines()]
     third = next(l for l in lines if l["id"] == "ta-IN_0003")
@@ -166,4 +201,6 @@ def test_missing_video_fails_its_samples_and_is_counted(tmp_path):
     assert all("avhbKorea01.mp4" in l["error"] and l["error"].startswith("media:") for l in lines)
     # ta unaffected; weighted: (1 + 0 + 0 + 0)/4
     assert res["results"]["curve_ta_IN"]["accuracy"] == pytest.approx(0.5)
-    assert res["groups"]["curve"]["accuracy"] == pytest.approx(0.25)
+    ta = res["results"]["curve_ta_IN"]
+    parts = [(Aggregate(r["accuracy"], r["accuracy_stderr"], r["accuracy_n"]), r["accuracy_n"]) for r in (ta, ko)]
+    assert weighted_mean(parts).value == pytest.approx(0.25) and res["partial_groups"]["curve"] == "2/18 tasks run"

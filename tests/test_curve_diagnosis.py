@@ -214,3 +214,82 @@ async def test_unparsable_node_check_stops_the_walk_and_is_counted():
     assert nodes["n3"].label == "unvisited" and nodes["n4"].label == "unvisited"  # nothing guessed
     assert judges.failures[dg.CHECK_ROLE] == 1
     assert logs.count(dg.CHECK_ROLE) == 2 + 3  # n1, n2, then n3 asked 1 + 2 retries
+
+
+# ---------------------------------------------------------------- run-level settings and task choice
+
+class RecordingModel(FakeModel):
+    """FakeModel that also records each request's generation settings."""
+
+    def __init__(self, spec, log, settings):
+        super().__init__(spec, log)
+        self.settings = settings
+
+    async def generate(self, request):
+        self.settings.append(dict(request.generation))
+        return await super().generate(request)
+
+
+def _copy_run(run_dir, tmp_path, **changes):
+    import shutil
+
+    copy = tmp_path / "run"
+    shutil.copytree(run_dir, copy)
+    if (copy / "diagnosis").exists():
+        shutil.rmtree(copy / "diagnosis")
+    run = json.loads((copy / "run.json").read_text())
+    run.update(changes)
+    (copy / "run.json").write_text(json.dumps(run))
+    return copy
+
+
+def _add_category_task(copy):
+    """The run also had curve_cat_Rituals: the same de-DE questions under a second task."""
+    run = json.loads((copy / "run.json").read_text())
+    info = dict(run["tasks"]["curve_de_DE"], file=str(Path(dg.__file__).parent / "curve_categories.yaml"))
+    run["tasks"]["curve_cat_Rituals"] = info
+    (copy / "run.json").write_text(json.dumps(run))
+    (copy / "samples" / "curve_cat_Rituals.jsonl").write_text((copy / "samples" / "curve_de_DE.jsonl").read_text())
+
+
+def _diagnose_recording(run_dir, settings, model_log, **kw):
+    def factory(spec: BackendSpec):
+        return RecordingModel(spec, model_log, settings) if spec.kind == "fakemodel" else FakeJudge(spec, [])
+
+    return dg.diagnose_run(run_dir, model=BackendSpec("fakemodel", "m"), judges={"*": [BackendSpec("fakejudge", "j")]},
+                           backend_factory=factory, **kw)
+
+
+def test_default_tasks_are_locale_tasks_and_samples_count_once(run_dir, tmp_path):
+    copy = _copy_run(run_dir, tmp_path)
+    _add_category_task(copy)
+    assert dg._curve_tasks(json.loads((copy / "run.json").read_text())) == ["curve_de_DE"]
+    summary = _diagnose(copy, [], [], samples=["de-DE_0003", "de-DE_0001"])
+    assert summary["overall"]["samples"] == 2 and summary["locales"]["de-DE"]["samples"] == 2
+    assert not (copy / "diagnosis" / "curve_cat_Rituals.jsonl").exists()
+    # both tasks named explicitly: each file written, each question counted once in the summary
+    both = _diagnose(copy, [], [], tasks=["curve_de_DE", "curve_cat_Rituals"], samples=["de-DE_0003", "de-DE_0001"])
+    assert (copy / "diagnosis" / "curve_cat_Rituals.jsonl").exists()
+    assert both["overall"]["samples"] == 2 and both["overall"]["status"] == summary["overall"]["status"]
+
+
+def test_diagnosis_asks_with_the_runs_media_and_generation_settings(run_dir, tmp_path):
+    copy = _copy_run(run_dir, tmp_path, media={"frames": 4}, gen_kwargs={"thinking_budget": 128, "max_tokens": 300},
+                     seed=77)
+    settings, log = [], []
+    _diagnose_recording(copy, settings, log, samples=["de-DE_0003"])
+    assert len(settings) == 2  # round 1, then with the hint
+    for gen in settings:
+        assert gen["thinking_budget"] == 128 and gen["max_tokens"] == 300 and gen["seed"] == 77
+        assert gen["temperature"] == 0.0  # the task's own setting, not overridden
+    # media is part of the request key: another --media setting asks the model again ...
+    run = json.loads((copy / "run.json").read_text())
+    run["media"] = {"frames": 8}
+    (copy / "run.json").write_text(json.dumps(run))
+    again: list = []
+    _diagnose_recording(copy, again, [], samples=["de-DE_0003"])
+    assert len(again) == 2
+    # ... and the same settings again are answered from the journal
+    cached: list = []
+    _diagnose_recording(copy, cached, [], samples=["de-DE_0003"])
+    assert cached == []

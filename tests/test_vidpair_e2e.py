@@ -122,9 +122,11 @@ def test_sample_pack_end_to_end(tmp_path, replay):
     assert b["wAcc"] == pytest.approx(10 / 15) and b["wAcc_n"] == 15
     # 15 yes/no answers, 8 of them yes; 8 gold yes in the scored pairs (all rows)
     assert b["yes_diff"] == pytest.approx(0.0) and b["yes_diff_n"] == 15
-    assert (b["model_yes"], b["gt_yes"]) == (8, 8)
-    assert b["fp_rate"] == pytest.approx(2 / 15) and b["fp"] == 2
-    assert (b["unknown"], b["missing"], b["skipped_pairs"]) == (1, 0, 0)
+    assert (b["yes_diff_model_yes"], b["yes_diff_gt_yes"]) == (8, 8)
+    assert b["fp_rate"] == pytest.approx(2 / 15) and b["fp_rate_fp"] == 2
+    assert (b["unknown"], b["unknown_missing"], b["unknown_skipped_pairs"]) == (1, 0, 0)
+    # every count key carries its metric's name (no bare "fp", "missing", ...)
+    assert not {"model_yes", "gt_yes", "fp", "missing", "skipped_pairs"} & set(b)
     assert b["errors"] == 0 and b["samples"] == 16
     for key in ("vAcc", "qAcc", "wAcc", "yes_diff", "fp_rate"):
         assert b[f"{key}_stderr"] is not None and b[f"{key}_stderr"] > 0
@@ -141,6 +143,7 @@ def test_sample_pack_end_to_end(tmp_path, replay):
     m = res["results"]["vidpair_mcq"]
     assert m["mcq_f1"] == pytest.approx(5 / 8) and m["mcq_f1_n"] == 8  # upstream F1 = accuracy
     assert m["mcq_pair_acc"] == pytest.approx(1 / 4) and m["mcq_pair_acc_n"] == 4
+    assert m["mcq_pair_acc_incomplete_pairs"] == 0
     # macro F1 over A, B: F1_A = 2*3/(2*3+1+1) = 0.75, F1_B = 2*2/(2*2+1+2) = 4/7
     assert m["mcq_macro_f1"] == pytest.approx((0.75 + 4 / 7) / 2)
     assert m["mcq_f1_unparsed"] == 1 and m["judge_failures"] == 0
@@ -148,7 +151,7 @@ def test_sample_pack_end_to_end(tmp_path, replay):
     o = res["results"]["vidpair_open"]
     # 0-2 ratings / 2 of the 7 parsed replies; one judge reply never parsed (counted, excluded)
     assert o["open_score"] == pytest.approx((1 + 1 + 0.5 + 0 + 1 + 0 + 0.5) / 7) and o["open_score_n"] == 7
-    assert o["judge_failures"] == 1
+    assert o["judge_failures"] == 1 and o["open_score_judge_failures"] == 1
 
     g = res["groups"]["vidpair_halluc"]
     assert g["wAcc"] == pytest.approx(10 / 15) and g["mcq_f1"] == pytest.approx(5 / 8)
@@ -165,7 +168,7 @@ def test_missing_video_fails_its_samples_only(tmp_path, replay):
     (data / "VidPair-Halluc" / "object_0004" / "M_object_0004_101.mp4").unlink()
     res = _run(tmp_path, replay, "--data", f"vidpair_halluc={data}")
     b = res["results"]["vidpair_binary"]
-    assert b["errors"] == 2 and b["missing"] == 2
+    assert b["errors"] == 2 and b["unknown_missing"] == 2
     # pair4 keeps its two answers on the positive video (both wrong): vp 0/2; qp on it wrong, the other excluded
     assert b["vAcc"] == pytest.approx(5 / 8)
     assert b["qAcc"] == pytest.approx(4 / 6)

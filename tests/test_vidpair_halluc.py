@@ -324,3 +324,170 @@ async def test_open_score_scales_and_errors():
     assert res["open_score"].value == pytest.approx((1 + 0.5 + 0) / 3)
     with pytest.raises(ValueError):
         metrics.open_score("x", scale=3)
+
+
+# ---------------------------------------------------------------- review fixes
+
+def _rewrite_rows(path: Path, edit) -> None:
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    for r in rows:
+        edit(r)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_binary_row_without_pos_neg_group_is_a_user_error(tmp_path):
+    root = _copy_sample(tmp_path)
+
+    def drop_group(r):
+        if r["qa_id"] == "binary_00003":
+            r.pop("qa_group")
+            r["question_id"] = "color_0001_q2"  # no _pos/_neg suffix to infer it from
+    _rewrite_rows(root / "qa/hf/binary.jsonl", drop_group)
+    with pytest.raises(UserError, match=r"binary\.jsonl: binary row 'binary_00003' has no pos/neg qa_group"):
+        hooks.load(root, {"dataset_name": "binary"})
+    # the metric refuses such a row too (docs from another loader), instead of skipping every sample
+    docs = hooks.load(SAMPLE, {"dataset_name": "binary"})
+    records = [SampleRecord(id=d["qa_id"], doc=dict(d), target=d["answer"], response="yes") for d in docs]
+    records[0].doc["qa_group"] = None
+    with pytest.raises(UserError, match="binary_00001"):
+        metrics.wAcc("wAcc").aggregate(records)
+
+
+def test_pair_level_wins_over_metadata_and_mixed_levels_warn_once(tmp_path, capsys):
+    root = _copy_sample(tmp_path)
+    _rewrite_rows(root / "qa/hf/binary.jsonl", lambda r: r.pop("level"))
+    meta = (root / "metadata.csv").read_text().splitlines()
+    # metadata says "temporal" for color_0001_0.mp4; its pair entry says "video"
+    meta = [line.replace(",color,video,", ",color,temporal,") if line.startswith("color_0001_0,") else line for line in meta]
+    (root / "metadata.csv").write_text("\n".join(meta) + "\n")
+    docs = hooks.load(root, {"dataset_name": "binary"})
+    assert {d["level"] for d in docs if d["pair_id"] == "pair_0001"} == {"video"}
+    assert "different levels" not in capsys.readouterr().err
+    # a row's own level still wins; a pair split over two levels is warned about, once
+    _rewrite_rows(root / "qa/hf/binary.jsonl",
+                  lambda r: r.update(level="spatial") if r["qa_id"] in ("binary_00001", "binary_00005") else None)
+    docs = hooks.load(root, {"dataset_name": "binary"})
+    err = capsys.readouterr().err
+    assert err.count("different levels") == 1 and "2 pair(s)" in err and "pair_0001: spatial, video" in err
+    assert [d["level"] for d in docs[:2]] == ["spatial", "video"]
+
+
+def _mcq(pair, gold, pred, answered=True):
+    return scoring.McqItem(pair=pair, sample=pair, file=f"{pair}.mp4", level="video", gold=gold, pred=pred,
+                           answered=answered)
+
+
+def test_mcq_pair_accuracy_needs_both_members():
+    items = [_mcq("p1", "A", "A"), _mcq("p1", "B", None),  # one right, one unreadable
+             _mcq("p2", "A", "A"), _mcq("p2", "B", "C"),  # a full pair, wrong
+             _mcq("p3", "A", "A")]  # the other side cut by --limit
+    excl = scoring.tally_mcq(items, unknown="exclude")
+    agg = scoring.mcq_stat(excl, "pair_acc")
+    assert (agg.value, agg.n) == (0.0, 1)  # p2 only; p1 is not a right pair on its surviving row
+    assert [t.incomplete_pairs for t in excl] == [1, 0, 1]
+    wrong = scoring.tally_mcq(items, unknown="wrong")
+    agg = scoring.mcq_stat(wrong, "pair_acc")
+    assert (agg.value, agg.n) == (0.0, 2)  # p1 wrong (its unknown member), p2 wrong; p3 incomplete
+    assert sum(t.incomplete_pairs for t in wrong) == 1
+    assert scoring.mcq_stat(scoring.tally_mcq([_mcq("p", "A", "A"), _mcq("p", "B", "B")]), "pair_acc").value == 1.0
+
+
+async def test_mcq_pair_acc_reports_incomplete_pairs():
+    judges = FakeJudges({("answer_matcher", "a green square"): "A"})
+    records = [r for r in _records("multiple_choice", MCQ) if r.id != "multiple_choice_00004"]  # cut one side
+    m = metrics.mcq_pair_acc("pa", unknown="exclude")
+    res = await _score([m], records, judges)
+    # pair1 right; pair2 cut (its surviving row is right, but it is no pair); pair3 B/B for A/B: wrong;
+    # pair4: "a green square" -> A right, the other reply unparsed and excluded: incomplete
+    assert (res["pa"].value, res["pa"].n) == (0.5, 2)
+    assert res["pa_incomplete_pairs"].value == 2 and res["pa_incomplete_pairs"].n == 4
+
+
+def test_sequence_golds_need_option_letters():
+    from avhb.tasks.vidpair_halluc.extract import is_sequence_answer
+    assert is_sequence_answer("CAB", "ABCD") and is_sequence_answer(" b a ", {"A": "x", "B": "y"})
+    assert not is_sequence_answer("red", "ABCD") and not is_sequence_answer("No", "ABCD")
+    assert not is_sequence_answer("A", "ABCD") and not is_sequence_answer("ABX", "ABC")
+    colours = {"A": "red", "B": "blue", "C": "green"}
+    assert scoring.gold_key("red", colours) == "A"  # the option text, not a sequence "RED"
+    assert scoring.gold_key("b", colours) == "B" and scoring.gold_key("C A", colours) == "CA"
+    assert scoring.gold_key("No", {"A": "Yes", "B": "No"}) == "B"
+    assert scoring.gold_key("D", {}) == "D"
+    with pytest.raises(SampleError, match="names no option"):
+        scoring.gold_key("purple", colours)  # never its first letter "P"
+    with pytest.raises(SampleError):
+        scoring.gold_key("red", {})
+
+
+async def test_mcq_text_gold_is_scored_by_its_option_and_a_bad_gold_fails_the_sample():
+    doc = {"qa_id": "q1", "pair_id": "p", "level": "video", "file_name": "v_0.mp4", "question": "Colour?",
+           "option_map": {"A": "red", "B": "blue"}}
+    m = metrics.mcq_f1("f1")
+    rec = SampleRecord(id="q1", doc=doc, target="red", response="A", extracted="A")
+    got = await m.score(rec, ScoreContext(judges=FakeJudges({}), task="t"))
+    assert got["mcq_correct"] == 1.0 and rec.meta["mcq"]["robust"]["gold"] == "A"
+    bad = SampleRecord(id="q2", doc=dict(doc, qa_id="q2"), target="purple", response="A", extracted="A")
+    with pytest.raises(SampleError, match="purple"):
+        await m.score(bad, ScoreContext(judges=FakeJudges({}), task="t"))
+
+
+def test_upstream_mode_rejects_conflicting_options():
+    with pytest.raises(UserError, match="unknown: wrong"):
+        metrics.vAcc("vAcc", mode="upstream", unknown="wrong")
+    with pytest.raises(UserError, match="gt_yes: answered"):
+        metrics.yes_diff("yes_diff", mode="upstream", gt_yes="answered")
+    with pytest.raises(UserError, match="unknown: wrong"):
+        metrics.mcq_f1("f1", mode="upstream", unknown="wrong")
+    with pytest.raises(UserError):
+        scoring.tally_sample(_pair("s", ["yes", "no", "no", "yes"]), mode="upstream", unknown="wrong")
+    # the defaults and the YAML's gt_yes: all stay valid
+    metrics.yes_diff("yes_diff", mode="upstream", gt_yes="all")
+    metrics.mcq_f1("f1", mode="upstream")
+
+
+async def test_binary_count_keys_carry_the_metric_name():
+    replies = {f"binary_{i:05d}": "yes" for i in range(1, 17)}
+    ms = [metrics.yes_diff("yd"), metrics.fp_rate("fpr"), metrics.unknown("unk")]
+    res = await _score(ms, _records("binary", replies), FakeJudges({}))
+    assert {"yd_model_yes", "yd_gt_yes", "fpr_fp", "unk_missing", "unk_skipped_pairs"} <= set(res)
+    assert not {"model_yes", "gt_yes", "fp", "missing", "skipped_pairs"} & set(res)
+    assert res["yd_model_yes"].value == 16 and res["fpr_fp"].value == 8
+
+
+class _Roles(FakeJudges):
+    def __init__(self, table, parser="score_0_2", parser_options=None):
+        from avhb.judges import JudgeRole
+        super().__init__(table)
+        self.roles = {"scorer": JudgeRole("scorer", "p", parser, dict(parser_options or {}))}
+
+
+async def test_open_score_checks_values_and_parser():
+    docs = hooks.load(SAMPLE, {"dataset_name": "open_ended"})[:5]
+    records = [SampleRecord(id=d["qa_id"], doc=d, target=d["answer"], response=f"r{i}", extracted=f"r{i}")
+               for i, d in enumerate(docs)]
+    # True is not a rating; 3 is off the 0-2 scale; 1.5 is a panel mean (judges 1 and 2): valid
+    table = {("scorer", "r0"): 2, ("scorer", "r1"): True, ("scorer", "r2"): 3, ("scorer", "r3"): 1.5,
+             ("scorer", "r4"): -1}
+    res = await _score([metrics.open_score("os")], records, _Roles(table))
+    assert res["os"].value == pytest.approx((1 + 0.75) / 2) and res["os"].n == 2
+    assert res["os_judge_failures"].value == 3 and res["os_judge_failures"].n == 5
+    assert records[1].meta["judge_failures"] == ["os"]
+    # scale 5: 5 -> 1, 3 -> 0.5; 0 is off the 1-5 scale
+    for r in records:
+        r.scores, r.meta = {}, {}
+    table5 = {("scorer", "r0"): 5, ("scorer", "r1"): 3, ("scorer", "r2"): 0, ("scorer", "r3"): None,
+              ("scorer", "r4"): 4.5}
+    res = await _score([metrics.open_score("os", scale=5)], records, _Roles(table5, "rating_json"))
+    assert res["os"].value == pytest.approx((1 + 0.5 + 0.875) / 3) and res["os_judge_failures"].value == 2
+    # a parser on another scale is a user error, before any judge call
+    judges = _Roles(table, "yes_no")
+    with pytest.raises(UserError, match="score_0_2"):
+        await metrics.open_score("os").score(records[0], ScoreContext(judges=judges, task="t"))
+    assert judges.calls == []
+    with pytest.raises(UserError, match="1-5"):
+        await metrics.open_score("os", scale=5).score(records[0], ScoreContext(judges=_Roles(table), task="t"))
+    with pytest.raises(UserError):
+        await metrics.open_score("os", scale=5).score(
+            records[0], ScoreContext(judges=_Roles(table, "integer", {"min": 0, "max": 10}), task="t"))
+    await metrics.open_score("os", scale=5).score(
+        records[0], ScoreContext(judges=_Roles(table5, "integer", {"min": 1, "max": 5}), task="t"))

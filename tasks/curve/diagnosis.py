@@ -404,7 +404,12 @@ def _read_samples(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+_LOCALE_TASK = re.compile(r"^curve_[a-z]{2,3}_[A-Z]{2}$")
+
+
 def _curve_tasks(run: dict[str, Any]) -> list[str]:
+    """The run's CURVE locale tasks (``curve_<ll>_<CC>``).  The category
+    tasks (``curve_cat_*``) hold the same questions, so they are left out."""
     pack = Path(__file__).resolve().parent
     out = []
     for name, info in (run.get("tasks") or {}).items():
@@ -412,15 +417,31 @@ def _curve_tasks(run: dict[str, Any]) -> list[str]:
             inside = Path(info.get("file", "")).resolve().parent == pack
         except OSError:
             inside = False
-        if inside and name.startswith("curve_"):
+        if inside and _LOCALE_TASK.match(name):
             out.append(name)
+    return out
+
+
+def _unique(diagnoses: list[SampleDiagnosis]) -> list[SampleDiagnosis]:
+    """One diagnosis per sample id (the first), so that a question diagnosed
+    under two tasks (a locale and a category task) counts once."""
+    seen: set[str] = set()
+    out = []
+    for d in diagnoses:
+        if d.id not in seen:
+            seen.add(d.id)
+            out.append(d)
     return out
 
 
 def _model_caller(ctx: _RunContext, task, root: Path, limit: asyncio.Semaphore):
     from avhb.requests import build_request, materialize, request_key
 
-    media = task.cfg.get("media") or {}
+    # as the evaluator's run did: the run's --media over the task's media
+    # block, its --gen-kwargs over the task's generation settings, seed + repeat 0
+    media = {**(task.cfg.get("media") or {}), **(ctx.run.get("media") or {})}
+    gen_kwargs = dict(ctx.run.get("gen_kwargs") or {})
+    seed = int(ctx.run.get("seed", 1234))
 
     async def ask(sample_id: str, doc: dict[str, Any], hints: list[str]) -> Response:
         try:
@@ -433,7 +454,9 @@ def _model_caller(ctx: _RunContext, task, root: Path, limit: asyncio.Semaphore):
             return Response(text="", error="the task's request has no text part to extend")
         texts[-1].text = hooks.reasoning_prompt(doc) + hint_block(hints)
         request.fields["diagnosis"] = True
-        request.key = request_key(request, ctx.backend.identity, 0, ctx.ablations)
+        request.generation.update(gen_kwargs)
+        request.generation.setdefault("seed", seed)
+        request.key = request_key(request, ctx.backend.identity, 0, ctx.ablations, media)
         cached = ctx.journal.get("diagnosis", request.key)
         if cached is not None and cached.get("error") is None:
             return Response(text=cached.get("response") or "")
@@ -526,6 +549,7 @@ async def diagnose_run_async(run_dir: Path, *, judges: dict[str, list[BackendSpe
         journal.close()
         await pool.close()
         await backend.aclose()
+    all_diagnoses = _unique(all_diagnoses)
     by_locale: dict[str, list[SampleDiagnosis]] = {}
     for d in all_diagnoses:
         by_locale.setdefault(d.locale or "(none)", []).append(d)
@@ -550,7 +574,8 @@ def diagnose_run(run_dir: Path, **options: Any) -> dict[str, Any]:
     ``default_judge``), ``model`` (BackendSpec; default the run's model as
     recorded in run.json — pass it again when the model needs arguments that
     are not recorded, such as an API key variable), ``tasks`` (default: every
-    ``curve_*`` task of the run), ``samples`` (ids), ``max_rounds`` (5),
+    locale task ``curve_<ll>_<CC>`` of the run; the summary counts each
+    sample id once even when ``tasks`` names a locale and a category task), ``samples`` (ids), ``max_rounds`` (5),
     ``only_incorrect`` (skip samples the run scored fully right),
     ``backend_factory`` (tests), ``concurrency`` (samples in flight).
     Samples whose run failed (``error``) are not diagnosed."""

@@ -87,18 +87,38 @@ def prepare_record(record: dict[str, Any], where: Path) -> dict[str, Any]:
             "youtube_id": vid, "video_file": f"videos/{vid}.mp4"}
 
 
+def check_records(records: list[dict[str, Any]], where: Path) -> None:
+    """``UserError`` for two records with one ``key`` (the sample id) or a
+    record whose ``locale`` is not a known one."""
+    seen: set[str] = set()
+    for record in records:
+        key = str(record.get("key"))
+        if "key" in record and key in seen:
+            raise UserError(f"{where}: duplicate key {key!r} (keys are the sample ids and must be unique)")
+        seen.add(key)
+        if "locale" in record and locales.find(str(record["locale"])) is None:
+            raise UserError(f"{where}: record {record.get('key', '?')!r}: unknown locale {record['locale']!r} "
+                            f"(known: {', '.join(locales.LOCALES)})")
+
+
 def load(root: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
     """``data_loader`` hook.  ``dataset_kwargs``: ``locale`` (e.g. ``ta-IN``)
-    and/or ``category`` (e.g. ``Sports``) select records; order is kept."""
+    and/or ``category`` (e.g. ``Sports``) select records; order is kept.
+    Both compare without case (``ta_in`` = ``ta-IN``).  Duplicate keys and
+    unknown locales (in the data or in ``locale``) are ``UserError``s."""
     root = Path(root)
     kwargs = config.get("dataset_kwargs") or {}
     want_locale = kwargs.get("locale")
     want_category = kwargs.get("category")
+    if want_locale:
+        want_locale = locales.get(str(want_locale)).code
+    records = read_records(root)
+    check_records(records, root if root.is_file() else root / JSON_NAME)
     docs = []
-    for record in read_records(root):
-        if want_locale and str(record.get("locale", "")).replace("_", "-") != want_locale.replace("_", "-"):
+    for record in records:
+        if want_locale and locales.normalize(str(record.get("locale", ""))) != locales.normalize(want_locale):
             continue
-        if want_category and str(record.get("category", "")).strip().lower() != want_category.lower():
+        if want_category and str(record.get("category", "")).strip().lower() != str(want_category).strip().lower():
             continue
         docs.append(prepare_record(record, root))
     folder = root.parent if root.is_file() else root

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from avhb.errors import UserError
+
 
 @dataclass(frozen=True)
 class Locale:
@@ -60,9 +62,25 @@ LOCALES: dict[str, Locale] = {loc.code: loc for loc in _TABLE}
 CATEGORIES = ("Sports", "Cuisine", "Festivals", "Tourism", "Rituals", "Education")
 
 
+def normalize(code: str) -> str:
+    """A code compared without case or separator: ``TA_in`` -> ``ta-in``."""
+    return str(code).strip().replace("_", "-").lower()
+
+
+_BY_NORMALIZED = {normalize(c): loc for c, loc in LOCALES.items()}
+
+
+def find(code: str) -> Locale | None:
+    """The locale a code names (any case, ``_`` or ``-``), or None."""
+    return _BY_NORMALIZED.get(normalize(code))
+
+
 def get(code: str) -> Locale:
-    """The locale by its code; ``ta_IN`` is accepted for ``ta-IN``.
-    Unknown codes fall back to English instructions (never raise: a new
-    locale in the data must not stop a run)."""
-    code = code.replace("_", "-")
-    return LOCALES.get(code) or Locale(code, code, LOCALES["en-GB"].answer, LOCALES["en-GB"].reasoning)
+    """The locale by its code (``ta-IN``, ``ta_IN``, ``TA-in``...).  An
+    unknown code is a ``UserError``: its instruction lines would otherwise be
+    silently English."""
+    loc = find(code)
+    if loc is None:
+        raise UserError(f"curve: unknown locale {code!r} (known: {', '.join(LOCALES)}); add it to locales.py "
+                        "with its native-language instruction lines")
+    return loc

@@ -15,10 +15,13 @@
   the stripped reply; a non-string is returned unchanged.
 * ``letter_sequence`` (``extract_answer_sequence``): upper-cased with all
   whitespace removed (clip-order answers such as ``ABC``).
+* ``is_sequence_answer(gold, letters)``: a clip-order gold is two or more
+  characters (whitespace removed, upper-cased), every one an option letter;
+  an ordinary gold such as ``red`` or ``No`` is not one.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 INVALID = ("", "unknown", "文件未找到", "file not found", "video not found", "error", "无法处理", "cannot process")
 SHORT_INVALID = ("", "unknown", "文件未找到", "file not found", "video not found")
@@ -74,7 +77,9 @@ def letter_sequence(answer: Any) -> Any:
     return "".join(answer.strip().upper().split())
 
 
-def is_sequence_answer(gold: Any) -> bool:
-    """A clip-order gold answer: two or more letters once whitespace is removed."""
+def is_sequence_answer(gold: Any, letters: Iterable[str]) -> bool:
+    """A clip-order gold answer: two or more characters once whitespace is
+    removed and upper-cased, each one of the option ``letters``."""
     s = letter_sequence(gold)
-    return isinstance(s, str) and len(s) >= 2 and s.isalpha() and s.isascii()
+    allowed = {str(x).strip().upper() for x in letters}
+    return isinstance(s, str) and len(s) > 1 and all(c in allowed for c in s)

@@ -13,12 +13,16 @@ keys, each taken from the row when present and otherwise filled as stated:
 * ``id``: the video's folder (``VidPair-Halluc/<id>/<file>``), else the pair's ``id``;
 * ``pair_id``: the ``pairs.json`` entry naming this video;
 * ``video_role``: ``positive``/``adversarial`` from that entry;
-* ``category``, ``level``, ``mask_flags``: ``metadata.csv`` or the pair entry,
-  else from the names (category = ``id`` minus a ``T_`` prefix, left of the
+* ``category``: ``metadata.csv``, else the pair entry; ``level``: the pair
+  entry, else ``metadata.csv`` (a pair whose rows end up at different
+  levels is warned about on stderr, once per load); ``mask_flags``:
+  ``metadata.csv``; each else from the names (category = ``id`` minus a ``T_`` prefix, left of the
   last ``_``; level: a pair whose video starts ``T_`` -> temporal, ``M_``/``R_``
   -> spatial, else video; without a pair, the row's own file name);
 * ``qa_group``: ``binary_qa_pos``/``binary_qa_neg`` from a ``question_id``
-  ending in ``_pos``/``_neg``; ``multiple_qa`` / ``open_qa`` for the other splits;
+  ending in ``_pos``/``_neg``; ``multiple_qa`` / ``open_qa`` for the other splits.
+  A binary row that ends up without a ``binary_qa_pos|neg|<k>`` group is a
+  ``UserError`` naming the QA file and the row (it could never be paired);
 * ``prompt``: the question plus the split's answer instruction
   (``dataset_kwargs.post_prompt`` overrides it; ``""`` sends the bare question).
 
@@ -29,6 +33,8 @@ recorded error and the run goes on.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -43,6 +49,7 @@ POST_PROMPTS = {
     "open_ended": "",
 }
 DEFAULT_GROUP = {"multiple_choice": "multiple_qa", "open_ended": "open_qa"}
+_BINARY_GROUP = re.compile(r"^binary_qa_(pos|neg|\d+)$")
 
 
 def load(root: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
@@ -57,9 +64,10 @@ def load(root: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
     if not root.is_dir():
         raise UserError(f"vidpair_halluc: {root} is not a folder (expected a release folder with qa/hf/)")
     rel = read_release(root, qa_type)
+    normalised = [normalise(row, rel, qa_type, i) for i, row in enumerate(rel.rows, 1)]
+    warn_mixed_levels(normalised, qa_type)
     docs = []
-    for i, row in enumerate(rel.rows, 1):
-        doc = normalise(row, rel, qa_type, i)
+    for doc in normalised:
         if level != "all" and doc.get("level") != level:
             continue
         question = str(doc.get("question") or "")
@@ -91,9 +99,10 @@ def normalise(row: dict[str, Any], rel, qa_type: str, index: int) -> dict[str, A
         for role in ("positive", "adversarial"):
             if pair.get(f"{role}_video") and str(video_file(rel.root, pair[f"{role}_video"])) == resolved:
                 doc["video_role"] = role
-    for key in ("category", "level"):
-        if not doc.get(key):
-            doc[key] = meta.get(key) or (pair or {}).get(key) or None
+    if not doc.get("category"):
+        doc["category"] = meta.get("category") or (pair or {}).get("category") or None
+    if not doc.get("level"):
+        doc["level"] = (pair or {}).get("level") or meta.get("level") or None
     if not doc.get("category") and doc.get("id"):
         doc["category"] = category_from_id(str(doc["id"]))
     if not doc.get("level"):
@@ -112,7 +121,26 @@ def normalise(row: dict[str, Any], rel, qa_type: str, index: int) -> dict[str, A
             doc["qa_group"] = "binary_qa_" + qid[-3:]
         else:
             doc["qa_group"] = DEFAULT_GROUP.get(qa_type)
+    if qa_type == "binary" and not _BINARY_GROUP.match(str(doc.get("qa_group") or "")):
+        raise UserError(f"{rel.source or rel.root}: binary row {doc.get('qa_id')!r} has no pos/neg qa_group "
+                        f"(qa_group {doc.get('qa_group')!r}, question_id {doc.get('question_id')!r}): it could never be paired")
     return doc
+
+
+def warn_mixed_levels(docs: list[dict[str, Any]], qa_type: str) -> str | None:
+    """One stderr warning (returned too) when the rows of a pair carry
+    different levels; None when every pair is at one level."""
+    levels: dict[str, set[str]] = {}
+    for d in docs:
+        if d.get("pair_id") is not None:
+            levels.setdefault(str(d["pair_id"]), set()).add(str(d.get("level")))
+    mixed = sorted(p for p, lv in levels.items() if len(lv) > 1)
+    if not mixed:
+        return None
+    msg = (f"avhb: warning: vidpair_halluc ({qa_type}): {len(mixed)} pair(s) have rows at different levels "
+           f"(e.g. {mixed[0]}: {', '.join(sorted(levels[mixed[0]]))}); they are scored apart per level")
+    print(msg, file=sys.stderr)
+    return msg
 
 
 def messages(doc: dict[str, Any], ctx: dict[str, Any]) -> list[Message]:

@@ -20,8 +20,10 @@ binary metrics treat it as a missing answer (excluded by default, wrong under
 default) or excluded (``errors: exclude``).
 
 ``open_score``: the ``scorer`` judge's 0-2 rating / 2 (``scale: 2``, parser
-``score_0_2``) or (rating - 1) / 4 (``scale: 5``); a reply that never parsed
-is excluded and counted by the harness as a judge failure.
+``score_0_2``) or (rating - 1) / 4 (``scale: 5``, parser ``rating_json`` or
+``integer`` on 1-5); a reply that never parsed, or a value that is not a
+number on the scale (booleans included), is excluded and counted in
+``<name>_judge_failures``.  A panel mean such as 1.5 is a valid rating.
 """
 from __future__ import annotations
 
@@ -29,8 +31,10 @@ import re
 from typing import Any
 
 from avhb.aggregate import Aggregate
+from avhb.errors import SampleError, UserError
 from avhb.metric import Metric, SampleRecord, ScoreContext
-from avhb.plugins.metrics.choice import gold_letter, inline_options, options_from, resolve_choice
+from avhb.plugins.metrics.choice import inline_options, options_from, resolve_choice
+from avhb.plugins.metrics.likert import valid_rating
 
 from . import scoring
 from .extract import UNKNOWN, extract_yes_no, first_letter, is_sequence_answer, letter_sequence
@@ -63,6 +67,7 @@ class _Binary(Metric):
         self.unknown = scoring.check_option("unknown", options.get("unknown", "exclude"), ("exclude", "wrong"))
         self.gt_yes = scoring.check_option("gt_yes", options.get("gt_yes", "all"), ("all", "answered"))
         self.iters = int(options.get("bootstrap_iters", 1000))
+        scoring.check_upstream_options(self.mode, self.unknown, self.gt_yes)
         if self.mode == "upstream":  # each script fixes its own scope (videoqa: all; clipqa: answered)
             self.gt_yes = "all"
 
@@ -79,6 +84,9 @@ class _Binary(Metric):
         out = []
         for r in records:
             d = r.doc
+            if not d.get("qa_group"):
+                raise UserError(f"vidpair_halluc: binary row {d.get('qa_id') or r.id!r} has no qa_group "
+                                "(binary_qa_pos / binary_qa_neg): it could never be paired")
             unit = d.get("id") if self.mode == "upstream" else (d.get("pair_id") or d.get("id"))
             out.append(scoring.BinaryItem(sample=(r.repeat, d.get("level"), unit), group=str(d.get("qa_group")),
                                           file=str(d.get("file_name")), gold=r.target, reply=_reply(r),
@@ -111,7 +119,8 @@ class WAcc(_Binary):
 
 
 class YesDiff(_Binary):
-    """(model_yes - gt_yes) / total_qa; also reports the three counts."""
+    """(model_yes - gt_yes) / total_qa; also reports ``<name>_model_yes`` and
+    ``<name>_gt_yes`` (n = total_qa)."""
 
     stat = "yes_diff"
     higher_is_better = False
@@ -120,12 +129,12 @@ class YesDiff(_Binary):
         ts = self.tallies(records)
         total = scoring._total(ts)
         return {self.name: scoring.binary_stat(ts, self.stat, self.gt_yes, self.iters),
-                "model_yes": _count(total.model_yes, total.total_qa),
-                "gt_yes": _count(total.gt_yes(self.gt_yes), total.total_qa)}
+                f"{self.name}_model_yes": _count(total.model_yes, total.total_qa),
+                f"{self.name}_gt_yes": _count(total.gt_yes(self.gt_yes), total.total_qa)}
 
 
 class FPRate(_Binary):
-    """FP / total_qa, FP = yes where the gold is no; also reports FP."""
+    """FP / total_qa, FP = yes where the gold is no; also reports ``<name>_fp``."""
 
     stat = "fp_rate"
     higher_is_better = False
@@ -134,13 +143,13 @@ class FPRate(_Binary):
         ts = self.tallies(records)
         total = scoring._total(ts)
         return {self.name: scoring.binary_stat(ts, self.stat, self.gt_yes, self.iters),
-                "fp": _count(total.fp, total.total_qa)}
+                f"{self.name}_fp": _count(total.fp, total.total_qa)}
 
 
 class UnknownCount(_Binary):
-    """Counts, no estimate: ``unknown`` replies (n = rows with a reply),
-    ``missing`` answers (failed samples; n = rows), ``skipped_pairs``
-    (samples skipped whole; n = samples)."""
+    """Counts, no estimate: ``<name>`` unknown replies (n = rows with a
+    reply), ``<name>_missing`` answers (failed samples; n = rows),
+    ``<name>_skipped_pairs`` (samples skipped whole; n = samples)."""
 
     higher_is_better = False
 
@@ -148,8 +157,8 @@ class UnknownCount(_Binary):
         ts = self.tallies(records)
         total = scoring._total(ts)
         return {self.name: _count(total.unknown, total.rows - total.missing),
-                "missing": _count(total.missing, total.rows),
-                "skipped_pairs": _count(total.skipped, len(ts))}
+                f"{self.name}_missing": _count(total.missing, total.rows),
+                f"{self.name}_skipped_pairs": _count(total.skipped, len(ts))}
 
 
 # ---------------------------------------------------------------- multiple choice
@@ -188,6 +197,7 @@ class _Mcq(Metric):
         super().__init__(name, **options)
         self.mode = scoring.check_option("mode", options.get("mode", "avhb"), scoring.MODES)
         self.unknown = scoring.check_option("unknown", options.get("unknown", "wrong"), ("exclude", "wrong"))
+        scoring.check_upstream_options(self.mode, options.get("unknown"))
         self.use_judge = bool(options.get("use_judge", True))
         self.iters = int(options.get("bootstrap_iters", 1000))
 
@@ -205,16 +215,14 @@ class _Mcq(Metric):
                    "gold": letter_sequence(record.target) if seq else first_letter(record.target), "by": "upstream"}
         else:
             options = mcq_options(doc)
-            if is_sequence_answer(record.target):
-                letters = set(options) or set("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-                out = {"pred": robust_sequence(reply, letters), "gold": letter_sequence(record.target), "by": "rules"}
+            gold = scoring.gold_key(record.target, options)  # SampleError: the gold names no option
+            if is_sequence_answer(record.target, options):
+                out = {"pred": robust_sequence(reply, {k.upper() for k in options}), "gold": gold, "by": "rules"}
             else:
                 res = await resolve_choice(reply, options, str(doc.get("question") or ""), ctx, self.use_judge)
                 if res.judgement is not None:
                     record.judgements["answer_matcher"] = res.judgement
-                gold = gold_letter(record.target, options) if options else None
-                out = {"pred": res.letter, "gold": gold or first_letter(record.target), "by": res.by,
-                       "judge_failed": res.judge_failed}
+                out = {"pred": res.letter, "gold": gold, "by": res.by, "judge_failed": res.judge_failed}
             if out["pred"] is None:
                 record.meta["unparsed"] = True
         cache[self._key()] = out
@@ -233,13 +241,22 @@ class _Mcq(Metric):
             out.append(scoring.McqItem(
                 pair=(r.repeat, d.get("level"), d.get("pair_id") or d.get("id")),
                 sample=(r.repeat, d.get("level"), d.get("id")), file=str(d.get("file_name")), level=d.get("level"),
-                gold=got["gold"] if got else (r.target if self.mode == "upstream" else scoring.gold_key(r.target)),
+                gold=got["gold"] if got else (r.target if self.mode == "upstream" else _safe_gold(r)),
                 pred=got["pred"] if got else None, answered=r.error is None))
         return out
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = scoring.tally_mcq(self.items(records), self.mode, self.unknown)
         return {self.name: scoring.mcq_stat(ts, self.stat, self.iters)}
+
+
+def _safe_gold(record: SampleRecord) -> Any:
+    """The gold key of a record that was never scored (its model call
+    failed); None when the gold names no option (the row counts as wrong)."""
+    try:
+        return scoring.gold_key(record.target, mcq_options(record.doc))
+    except SampleError:
+        return None
 
 
 class McqF1(_Mcq):
@@ -266,37 +283,84 @@ class McqMacroF1(_Mcq):
 
 
 class McqPairAcc(_Mcq):
-    """Both videos of a pair answered right (default pairing: ``pair_id``)."""
+    """Both videos of a pair answered right (default pairing: ``pair_id``).
+    Also reports ``<name>_incomplete_pairs`` (avhb mode: pairing units not
+    scored for lack of a second member; n = pairing units)."""
 
     stat = "pair_acc"
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ts = scoring.tally_mcq(self.items(records), self.mode, self.unknown)
+        return {self.name: scoring.mcq_stat(ts, self.stat, self.iters),
+                f"{self.name}_incomplete_pairs": _count(sum(t.incomplete_pairs for t in ts), len(ts))}
 
 
 # ---------------------------------------------------------------- open-ended
 
 
+SCALES = {2: (0.0, 2.0), 5: (1.0, 5.0)}  # scale -> rating range
+_SCALE_PARSERS = {2: ("score_0_2",), 5: ("rating_json", "integer")}
+
+
+def check_scale_parser(metric: str, scale: int, role: Any) -> None:
+    """``UserError`` unless the ``scorer`` role's parser yields ratings on
+    ``scale``: ``score_0_2`` for scale 2; ``rating_json`` / ``integer`` with
+    ``min: 1, max: 5`` for scale 5 (``rating_json`` defaults to 1-5)."""
+    parser = getattr(role, "parser", None)
+    opts = getattr(role, "parser_options", None) or {}
+    ok = parser in _SCALE_PARSERS[scale]
+    if ok and scale == 5:
+        lo, hi = (opts.get("min", 1), opts.get("max", 5)) if parser == "rating_json" else (opts.get("min"), opts.get("max"))
+        ok = (lo, hi) == (1, 5)
+    if not ok:
+        raise UserError(f"{metric}: scale {scale} needs the scorer judge's parser to rate on "
+                        f"{'0-2 (parser: score_0_2)' if scale == 2 else '1-5 (parser: rating_json or integer, min 1, max 5)'}"
+                        f"; the task declares parser {parser!r} {opts or ''}".rstrip())
+
+
 class OpenScore(Metric):
     """The ``scorer`` judge's rating of a description against the reference,
-    mapped to [0, 1] (see module docstring); stderr by bootstrap over pairs."""
+    mapped to [0, 1] (see module docstring); stderr by bootstrap over pairs.
+
+    A rating counts only when the verdict is ok and its value is a number
+    (not a boolean) on the scale's range: [0, 2] for ``scale: 2``, [1, 5]
+    for ``scale: 5``; a panel's mean (e.g. 1.5 from ratings 1 and 2) is
+    valid.  Anything else is excluded and counted in
+    ``<name>_judge_failures`` (n = samples with a reply).  The task's scorer
+    role must use a parser on the same scale (``check_scale_parser``)."""
 
     needs_judges = ("scorer",)
 
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)
         self.scale = int(options.get("scale", 2))
-        if self.scale not in (2, 5):
+        if self.scale not in SCALES:
             raise ValueError(f"{self.name}: scale must be 2 (0-2) or 5 (1-5), not {self.scale!r}")
         self.errors = scoring.check_option("errors", options.get("errors", "wrong"), ("exclude", "wrong"))
         self.iters = int(options.get("bootstrap_iters", 1000))
+        self._checked: set[int] = set()
+
+    def _check_parser(self, judges: Any) -> None:
+        roles = getattr(judges, "roles", None)
+        if not isinstance(roles, dict) or id(roles) in self._checked:
+            return
+        if "scorer" in roles:
+            check_scale_parser(self.name, self.scale, roles["scorer"])
+        self._checked.add(id(roles))
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        self._check_parser(ctx.judges)
         verdict = await ctx.judges.ask("scorer", {"question": str(record.doc.get("question") or ""),
                                                   "reference": str(record.target or ""),
                                                   "response": _reply(record) or ""})
-        record.judgements["scorer"] = {"value": verdict.value, "ok": verdict.ok, "raw": verdict.raw}
-        if not verdict.ok or not isinstance(verdict.value, (int, float)):
+        record.judgements["scorer"] = {"value": verdict.value, "ok": verdict.ok, "raw": verdict.raw,
+                                       "per_judge": list(getattr(verdict, "per_judge", None) or [])}
+        low, high = SCALES[self.scale]
+        v = valid_rating(verdict.value, low, high) if verdict.ok else None
+        if v is None:
+            record.meta.setdefault("judge_failures", []).append(self.name)
             return {self.name: None}
-        v = float(verdict.value)
-        return {self.name: v / 2 if self.scale == 2 else (v - 1) / 4}
+        return {self.name: (v - low) / (high - low)}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         units: dict[Any, list[float | None]] = {}
@@ -308,7 +372,10 @@ class OpenScore(Metric):
             else:
                 value = r.scores.get(self.name)
             units.setdefault(key, []).append(value)
-        return {self.name: scoring.clustered_mean(units, self.iters)}
+        answered = [r for r in records if r.error is None]
+        failures = sum(1 for r in answered if r.scores.get(self.name) is None)
+        return {self.name: scoring.clustered_mean(units, self.iters),
+                f"{self.name}_judge_failures": _count(failures, len(answered))}
 
 
 # Public metric names (the YAML's ``- function: metrics.<name>`` gives the result key).

@@ -52,6 +52,7 @@ class Release:
     pairs: dict[str, dict[str, Any]] = field(default_factory=dict)  # pair_id -> entry
     pair_of_video: dict[str, dict[str, Any]] = field(default_factory=dict)  # resolved path -> pair entry
     metadata: dict[str, dict[str, str]] = field(default_factory=dict)  # resolved path -> metadata row
+    source: Path | None = None  # the QA file the rows came from
 
 
 def video_file(root: Path, rel: str | Path) -> Path:
@@ -108,6 +109,12 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def qa_path(root: Path, qa_type: str) -> Path:
+    """The file ``read_qa`` reads: the split's own file, else ``all_qa.jsonl``."""
+    own = root / QA_FILES[qa_type]
+    return own if own.is_file() or qa_type == "all" else root / QA_FILES["all"]
+
+
 def read_qa(root: Path, qa_type: str) -> list[dict[str, Any]]:
     """Rows of one QA split: its own file, else ``all_qa.jsonl`` filtered by
     ``qa_type`` (or the ``qa_id`` prefix)."""
@@ -148,7 +155,7 @@ def read_release(root: Path, qa_type: str) -> Release:
     """QA rows (JSON fields decoded) plus the pair and metadata indexes."""
     root = Path(root)
     rows = [parse_json_fields(r) for r in read_qa(root, qa_type)]
-    rel = Release(root, rows)
+    rel = Release(root, rows, source=qa_path(root, qa_type))
     for p in read_pairs(root):
         if p.get("pair_id") is not None:
             rel.pairs[str(p["pair_id"])] = p

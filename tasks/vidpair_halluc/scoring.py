@@ -43,7 +43,12 @@ extracted answer equals the gold (a letter, or for clip-order golds the
 rows, so **F1 = accuracy** (0 when TP = 0); ``macro_f1`` is the mean over
 labels (every letter in gold or prediction) of 2TP / (2TP + FP + FN).
 Default pairs are the rows of one ``pair_id`` (positive and adversarial
-video), right iff every member is right.  Upstream mode counts answered rows
+video), right iff every member is right; a pair is scored only with both
+members present (and, under ``unknown="exclude"``, both answered): otherwise
+it is an *incomplete pair*, counted and not scored (a pair cut by
+``--limit``, or one side unreadable).  A gold is a clip-order sequence only
+when every character is one of the row's option letters; a gold naming no
+option is a ``SampleError``.  Upstream mode counts answered rows
 only, takes video-level samples (``id``) through the file-name prefix check
 (``T_``/``M_`` files never pair, so those samples are skipped) and pairs files
 ending ``_0.mp4``/``_1.mp4`` and ``_0.mp4``/``_2.mp4``; spatial samples use the
@@ -52,14 +57,15 @@ clip-level script (sequence comparison of the whole reply, no skip check).
 from __future__ import annotations
 
 import re
-from collections import Counter
 from dataclasses import astuple, dataclass, fields
 from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
 from avhb.aggregate import Aggregate, bootstrap_stderr
+from avhb.errors import SampleError, UserError
 from avhb.plugins.metrics.pairs import macro_f1 as generic_macro_f1
+from avhb.plugins.metrics.pairs import unit_accuracy
 
 from .extract import (UNKNOWN, extract_yes_no, first_letter, is_sequence_answer, letter_sequence, valid_clip,
                       valid_for_pairing)
@@ -72,6 +78,19 @@ def check_option(name: str, value: Any, allowed: Sequence[str]) -> Any:
     if value not in allowed:
         raise ValueError(f"option {name!r} must be one of {list(allowed)}, not {value!r}")
     return value
+
+
+def check_upstream_options(mode: str, unknown: str | None = None, gt_yes: str | None = None) -> None:
+    """``mode: upstream`` fixes the unknown rule and the gold-yes scope itself:
+    combining it with ``unknown: wrong`` or ``gt_yes: answered`` is a user error."""
+    if mode != "upstream":
+        return
+    if unknown == "wrong":
+        raise UserError("vidpair_halluc: mode 'upstream' scores as the published scripts do; "
+                        "it cannot be combined with unknown: wrong")
+    if gt_yes == "answered":
+        raise UserError("vidpair_halluc: mode 'upstream' fixes the gold-yes scope per script; "
+                        "it cannot be combined with gt_yes: answered")
 
 
 # ---------------------------------------------------------------- binary
@@ -125,6 +144,7 @@ def tally_sample(items: Sequence[BinaryItem], mode: str = "avhb", unknown: str =
     groups = list(dict.fromkeys(it.group for it in items))
     clip = _is_clip(groups)
     upstream_clip = mode == "upstream" and clip
+    check_upstream_options(mode, unknown)
     if mode == "upstream":
         unknown = "exclude"
 
@@ -239,7 +259,7 @@ class McqItem:
     sample: Hashable  # (repeat, level, id): upstream's evaluation object
     file: str
     level: str | None
-    gold: Any  # raw gold answer
+    gold: Any  # upstream mode: the raw gold; avhb mode: the gold key (``gold_key``; None if it named no option)
     pred: Any  # the extracted answer (None = unparsed)
     answered: bool  # a reply exists (False for a failed sample)
 
@@ -250,30 +270,53 @@ class McqTally:
     right: int = 0
     pairs: int = 0
     pairs_right: int = 0
+    incomplete_pairs: int = 0  # pairing units not scored: fewer than two members present (or known, under "exclude")
     unparsed: int = 0
     missing: int = 0
     skipped: int = 0
     labels: tuple[tuple[Any, Any], ...] = ()  # (pred, gold) of every counted row, for macro F1
 
 
-def gold_key(gold: Any) -> Any:
-    """The gold as compared: a letter sequence for clip-order answers, else its first letter."""
-    return letter_sequence(gold) if is_sequence_answer(gold) else first_letter(gold)
+def gold_key(gold: Any, options: dict[str, str] | Iterable[str]) -> Any:
+    """The gold as compared in avhb mode.  ``options``: the option letters
+    (or letter -> text).  A clip-order gold (``is_sequence_answer``) becomes
+    its letter sequence; otherwise the letter the gold names (the letter
+    itself or an option's exact text).  Without options, a gold that is a
+    single letter is taken as is.  A gold that names no option raises
+    ``SampleError`` (never its first letter)."""
+    opts = dict(options) if isinstance(options, dict) else {str(k): str(k) for k in options}
+    if is_sequence_answer(gold, opts):
+        return letter_sequence(gold)
+    text = str(gold).strip() if gold is not None else ""
+    by_upper = {k.strip().upper(): k for k in opts}
+    if text.upper() in by_upper:
+        return by_upper[text.upper()]
+    for k, v in opts.items():
+        if text and v.strip().lower() == text.lower():
+            return k
+    if not opts and len(text) == 1 and text.isalpha() and text.isascii():
+        return text.upper()
+    raise SampleError(f"gold answer {gold!r} names no option ({', '.join(opts) or 'no options found'})")
 
 
 def tally_mcq_default(items: Sequence[McqItem], unknown: str = "wrong") -> McqTally:
-    """One pairing unit under avhb's rules: unparsed and missing rows are
-    wrong (``unknown="wrong"``) or dropped (``"exclude"``)."""
+    """One pairing unit under avhb's rules (``gold`` is already the gold key):
+    unparsed and missing rows are wrong (``unknown="wrong"``) or dropped
+    (``"exclude"``).  The unit is a scored pair only with at least two
+    members (after dropping, under ``"exclude"``), right iff every one is
+    right; otherwise it is an incomplete pair (counted, not scored)."""
     check_option("unknown", unknown, ("exclude", "wrong"))
     t = McqTally()
     t.unparsed = sum(1 for it in items if it.answered and it.pred is None)
     t.missing = sum(1 for it in items if not it.answered)
     counted = [it for it in items if unknown == "wrong" or it.pred is not None]
-    verdicts = [it.pred is not None and it.pred == gold_key(it.gold) for it in counted]
+    verdicts = [it.pred is not None and it.pred == it.gold for it in counted]
     t.rows, t.right = len(counted), sum(verdicts)
-    t.labels = tuple((it.pred, gold_key(it.gold)) for it in counted)
-    if counted:
-        t.pairs, t.pairs_right = 1, int(all(verdicts))
+    t.labels = tuple((it.pred, it.gold) for it in counted)
+    stats = unit_accuracy(counted, lambda it: it.pair, lambda it: it.pred is not None and it.pred == it.gold,
+                          unknown="wrong", expected_size=2, incomplete="exclude")
+    t.pairs, t.pairs_right = stats.total, stats.correct
+    t.incomplete_pairs = 1 if items and not stats.total else 0
     return t
 
 
