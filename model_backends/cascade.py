@@ -125,13 +125,17 @@ class CascadeBackend(Backend):
             cls = get_registry().load("backends", inner_spec.kind)
             inner = cls(inner_spec)
         self.inner = inner
+        self.inner_label = inner.spec.label  # e.g. "openai:gpt-4.1"
         self.capabilities = dataclasses.replace(inner.capabilities, audio=True)
         self.concurrency = inner.concurrency
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {"kind": "cascade", "asr": self.asr, "language": self.language,
-                "timestamps": self.timestamps, "llm": self.inner.identity}
+        """kind, name (the inner spec, ``openai:gpt-4.1``), args (the
+        cascade's own), and ``llm``: the inner backend's whole identity."""
+        return {"kind": "cascade", "name": self.inner_label,
+                "args": {"asr": self.asr, "language": self.language, "timestamps": self.timestamps},
+                "llm": self.inner.identity}
 
     def describe(self) -> dict[str, Any]:
         return {**self.identity, "capabilities": self.capabilities.__dict__,

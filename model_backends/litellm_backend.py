@@ -28,6 +28,13 @@ limit is about 20 MB: bigger files, or segments, fail that sample asking for
 frames, i.e. ``video=false``; the Files API is not used).  With ``video=false``
 the evaluator samples frames and they go as timestamped images.
 
+Generation settings map as in the ``openai`` backend; then the standard
+OpenAI parameters the provider does not take (``seed`` for Anthropic, say;
+LiteLLM would refuse the call) are dropped, using LiteLLM's
+``get_supported_openai_params``, and listed with the other unused keys in
+``Response.meta["ignored_generation_keys"]``.  Provider-specific keys
+(``top_k``...) are passed on as they are.
+
 Cost: LiteLLM's ``response_cost`` for the reply (from its local map), 0.0
 when the model is not in the map.
 """
@@ -61,6 +68,45 @@ def import_litellm() -> Any:
     return litellm
 
 
+def supported_params(litellm: Any, model: str) -> set[str] | None:
+    """The OpenAI parameters LiteLLM accepts for ``model`` with its provider,
+    or None when LiteLLM cannot tell (unknown provider: nothing is dropped)."""
+    try:
+        name, provider, _, _ = litellm.get_llm_provider(model)
+        params = litellm.get_supported_openai_params(model=name, custom_llm_provider=provider)
+    except Exception:  # not a provider LiteLLM knows; its call will say so
+        return None
+    return set(params) if params is not None else None
+
+
+def standard_params(litellm: Any) -> frozenset[str]:
+    """The OpenAI chat parameter names LiteLLM checks against a provider's
+    supported list (others are passed on to the provider untouched)."""
+    names = set(getattr(litellm, "OPENAI_CHAT_COMPLETION_PARAMS", None) or ())
+    try:
+        from litellm.constants import DEFAULT_CHAT_COMPLETION_PARAM_VALUES
+
+        names.update(DEFAULT_CHAT_COMPLETION_PARAM_VALUES)
+    except ImportError:  # older LiteLLM: the list above is the same set
+        pass
+    return frozenset(names)
+
+
+def filter_params(params: dict[str, Any], supported: set[str] | None,
+                  standard: frozenset[str]) -> tuple[dict[str, Any], list[str]]:
+    """(params the provider takes, names dropped): a standard OpenAI
+    parameter outside ``supported`` is dropped; anything else is kept."""
+    if supported is None:
+        return dict(params), []
+    kept, dropped = {}, []
+    for key, value in params.items():
+        if key in standard and key not in supported:
+            dropped.append(key)
+        else:
+            kept[key] = value
+    return kept, dropped
+
+
 def _model_info(litellm: Any, model: str) -> dict[str, Any]:
     try:
         return dict(litellm.get_model_info(model))
@@ -89,6 +135,8 @@ class LiteLLMBackend(Backend):
         self.api_base = spec.args.get("api_base") or spec.args.get("base_url")
         self.max_inline_mb = float(spec.args.get("max_inline_mb", 20))
         self.extra = extra_body(spec)
+        self._supported = supported_params(self._litellm, spec.name)
+        self._standard = standard_params(self._litellm)
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
         if self.settings.api_key_env and not self._key():
@@ -112,7 +160,9 @@ class LiteLLMBackend(Backend):
                       extra=[self._key()])
 
     def build_kwargs(self, request: Request) -> tuple[dict[str, Any], list[str]]:
-        params, dropped = map_generation(request.generation)
+        mapped, dropped = map_generation(request.generation)
+        params, unsupported = filter_params(mapped, self._supported, self._standard)
+        dropped = dropped + unsupported
         kwargs: dict[str, Any] = {
             "model": self.spec.name,
             "messages": encode_messages(request, audio=self.capabilities.audio, video=self.capabilities.video,

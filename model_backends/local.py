@@ -303,8 +303,10 @@ class LocalBackend(Backend):
 
     @property
     def identity(self) -> dict[str, Any]:
-        return {"kind": "local", "llm": self.llm_name, "asr": self.asr, "language": self.language,
-                "max_tokens": self.max_tokens, "n_ctx": self.n_ctx, "norm": self.norm, "multiline": self.multiline}
+        """kind, name (the text LM), args: what changes the answers (not ``threads``)."""
+        return {"kind": "local", "name": self.llm_name,
+                "args": {"asr": self.asr, "language": self.language, "max_tokens": self.max_tokens,
+                         "n_ctx": self.n_ctx, "norm": self.norm, "multiline": self.multiline}}
 
     def describe(self) -> dict[str, Any]:
         return {**self.identity, "capabilities": self.capabilities.__dict__, "note": NOTE}

@@ -110,9 +110,11 @@ def parse_api_settings(spec: BackendSpec, *, default_key_env: str | None, images
     )
 
 
-def map_generation(generation: dict[str, Any], max_tokens_param: str = "max_tokens") -> tuple[dict[str, Any], list[str]]:
+def map_generation(generation: dict[str, Any], max_tokens_param: str = "max_tokens",
+                   max_stops: int | None = 4) -> tuple[dict[str, Any], list[str]]:
     """``Request.generation`` -> chat-completions parameters, plus the keys
-    that were not used.  ``until`` (lm-eval's name) means ``stop``;
+    that were not used.  ``until`` (lm-eval's name) means ``stop``, keeping
+    the first ``max_stops`` (the chat API takes at most 4; None: all);
     ``do_sample=False`` without a temperature means temperature 0."""
     out: dict[str, Any] = {}
     dropped: list[str] = []
@@ -124,7 +126,7 @@ def map_generation(generation: dict[str, Any], max_tokens_param: str = "max_toke
         elif key in ("stop", "until"):
             stops = [value] if isinstance(value, str) else [s for s in value if s]
             if stops:
-                out["stop"] = stops[:4]  # the API takes at most 4
+                out["stop"] = stops if max_stops is None else stops[:max_stops]
         elif key in _PASS_THROUGH:
             out[key] = value
         elif key == "do_sample":

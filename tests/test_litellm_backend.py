@@ -119,3 +119,78 @@ def test_argument_errors(litellm_cls, monkeypatch):
     monkeypatch.delenv("NOPE_NOT_SET", raising=False)
     with pytest.raises(UserError, match="NOPE_NOT_SET"):
         litellm_cls(parse_backend_spec("litellm:openai/x,api_key_env=NOPE_NOT_SET"))
+
+
+# -- parameters a provider does not take ---------------------------------------
+
+class _AnthropicStub:
+    """A local stand-in for the Anthropic messages endpoint: records each
+    POST (path, JSON body) and answers with one text block."""
+
+    def __init__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        stub = self
+        self.posts: list[tuple[str, dict]] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                stub.posts.append((self.path, body))
+                payload = json.dumps({
+                    "id": "msg_1", "type": "message", "role": "assistant", "model": body.get("model", "m"),
+                    "content": [{"type": "text", "text": "bonjour"}], "stop_reason": "end_turn",
+                    "stop_sequence": None, "usage": {"input_tokens": 7, "output_tokens": 1}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+async def test_anthropic_call_drops_seed_and_reports_it(litellm_cls, monkeypatch):
+    """The evaluator always sets ``seed``; Anthropic takes none, and LiteLLM
+    refuses the whole call unless the parameter is left out."""
+    monkeypatch.setenv("AVHB_ANTHROPIC_CRED", "sk-ant-test-0123456789")
+    with _AnthropicStub() as stub:
+        b = litellm_cls(parse_backend_spec(f"litellm:anthropic/claude-3-5-sonnet-20240620,api_base={stub.base_url},"
+                                           "api_key_env=AVHB_ANTHROPIC_CRED,max_retries=0"))
+        r = await b.generate(text_request("Say hello in French", max_new_tokens=8, temperature=0, seed=1234,
+                                          top_k=5, num_beams=2))
+        assert r.error is None and r.text == "bonjour"
+        assert sorted(r.meta["ignored_generation_keys"]) == ["num_beams", "seed"]
+        assert r.usage == {"prompt_tokens": 7, "completion_tokens": 1}
+        [(path, body)] = stub.posts
+        assert path.endswith("/messages") and "seed" not in body
+        assert body["max_tokens"] == 8 and body["temperature"] == 0 and body["top_k"] == 5
+
+
+def test_filter_params_keeps_provider_keys_and_openai_keeps_seed(litellm_cls):
+    from avhb.model_backends.litellm_backend import filter_params
+
+    standard = frozenset({"seed", "temperature", "stop", "logprobs"})
+    assert filter_params({"seed": 1, "temperature": 0, "top_k": 3}, {"temperature"}, standard) == \
+        ({"temperature": 0, "top_k": 3}, ["seed"])
+    assert filter_params({"seed": 1}, None, standard) == ({"seed": 1}, [])  # provider unknown: nothing dropped
+    b = litellm_cls(parse_backend_spec("litellm:openai/fake,api_base=http://127.0.0.1:9"))
+    kwargs, dropped = b.build_kwargs(text_request("x", seed=7, logprobs=True))
+    assert kwargs["seed"] == 7 and kwargs["logprobs"] is True and dropped == []

@@ -54,7 +54,13 @@ def test_describe_is_honest():
     assert d["note"] == "text-only: no pixels; audio via ASR"
     caps = d["capabilities"]
     assert caps["sees_pixels"] is False and caps["images"] == 0 and caps["video"] is False and caps["audio"] is True
-    assert backend.identity["llm"] == "gemma-3-270m" and backend.identity["asr"] == "whisper-base"
+    ident = backend.identity
+    assert set(ident) == {"kind", "name", "args"}  # the identity contract every backend follows
+    assert (ident["kind"], ident["name"]) == ("local", "gemma-3-270m") and ident["args"]["asr"] == "whisper-base"
+    assert ident["args"] == {"asr": "whisper-base", "language": None, "max_tokens": ident["args"]["max_tokens"],
+                             "n_ctx": ident["args"]["n_ctx"], "norm": "bytes", "multiline": False}
+    other = LocalBackend(parse_backend_spec("local,norm=tokens,threads=1")).identity
+    assert other["args"]["norm"] == "tokens" and other != ident and "threads" not in other["args"]
     assert backend.concurrency == 1
 
 
@@ -155,7 +161,7 @@ async def test_free_generation(backend):
     stopped = await backend.generate(text_request("Write a long story about a dragon.", stop=["dragon"]))
     assert "dragon" not in stopped.text.lower()
     multi = LocalBackend(parse_backend_spec("local,multiline=true,max_tokens=40"))
-    assert multi.identity["multiline"] is True
+    assert multi.identity["args"]["multiline"] is True
     long = await multi.generate(text_request("Question: What color is the sky on a clear day?"))
     assert 0 < long.usage["completion_tokens"] <= 40 and "Question:" not in long.text
 

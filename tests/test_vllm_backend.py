@@ -8,7 +8,7 @@ import pytest
 
 from avhb.backend import BackendSpec
 from avhb.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
-from avhb.model_backends.vllm_backend import build_inputs, resolve_model, sampling_kwargs
+from avhb.model_backends.vllm_backend import VLLMBackend, build_inputs, resolve_model, sampling_kwargs
 from avhb.presets import load_presets
 
 
@@ -72,7 +72,24 @@ def test_text_only_request_has_no_media_and_sampling_maps():
     req = Request(messages=[Message("user", [TextPart("hi")])], generation={"max_new_tokens": 7, "seed": 3, "stop": ["\n"]})
     inputs = build_inputs(req, fake_template)
     assert "multi_modal_data" not in inputs
-    assert sampling_kwargs(req.generation) == {"max_tokens": 7, "temperature": 0.0, "seed": 3, "stop": ["\n"]}
+    assert sampling_kwargs(req.generation) == ({"max_tokens": 7, "temperature": 0.0, "seed": 3, "stop": ["\n"]}, [])
+
+
+@pytest.mark.parametrize("key", ["max_tokens", "max_new_tokens", "max_gen_toks", "max_completion_tokens"])
+def test_every_max_tokens_name_maps(key):
+    assert sampling_kwargs({key: 9})[0]["max_tokens"] == 9
+
+
+def test_sampling_defaults_until_do_sample_and_ignored_keys():
+    assert sampling_kwargs({}) == ({"max_tokens": 512, "temperature": 0.0}, [])
+    kw, ignored = sampling_kwargs({"until": ["a", "b", "c", "d", "e", ""], "do_sample": False, "top_k": 5,
+                                   "min_p": 0.1, "response_format": {"type": "json_object"}, "logprobs": True,
+                                   "num_beams": 4, "temperature": None})
+    # all five stops (vLLM has no limit of 4), empty ones dropped; do_sample=False -> greedy
+    assert kw == {"max_tokens": 512, "temperature": 0.0, "stop": ["a", "b", "c", "d", "e"], "top_k": 5, "min_p": 0.1}
+    assert sorted(ignored) == ["logprobs", "num_beams", "response_format"]
+    assert sampling_kwargs({"until": "\n\n", "temperature": 1})[0] == {"max_tokens": 512, "temperature": 1.0,
+                                                                      "stop": ["\n\n"]}
 
 
 def test_unsampled_video_is_a_sample_error():
@@ -87,3 +104,141 @@ def test_free_model_path_and_overrides():
     model, engine, caps = resolve_model(BackendSpec("vllm", "/models/tiny-qwen2-vl", {"max_model_len": 2048, "audio": True}))
     assert model == "/models/tiny-qwen2-vl" and engine == {"max_model_len": 2048}
     assert caps.max_context == 2048 and caps.audio is True
+
+
+def test_unknown_arguments_are_refused():
+    from avhb.errors import UserError
+
+    with pytest.raises(UserError, match="max_model_length"):
+        VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"max_model_length": 4096}))
+    with pytest.raises(UserError, match="frames"):
+        VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"frames": 0}))
+    with pytest.raises(UserError, match="batch_size"):
+        VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"batch_size": 0}))
+
+
+def test_default_frames_from_preset_or_argument():
+    assert VLLMBackend(BackendSpec("vllm", "Qwen3-VL")).default_frames == load_presets()["Qwen3-VL"]["frames"] == 64
+    assert VLLMBackend(BackendSpec("vllm", "qwen2.5-omni")).default_frames == 32
+    assert VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"frames": 16})).default_frames == 16
+    assert VLLMBackend(BackendSpec("vllm", "/models/x")).default_frames is None
+
+
+def test_identity_shape():
+    ident = VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"tensor_parallel_size": 2, "dtype": "bfloat16"})).identity
+    assert ident["kind"] == "vllm" and ident["name"] == "Qwen3-VL" and ident["model"] == "Qwen/Qwen3-VL-8B-Instruct"
+    assert ident["args"]["dtype"] == "bfloat16" and "tensor_parallel_size" not in ident["args"]
+
+
+# -- the batching loop, with no engine or a fake one --------------------------
+
+def _text(prompt="hi", **generation):
+    from avhb.messages import text_request
+
+    return text_request(prompt, **generation)
+
+
+async def test_missing_vllm_raises_user_error_promptly(monkeypatch):
+    import asyncio
+    import sys
+
+    from avhb.errors import UserError
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # "not installed", even where it is
+    backend = VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"batch_size": 2}))
+    with pytest.raises(UserError, match="vllm is not installed"):
+        await asyncio.wait_for(backend.generate(_text()), 5)
+    # a batch of three: every caller gets the error, none is left waiting
+    results = await asyncio.wait_for(asyncio.gather(*(backend.generate(_text(str(i))) for i in range(3)),
+                                                    return_exceptions=True), 5)
+    assert [type(r) for r in results] == [UserError] * 3
+    assert backend._queue == []
+
+
+class _Completion:
+    def __init__(self, text):
+        self.text, self.token_ids, self.finish_reason = text, [1] * len(text.split()), "stop"
+
+
+class _Result:
+    def __init__(self, text):
+        self.prompt_token_ids = [1, 2, 3]
+        self.outputs = [_Completion(text)]
+
+
+class _Tokenizer:
+    bos_token, bos_token_id = None, None
+
+    def apply_chat_template(self, conversation, tokenize=False, add_generation_prompt=True):
+        return fake_template(conversation)
+
+
+def fake_vllm(monkeypatch, generate):
+    """A stand-in ``vllm`` module: records engine kwargs, SamplingParams and
+    generate calls; ``generate(prompts, params)`` decides the outcome."""
+    import sys
+    import types
+
+    mod = types.ModuleType("vllm")
+    mod.calls = []
+
+    class SamplingParams:
+        def __init__(self, **kw):
+            if kw.get("temperature", 0) < 0:
+                raise ValueError(f"temperature must be non-negative, got {kw['temperature']}")
+            self.kw = kw
+
+    class LLM:
+        def __init__(self, model, **engine):
+            mod.engine = (model, engine)
+
+        def get_tokenizer(self):
+            return _Tokenizer()
+
+        def generate(self, prompts, params, use_tqdm=False):
+            mod.calls.append((list(prompts), [p.kw for p in params]))
+            return generate(prompts, params)
+
+    mod.LLM, mod.SamplingParams = LLM, SamplingParams
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    return mod
+
+
+async def test_engine_failure_becomes_error_responses_not_a_hang(monkeypatch):
+    import asyncio
+
+    def boom(prompts, params):
+        raise ValueError("prompt too long for max_model_len")
+
+    mod = fake_vllm(monkeypatch, boom)
+    backend = VLLMBackend(BackendSpec("vllm", "/models/tiny", {"batch_size": 2, "max_model_len": 64}))
+    responses = await asyncio.wait_for(asyncio.gather(*(backend.generate(_text(str(i))) for i in range(3))), 5)
+    assert [r.error for r in responses] == ["vllm: ValueError: prompt too long for max_model_len"] * 3
+    assert [len(c[0]) for c in mod.calls] == [2, 1]  # both batches tried
+    assert mod.engine == ("/models/tiny", {"max_model_len": 64})
+    # the backend still works afterwards
+    mod.calls.clear()
+    monkeypatch.setattr(mod.LLM, "generate", lambda self, prompts, params, use_tqdm=False:
+                        [_Result(f"echo {i}") for i in range(len(prompts))])
+    ok = await asyncio.wait_for(backend.generate(_text()), 5)
+    assert ok.error is None and ok.text == "echo 0"
+
+
+async def test_batch_settings_reach_sampling_params_and_bad_ones_fail_one_sample(monkeypatch):
+    import asyncio
+
+    mod = fake_vllm(monkeypatch, lambda prompts, params: [_Result(f"r{i}") for i in range(len(prompts))])
+    backend = VLLMBackend(BackendSpec("vllm", "/models/tiny"))
+    reqs = [_text("a", max_gen_toks=5, until=["\n"], seed=1, logprobs=True),
+            _text("b", temperature=-1.0),
+            _text("c", max_completion_tokens=3)]
+    out = await asyncio.wait_for(asyncio.gather(*(backend.generate(r) for r in reqs)), 5)
+    assert out[0].text == "r0" and out[0].meta["ignored_generation_keys"] == ["logprobs"]
+    assert out[0].usage == {"prompt_tokens": 3, "completion_tokens": 1}
+    assert out[1].error == "vllm: temperature must be non-negative, got -1.0"
+    assert out[2].text == "r1" and "ignored_generation_keys" not in out[2].meta
+    assert len(mod.calls) == 1  # one engine call for the batch
+    prompts, params = mod.calls[0]
+    assert params == [{"max_tokens": 5, "temperature": 0.0, "stop": ["\n"], "seed": 1},
+                      {"max_tokens": 3, "temperature": 0.0}]
+    assert prompts[0]["prompt"].startswith("<|im_start|>user\na")
