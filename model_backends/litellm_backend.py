@@ -139,17 +139,13 @@ class LiteLLMBackend(Backend):
         self._standard = standard_params(self._litellm)
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
-        if self.settings.api_key_env and not self._key():
+        if self.settings.api_key_env and not self.settings.api_key():
             raise UserError(f"no API key: the environment variable {self.settings.api_key_env} is not set")
-
-    def _key(self) -> str:
-        name = self.settings.api_key_env
-        return os.environ.get(name, "").strip() if name else ""
 
     @property
     def identity(self) -> dict[str, Any]:
         args = {k: v for k, v in self.spec.args.items() if k not in _RUNTIME_ARGS}
-        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=[self._key()])
+        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=[self.settings.api_key()])
 
     def describe(self) -> dict[str, Any]:
         runtime = {"api_key_env": self.settings.api_key_env or "(provider default)",
@@ -157,7 +153,7 @@ class LiteLLMBackend(Backend):
                    "max_retries": self.settings.max_retries,
                    "litellm": getattr(self._litellm, "__version__", None) or _dist_version("litellm")}
         return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)},
-                      extra=[self._key()])
+                      extra=[self.settings.api_key()])
 
     def build_kwargs(self, request: Request) -> tuple[dict[str, Any], list[str]]:
         mapped, dropped = map_generation(request.generation)
@@ -173,7 +169,7 @@ class LiteLLMBackend(Backend):
         }
         if self.api_base:
             kwargs["api_base"] = self.api_base
-        key = self._key()
+        key = self.settings.api_key()
         if key:
             kwargs["api_key"] = key
         elif self.api_base and self.spec.name.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
@@ -189,7 +185,7 @@ class LiteLLMBackend(Backend):
             return Response(text="", error=f"encode: {exc}")
         outcome = await self.resilient.call(lambda: self._call(kwargs, dropped))
         if outcome.error is not None:
-            return Response(text="", error=redact(outcome.error[:1000], extra=[self._key()]),
+            return Response(text="", error=redact(outcome.error[:1000], extra=[self.settings.api_key()]),
                             meta={"attempts": outcome.attempts})
         response = outcome.value
         if outcome.attempts > 1:

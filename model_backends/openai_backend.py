@@ -62,6 +62,10 @@ class ApiSettings:
     api_key_env: str = "OPENAI_API_KEY"
     capabilities: Capabilities | None = None
 
+    def api_key(self) -> str:
+        """The key, read from the environment at each use; never stored."""
+        return os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
+
 
 def _as_bool(value: Any, name: str) -> bool:
     if isinstance(value, bool):
@@ -197,30 +201,26 @@ class OpenAIBackend(Backend):
         self._session: Any = None
         self._session_loop: Any = None
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        key = self._key()
+        key = self.settings.api_key()
         if key:
             self._headers["Authorization"] = f"Bearer {key}"
         elif self.base_url == OFFICIAL_URL:
             raise UserError(f"no API key: set the environment variable {self.settings.api_key_env} "
                             "(or name another with api_key_env=NAME)")
 
-    def _key(self) -> str:
-        name = self.settings.api_key_env
-        return os.environ.get(name, "").strip() if name else ""
-
     # -- metadata (never the key) ------------------------------------------
     @property
     def identity(self) -> dict[str, Any]:
         args = {k: v for k, v in self.spec.args.items() if k not in _RUNTIME_ARGS}
         args["base_url"] = self.base_url
-        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=[self._key()])
+        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=[self.settings.api_key()])
 
     def describe(self) -> dict[str, Any]:
         runtime = {"api_key_env": self.settings.api_key_env, "concurrency": self.settings.concurrency,
                    "timeout": self.settings.timeout, "max_retries": self.settings.max_retries,
                    "transport": "aiohttp"}
         return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)},
-                      extra=[self._key()])
+                      extra=[self.settings.api_key()])
 
     # -- requests -----------------------------------------------------------
     def build_body(self, request: Request) -> tuple[dict[str, Any], list[str]]:
@@ -266,7 +266,7 @@ class OpenAIBackend(Backend):
         payload = json.dumps(body).encode()
         outcome = await self.resilient.call(lambda: self._parse(payload, dropped))
         if outcome.error is not None:
-            return Response(text="", error=redact(outcome.error, extra=[self._key()]),
+            return Response(text="", error=redact(outcome.error, extra=[self.settings.api_key()]),
                             meta={"attempts": outcome.attempts})
         response = outcome.value
         if outcome.attempts > 1:
