@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from .errors import UserError
+from avhb.errors import UserError
 
 SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare")
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _plugin_command(argv: list[str]) -> int:
     """A subcommand a plugin registers (``avhb_commands``), e.g. ``diagnose``."""
-    from .registry import get_registry
+    from avhb.registry import get_registry
 
     try:
         registry = get_registry()
@@ -100,11 +100,12 @@ def _plugin_command(argv: list[str]) -> int:
 
 
 def _cmd_run(args, argv) -> int:
-    from .backend import parse_backend_spec, parse_kv
-    from .data import parse_data_flags
-    from .evaluator import RunOptions, evaluate
-    from .judges import parse_judge_bindings
-    from .requests import parse_ablations
+    from avhb.model.backend import parse_backend_spec, parse_kv
+    from avhb.data.sources import parse_data_flags
+    from avhb.run.evaluator import evaluate
+    from avhb.run.options import RunOptions
+    from avhb.score.judges import parse_judge_bindings
+    from avhb.run.options import parse_ablations
 
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit {args.limit}: must be 0 or more")
@@ -126,11 +127,11 @@ def _cmd_run(args, argv) -> int:
 
 
 def _media_overrides(text: str | None) -> dict:
-    from .backend import parse_kv
+    from avhb.model.backend import parse_kv
 
     overrides = parse_kv(text)
     if overrides:
-        from .media import MediaSpec
+        from avhb.media import MediaSpec
 
         MediaSpec.from_dict(overrides, where="--media")  # validates keys and types
         if "frames" in overrides:
@@ -148,17 +149,17 @@ def _default_run_name(tasks: str, model: str) -> str:
 
 
 def _print_results(results: dict) -> None:
-    from .report.table import format_results_table
+    from avhb.report.table import format_results_table
 
     print(format_results_table(results))
 
 
 def _cmd_list(args, argv) -> int:
-    from .registry import get_registry
+    from avhb.registry import get_registry
 
     registry = get_registry()
     if args.what in ("tasks", "groups"):
-        from .task_index import build_index
+        from avhb.taskdef.index import build_index
 
         index = build_index(registry)
         for err in index.errors:
@@ -183,7 +184,7 @@ def _cmd_list(args, argv) -> int:
             print(f"{name}\tFAILED TO LOAD")
         return 0
     if args.what == "models":
-        from .presets import load_presets
+        from avhb.model.presets import load_presets
 
         for name, preset in sorted(load_presets(registry).items()):
             print(f"{name}\t{preset.get('backend', '')}\t{preset.get('hub_id', '')}\t{preset.get('context', '')}")
@@ -196,7 +197,7 @@ def _cmd_list(args, argv) -> int:
 def _cmd_show(args, argv) -> int:
     import yaml
 
-    from .task_index import build_index, load_task
+    from avhb.taskdef.index import build_index, load_task
 
     task = load_task(build_index(), args.task)
     print(f"# {task.name} (from {task.file})")
@@ -205,7 +206,7 @@ def _cmd_show(args, argv) -> int:
 
 
 def _cmd_validate(args, argv) -> int:
-    from .task_index import build_index
+    from avhb.taskdef.index import build_index
 
     if not args.paths:
         index = build_index(use_cache=False)
@@ -213,7 +214,7 @@ def _cmd_validate(args, argv) -> int:
             print(err)
         print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(index.errors)} errors")
         return 1 if index.errors else 0
-    from .task_config import resolve_file
+    from avhb.taskdef.config import resolve_file
 
     files: list[Path] = []
     for p in map(Path, args.paths):
@@ -222,7 +223,7 @@ def _cmd_validate(args, argv) -> int:
     for f in files:
         try:
             if f.name.startswith("_"):  # an include base: schema only
-                from .task_config import load_with_includes
+                from avhb.taskdef.config import load_with_includes
 
                 load_with_includes(f)
             else:  # schema, includes, family expansion and hooks (read, never imported)
@@ -235,28 +236,14 @@ def _cmd_validate(args, argv) -> int:
 
 
 def _cmd_score(args, argv) -> int:
-    from .backend import parse_backend_spec
-    from .evaluator import RunOptions, evaluate
-    from .judges import parse_judge_bindings
-    from .run_folder import RunFolder
+    from avhb.run.evaluator import evaluate
+    from avhb.run.options import options_from_run
 
-    if not (Path(args.run_dir) / "run.json").is_file():
-        raise UserError(f"{args.run_dir}: no run.json (not a run folder)")
-    run = RunFolder(Path(args.run_dir)).read_json("run.json")
-    if not run:
-        raise UserError(f"{args.run_dir}/run.json is not valid JSON")
-    model = run.get("model") or {}
-    judge_args = args.judge or run.get("judge_args") or []
-    options = RunOptions(
-        tasks=list(run["tasks"]), model=parse_backend_spec(f"{model.get('kind')}:{model.get('name')}"),
-        output_dir=Path(args.run_dir), judges=parse_judge_bindings(judge_args), judge_args=judge_args, data={k: Path(v) for k, v in (run.get("data") or {}).items()},
-        sample_data=bool(run.get("sample_data")), limit=run.get("limit"), samples=run.get("samples"),
-        seed=run.get("seed", 1234), repeats=run.get("repeats"), ablations=tuple(run.get("ablations") or ()),
-        media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {}, score_only=True, command=run.get("command", []))
+    options = options_from_run(Path(args.run_dir), judge_args=args.judge)
     results = evaluate(options)
     _print_results(results)
     if args.pool:
-        from .pooling import pool_runs
+        from avhb.score.pooling import pool_runs
 
         pooled = pool_runs([Path(args.run_dir), *map(Path, args.pool)])
         for task, cells in pooled["results"].items():
@@ -274,11 +261,11 @@ def _cmd_report(args, argv) -> int:
         if not (d / "results.json").is_file():
             raise UserError(f"{d}: no results.json (not a finished run folder)")
     if len(dirs) == 1 and not args.output:
-        from .report.html import write_report
+        from avhb.report.html import write_report
 
         print(write_report(dirs[0]))
         return 0
-    from .report.compare import compare_runs, to_csv, to_markdown, write_html
+    from avhb.report.compare import compare_runs, to_csv, to_markdown, write_html
 
     table = compare_runs(dirs)
     print(to_markdown(table))
@@ -292,7 +279,7 @@ def _cmd_report(args, argv) -> int:
 
 
 def _cmd_prepare(args, argv) -> int:
-    from .prepare_tasks import prepare_tasks
+    from avhb.data.prepare import prepare_tasks
 
     return prepare_tasks([t.strip() for t in args.tasks.split(",") if t.strip()], args.data_dir)
 

@@ -25,12 +25,12 @@ def avhb_task_packages() -> list[str]:
 
 @hookspec
 def avhb_backends() -> dict[str, str]:
-    """Model backend kinds -> "module:Class" (a ``avhb.backend.Backend``)."""
+    """Model backend kinds -> "module:Class" (a ``avhb.model.backend.Backend``)."""
 
 
 @hookspec
 def avhb_metrics() -> dict[str, str]:
-    """Metric names -> "module:Class" (a ``avhb.metric.Metric``)."""
+    """Metric names -> "module:Class" (a ``avhb.score.metric.Metric``)."""
 
 
 @hookspec
@@ -42,6 +42,22 @@ def avhb_filters() -> dict[str, str]:
 def avhb_judges() -> dict[str, str]:
     """Judge kinds -> "module:Class" (a Backend that answers judge requests,
     e.g. an embedding-similarity scorer).  Any backend kind is a judge too."""
+
+
+@hookspec
+def avhb_transcribers() -> dict[str, str]:
+    """Speech-to-text names -> "module:function"; the function is
+    ``transcribe(array, rate=..., language=None)`` returning an object with
+    ``text`` and ``model``.  Used when audio becomes a transcript (a backend
+    that hears no audio, ``--ablate audio_as_transcript``)."""
+
+
+@hookspec
+def avhb_judge_parsers() -> dict[str, str]:
+    """Judge-reply parser names -> "module:function"; the function is
+    ``parse(reply, options) -> value | None`` (None: unparsable, re-ask),
+    with optional attributes ``format_hint`` (the re-ask line) and
+    ``answer_space(options)`` (the closed set of valid replies)."""
 
 
 @hookspec

@@ -15,11 +15,11 @@ from typing import Any
 
 import pluggy
 
-from . import hookspecs
-from .errors import UserError
+from avhb import hookspecs
+from avhb.errors import UserError
 
 GROUP = "avhb"
-KINDS = ("backends", "metrics", "filters", "judges", "commands")
+KINDS = ("backends", "metrics", "filters", "judges", "commands", "transcribers", "judge_parsers")
 
 
 @dataclass
@@ -104,7 +104,7 @@ def get_registry() -> Registry:
     (no plugin module is imported then), else by loading the entry points."""
     import json
 
-    from .task_index import cache_dir
+    from avhb.paths import cache_dir
 
     cache_file = cache_dir() / f"registry-{_cache_key()}.json"
     try:

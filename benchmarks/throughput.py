@@ -101,8 +101,8 @@ def questions(n: int) -> list[dict]:
 
 _DIRECT = textwrap.dedent("""
     import asyncio, sys, time
-    from avhb.backend import parse_backend_spec
-    from avhb.messages import text_request
+    from avhb.model.backend import parse_backend_spec
+    from avhb.model.messages import text_request
     from avhb.model_backends.openai_backend import OpenAIBackend
     n, base, conc = int(sys.argv[1]), sys.argv[2], sys.argv[3]
     async def main():

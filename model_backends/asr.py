@@ -159,7 +159,7 @@ def _shifted(tr: Transcript, shift: float, seconds: float | None = None) -> Tran
 
 
 def transcribe_part(part: Any, model: str = "whisper-base", language: str | None = None) -> Transcript:
-    """Transcribe an :class:`~avhb.messages.AudioPart`: its waveform when it
+    """Transcribe an :class:`~avhb.model.messages.AudioPart`: its waveform when it
     has one (at ``part.rate``, default 16 kHz; times offset by
     ``part.segment[0]``), else its file cut to ``part.segment``."""
     if part.array is not None:

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from avhb.backend import Backend, BackendSpec, Capabilities
+from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import UserError
-from avhb.messages import Request, Response, TextPart
+from avhb.model.messages import Request, Response, TextPart
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LABELLED = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]]?\s*[.:)]\s*\S")

@@ -1,6 +1,6 @@
 """The ASR + text cascade: ``cascade:asr=whisper-base,llm=openai:gpt-4.1``.
 
-Every :class:`~avhb.messages.AudioPart` of a request is replaced by a text
+Every :class:`~avhb.model.messages.AudioPart` of a request is replaced by a text
 part holding its transcript, one timestamped segment per line::
 
     Audio transcript (whisper-base):
@@ -26,9 +26,9 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from avhb.backend import Backend, BackendSpec, parse_backend_spec, parse_kv
+from avhb.model.backend import Backend, BackendSpec, parse_backend_spec, parse_kv
 from avhb.errors import UserError
-from avhb.messages import AudioPart, Message, Request, Response, TextPart
+from avhb.model.messages import AudioPart, Message, Request, Response, TextPart
 from avhb.registry import get_registry
 
 from .asr import Transcript, transcribe_part

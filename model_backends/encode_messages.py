@@ -1,4 +1,4 @@
-"""``avhb.messages.Request`` -> OpenAI chat-completions ``messages``.
+"""``avhb.model.messages.Request`` -> OpenAI chat-completions ``messages``.
 
 Encoding rules:
 
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from avhb.errors import SampleError
-from avhb.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
 
 JPEG_QUALITY = 90
 

@@ -14,7 +14,7 @@ Same arguments, retries, adaptive concurrency and redaction as the
 - ``max_inline_mb`` (20): the largest video file sent inline.
 
 LiteLLM's own retries are switched off (``num_retries=0, max_retries=0``)
-so that ``avhb.resilience`` sees every 429.  It is imported on first use
+so that ``avhb.model.resilience`` sees every 429.  It is imported on first use
 with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (otherwise its import fetches the
 cost map from the network); importing it takes several seconds.
 
@@ -43,11 +43,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from avhb.backend import Backend, BackendSpec
+from avhb.model.backend import Backend, BackendSpec
 from avhb.errors import SampleError, UserError
-from avhb.messages import Request, Response
+from avhb.model.messages import Request, Response
 from avhb.redact import redact
-from avhb.resilience import AdaptiveLimiter, MalformedReply, Resilient, RetryPolicy
+from avhb.model.resilience import AdaptiveLimiter, MalformedReply, Resilient, RetryPolicy
 
 from .encode_messages import encode_messages
 from .openai_backend import _RUNTIME_ARGS, check_spec, extra_body, map_generation, parse_api_settings
@@ -115,6 +115,7 @@ def _model_info(litellm: Any, model: str) -> dict[str, Any]:
 
 
 class LiteLLMBackend(Backend):
+    requires = (("litellm", "litellm"),)
     """See the module docstring."""
 
     def __init__(self, spec: BackendSpec):

@@ -57,9 +57,9 @@ from typing import Any
 
 import numpy as np
 
-from avhb.backend import Backend, BackendSpec, Capabilities
+from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import SampleError, UserError
-from avhb.messages import ImagePart, Request, Response, VideoPart
+from avhb.model.messages import ImagePart, Request, Response, VideoPart
 
 from .baselines import LETTERS, option_line, option_replies
 from .cascade import replace_audio, transcript_texts
@@ -277,6 +277,7 @@ def choose(loglik: list[float], n_tokens: list[int], options: list[str], norm: s
 
 
 class LocalBackend(Backend):
+    requires = (("llama_cpp", "local"), ("faster_whisper", "local"))
     """Offline Whisper + Gemma-3-270M; see the module docstring."""
 
     capabilities = Capabilities(text=True, images=0, video=False, audio=True, multi_turn=True,

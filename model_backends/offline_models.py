@@ -75,13 +75,11 @@ def set_offline_env() -> None:
 
 
 def cache_dir() -> Path:
-    """The folder for built model files (created on demand)."""
-    root = os.environ.get("AVHB_MODEL_CACHE")
-    if root:
-        return Path(root)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "avhb" / "models"
+    """The folder for built model files (created on demand):
+    :func:`avhb.paths.models_dir`."""
+    from avhb.paths import models_dir
+
+    return models_dir()
 
 
 def require(module: str, what: str = "") -> object:

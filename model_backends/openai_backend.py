@@ -9,7 +9,7 @@ Arguments (all optional):
   identity/describe or written anywhere; passing ``api_key=`` is refused.
   Without a key, a custom ``base_url`` is called with no Authorization header;
 - ``concurrency`` (32): the most requests in flight; the adaptive limiter
-  halves it on 429 and grows it back (``avhb.resilience``);
+  halves it on 429 and grows it back (``avhb.model.resilience``);
 - ``timeout`` (120 s per attempt), ``max_retries`` (5; so 6 attempts);
 - capability overrides: ``images_per_request`` (32), ``video`` (False: sends
   sampled frames; True: a file without frames goes as ``video_url``),
@@ -31,11 +31,11 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from avhb.backend import Backend, BackendSpec, Capabilities
+from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import SampleError, UserError
-from avhb.messages import Request, Response
+from avhb.model.messages import Request, Response
 from avhb.redact import redact
-from avhb.resilience import AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy
+from avhb.model.resilience import AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy
 
 from .encode_messages import encode_messages
 

@@ -19,5 +19,10 @@ def avhb_backends():
 
 
 @hookimpl
+def avhb_transcribers():
+    return {"whisper": f"{_B}.asr:transcribe"}  # faster-whisper, offline weights (avhb[local] or avhb[asr])
+
+
+@hookimpl
 def avhb_model_presets():
     return ["avhb.model_backends:presets.yaml"]

@@ -31,9 +31,9 @@ import asyncio
 from dataclasses import replace
 from typing import Any, Callable
 
-from avhb.backend import Backend, BackendSpec, Capabilities
+from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import SampleError, UserError
-from avhb.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart
+from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart
 
 from .openai_backend import map_generation
 
@@ -49,7 +49,7 @@ DEFAULT_MAX_TOKENS = 512
 
 def find_preset(name: str) -> dict[str, Any] | None:
     """The catalogue entry for ``name`` (case-insensitive), or None."""
-    from avhb.presets import load_presets
+    from avhb.model.presets import load_presets
 
     presets = load_presets()
     return presets.get(name) or {k.lower(): v for k, v in presets.items()}.get(name.lower())
@@ -194,11 +194,12 @@ def strip_template_bos(prompt: str, bos_token: str | None, tokenizer_adds_bos: b
 
 
 class VLLMBackend(Backend):
+    requires = (("vllm", "vllm"),)
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
         check_args(spec)
         self.model, self.engine_args, self.capabilities = resolve_model(spec)
-        self.default_frames = default_frames(spec)  # the evaluator's frame budget when the task sets none
+        self.capabilities.default_frames = default_frames(spec)  # frames per video when the task sets none
         self.batch_size = int(spec.args.get("batch_size", 64))
         if self.batch_size < 1:
             raise UserError(f"vllm: batch_size={self.batch_size} must be >= 1")

@@ -8,5 +8,10 @@ def avhb_task_packages():
 
 
 @hookimpl
+def avhb_judge_parsers():
+    return {"curve_evidence_graph": "avhb.tasks.curve.diagnosis:parse_graph_reply"}
+
+
+@hookimpl
 def avhb_commands():
     return {"diagnose": "avhb.tasks.curve.diagnose_cli:main"}

@@ -23,7 +23,9 @@ def isolated_cache(tmp_path_factory, monkeypatch):
 
 
 def _clear_registry():
-    from avhb import presets, registry, task_config
+    from avhb import registry
+    from avhb.model import presets
+    from avhb.taskdef import config as task_config
 
     registry.get_registry.cache_clear()
     presets._load.cache_clear()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from avhb.aggregate import mean_stderr
+from avhb.score.aggregate import mean_stderr
 
 XSS_RESPONSE = (
     '<script>document.title="PWNED-SCRIPT";document.body.setAttribute("data-pwned","1")</script>'

@@ -7,13 +7,15 @@ import copy
 import numpy as np
 import pytest
 
-from avhb.backend import Capabilities
-from avhb.messages import AudioPart, Message, Request, TextPart, VideoPart
-from avhb.requests import materialize, parse_ablations
+from avhb.model.backend import Capabilities
+from avhb.model.messages import AudioPart, Message, Request, TextPart, VideoPart
+from avhb.media.materialize import MediaPlan, materialize
+from avhb.media.spec import MediaSpec
+from avhb.run.options import parse_ablations
 from tests.fixtures.make_test_media import make_video, tone_track
 
 ALL = Capabilities(images=16, video=True, audio=True)
-MEDIA = {"frames": 4, "audio_rate": 16000, "boxes": "boxes"}
+MEDIA = {"frames": 4, "audio_rate": 16000}
 DOC = {"boxes": {"0": [{"x": 10, "y": 10, "width": 40, "height": 30, "labelId": "thing"}]}}
 
 
@@ -26,7 +28,8 @@ def clip(tmp_path_factory):
 
 def request(clip):
     return Request(messages=[Message("system", [TextPart("sys")]),
-                             Message("user", [VideoPart(path=clip), AudioPart(path=clip), TextPart("What happens?")])])
+                             Message("user", [VideoPart(path=clip, boxes=DOC["boxes"]), AudioPart(path=clip),
+                                              TextPart("What happens?")])])
 
 
 def kinds(req):
@@ -35,7 +38,7 @@ def kinds(req):
 
 def run(clip, ablations, caps=ALL, media=MEDIA):
     req = request(clip)
-    log = materialize(req, dict(media), caps, tuple(ablations), DOC, "t")
+    log = materialize(req, MediaPlan(MediaSpec.from_dict(media), tuple(ablations), "t"), caps)
     return req, log
 
 
@@ -104,8 +107,8 @@ def test_unknown_switch_is_a_user_error():
 
 def _task(tmp_path, media):
     from avhb.registry import get_registry
-    from avhb.task import Task
-    from avhb.task_config import TaskConfig
+    from avhb.taskdef.task import Task
+    from avhb.taskdef.config import TaskConfig
 
     cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "bench", {"task": "t", "doc_to_text": "{{q}}", "media": media})
     return Task(cfg, get_registry())
@@ -118,10 +121,10 @@ def _task(tmp_path, media):
     ({"q": "?", "v": "a.mp4", "s": "x", "e": 2.0}, None, "segment not used (could not convert string to float: 'x'): whole video"),
 ])
 def test_segment_is_used_only_when_valid_and_otherwise_recorded(tmp_path, doc, segment, note):
-    from avhb.requests import build_request
+    from avhb.taskdef.requests import build_request
 
     task = _task(tmp_path, {"video": "{{v}}", "segment": ["s", "e"], "frames": 4})
-    req = build_request(task, doc, tmp_path, "id1")
+    req = build_request(task, doc, tmp_path, "id1", MediaSpec.from_dict(task.cfg.get("media")))
     video = req.messages[0].parts[0]
     assert video.path == str(tmp_path / "a.mp4") and video.segment == segment
     assert req.adaptations == ([note] if note else [])

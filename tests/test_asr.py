@@ -10,7 +10,7 @@ import pytest
 import soundfile as sf
 
 from avhb.errors import SampleError, UserError
-from avhb.messages import AudioPart
+from avhb.model.messages import AudioPart
 from avhb.model_backends import offline_models
 from avhb.model_backends.asr import SAMPLE_RATE, Transcript, load_audio, resample, transcribe, transcribe_part
 
@@ -142,8 +142,8 @@ def test_tiny_en_is_used_in_place():
 
 # ---------------------------------------------------------------- the cascade
 
-from avhb.backend import parse_backend_spec  # noqa: E402
-from avhb.messages import Message, Request, TextPart  # noqa: E402
+from avhb.model.backend import parse_backend_spec  # noqa: E402
+from avhb.model.messages import Message, Request, TextPart  # noqa: E402
 from avhb.model_backends import cascade as cascade_mod  # noqa: E402
 from avhb.model_backends.cascade import CascadeBackend, split_cascade_args  # noqa: E402
 from avhb.model_backends.plugin import avhb_backends  # noqa: E402

@@ -6,9 +6,9 @@ from collections import Counter
 
 import pytest
 
-from avhb.backend import BackendSpec, parse_backend_spec
+from avhb.model.backend import BackendSpec, parse_backend_spec
 from avhb.errors import UserError
-from avhb.messages import AudioPart, Message, Request, TextPart, text_request
+from avhb.model.messages import AudioPart, Message, Request, TextPart, text_request
 from avhb.model_backends.baselines import RandomBackend, ScriptedBackend, option_replies, prompt_text
 from avhb.model_backends.plugin import avhb_backends
 
@@ -224,7 +224,7 @@ def test_baseline_identity_shapes(tmp_path):
 
 
 def test_every_builtin_backend_imports():
-    from avhb.backend import Backend
+    from avhb.model.backend import Backend
 
     assert set(BACKENDS) == {"local", "cascade", "random", "scripted", "openai", "litellm", "vllm"}
     for path in BACKENDS.values():

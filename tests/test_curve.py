@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from avhb.aggregate import Aggregate, weighted_mean
+from avhb.score.aggregate import Aggregate, weighted_mean
 from avhb.errors import UserError
 from avhb.tasks.curve import hooks, locales
 from tests.conftest import run_cli

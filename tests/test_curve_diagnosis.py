@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from avhb.backend import Backend, BackendSpec, Capabilities
-from avhb.messages import Response, TextPart
+from avhb.model.backend import Backend, BackendSpec, Capabilities
+from avhb.model.messages import Response, TextPart
 from avhb.tasks.curve import diagnosis as dg
 from avhb.tasks.curve import locales
 from tests.conftest import run_cli
@@ -188,8 +188,8 @@ def test_round_limit_is_respected(run_dir):
 
 
 async def test_unparsable_node_check_stops_the_walk_and_is_counted():
-    from avhb.journal import Journal
-    from avhb.judges import Judges
+    from avhb.run.journal import Journal
+    from avhb.score.judges import Judges
 
     class Pool:
         pass

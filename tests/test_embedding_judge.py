@@ -14,10 +14,10 @@ import time
 import numpy as np
 import pytest
 
-from avhb.backend import BackendSpec
+from avhb.model.backend import BackendSpec
 from avhb.errors import UserError
-from avhb.judge_parsers import PARSERS, answer_space
-from avhb.messages import Request
+from avhb.score.parsers import answer_space, get_parser
+from avhb.model.messages import Request
 from tests.conftest import run_cli
 
 EXACT = "The capital of France is Paris."
@@ -113,7 +113,7 @@ def test_rating_json_linear_bins(sim, rating):
     space = m.answer_space_of(answer_space("rating_json", {}))
     reply = m.reply_for(sim, space, m.default_thresholds(space))
     assert reply == f'{{"rating": {rating}}}'
-    assert PARSERS["rating_json"](reply, {}) == rating
+    assert get_parser("rating_json")(reply, {}) == rating
 
 
 @pytest.mark.parametrize("parser, options", [
@@ -129,7 +129,7 @@ def test_every_reply_parses_and_is_monotone_in_similarity(parser, options):
     levels = []
     for sim in np.linspace(-1.0, 1.0, 201):
         reply = m.reply_for(float(sim), space, thresholds)
-        assert reply in choices and PARSERS[parser](reply, options) is not None
+        assert reply in choices and get_parser(parser)(reply, options) is not None
         levels.append(order[reply])
     assert levels == sorted(levels) and levels[0] == 0 and levels[-1] == space.levels - 1
 

@@ -160,7 +160,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(testpack, tmp_path):
 
 
 def test_torn_journal_line_is_skipped(tmp_path):
-    from avhb.journal import Journal
+    from avhb.run.journal import Journal
 
     j = Journal(tmp_path)
     j.put("responses", "k1", {"response": "a"})

@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from avhb.backend import parse_backend_spec
+from avhb.model.backend import parse_backend_spec
 from avhb.errors import UserError
-from avhb.messages import Message, Request, TextPart, VideoPart, text_request
+from avhb.model.messages import Message, Request, TextPart, VideoPart, text_request
 from tests.servers.openai_server import ScriptedServer, echo_last_user
 
 KEY = "sk-litellmtest-9876543210abcdef"

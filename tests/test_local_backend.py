@@ -8,9 +8,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from avhb.backend import parse_backend_spec
+from avhb.model.backend import parse_backend_spec
 from avhb.errors import SampleError, UserError
-from avhb.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart, text_request
+from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart, text_request
 from avhb.model_backends.local import LocalBackend, choose, render_prompt
 
 # ---------------------------------------------------------------- pure parts (fast)

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from avhb.metric import SampleRecord
+from avhb.score.metric import SampleRecord
 from avhb.plugins.metrics.agreement import (JudgeAgreement, cohen_kappa, fleiss_kappa, fleiss_kappa_counts,
                                             fleiss_kappa_stderr, krippendorff_alpha, krippendorff_alpha_stderr,
                                             pairwise_kappa)

@@ -2,7 +2,7 @@
 import pytest
 
 from avhb.errors import SampleError
-from avhb.metric import SampleRecord, ScoreContext
+from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.choice import (ChoiceAccuracy, ExactMatch, exact_match, inline_options,
                                          options_from, parse_choice, resolve_choice)
 from avhb.plugins.metrics.filters import ChoiceLetter, FinalAnswer, Lowercase, Regex, Strip, final_answer
@@ -170,7 +170,7 @@ async def test_choice_letter_filter_then_accuracy_asks_judge_once():
 def test_needs_judges_and_registry():
     from avhb.plugins.metrics.registry import FILTERS, METRICS
     from avhb.registry import import_path
-    from avhb.metric import Filter, Metric
+    from avhb.score.metric import Filter, Metric
 
     assert ChoiceAccuracy().needs_judges == ("answer_matcher",)
     assert ChoiceAccuracy(use_judge=False).needs_judges == ()

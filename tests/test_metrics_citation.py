@@ -1,7 +1,7 @@
 """Citation recall / precision / F1 by leave-one-out entailment."""
 import pytest
 
-from avhb.metric import SampleRecord, ScoreContext
+from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.citation import (Citation, citation_indices, parse_statements, parse_yes_no,
                                            score_citations, split_statements)
 from avhb.plugins.metrics.testing import UNPARSED, ScriptedJudges

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from avhb.metric import SampleRecord, ScoreContext
+from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics import conciseness as cc
 
 

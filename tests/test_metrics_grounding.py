@@ -1,7 +1,7 @@
 """Temporal and box grounding."""
 import pytest
 
-from avhb.metric import SampleRecord, ScoreContext
+from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.grounding import (BoxIoU, TemporalGrounding, TemporalIoU, box_iou, box_pairs, cover,
                                             interval_iou, length, merge, overlap, share_at_least, temporal_prf)
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from avhb.metric import SampleRecord, ScoreContext
+from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.likert import Judge012, LikertFacet, likert_mean, score_012, valid_rating
 from avhb.plugins.metrics.testing import UNPARSED, FakeVerdict, ScriptedJudges
 

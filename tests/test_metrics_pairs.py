@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from avhb.metric import SampleRecord
+from avhb.score.metric import SampleRecord
 from avhb.plugins.metrics.pairs import MacroF1, PairAccuracy, UnitAccuracy, macro_f1, unit_accuracy
 
 # (unit, correct) with None = unknown answer

@@ -1,4 +1,4 @@
-"""The retry/concurrency code (avhb.resilience), message encoding, and the
+"""The retry/concurrency code (avhb.model.resilience), message encoding, and the
 openai backend against a real local OpenAI-compatible server."""
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ import pytest
 import soundfile as sf
 from PIL import Image
 
-from avhb.backend import parse_backend_spec
+from avhb.model.backend import parse_backend_spec
 from avhb.errors import UserError
-from avhb.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart, text_request
+from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart, text_request
 from avhb.model_backends.encode_messages import encode_messages, frame_label
 from avhb.model_backends.openai_backend import OpenAIBackend, map_generation
-from avhb.resilience import (AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy,
+from avhb.model.resilience import (AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy,
                              backoff_delay, classify_exception, parse_retry_after)
 from tests.servers.openai_server import Fault, ScriptedServer, echo_last_user
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from avhb import hub
+from avhb.data import hub
 from avhb.errors import UserError
-from avhb.prepare import (HubSource, PrepareResult, UrlSource, fetch_http, prepare, run_items,
+from avhb.data.download import (HubSource, PrepareResult, UrlSource, fetch_http, prepare, run_items,
                           source_from_dict)
 try:
     from tests.servers.hub_server import FakeHub
@@ -98,7 +98,11 @@ def _downloaded(h: FakeHub) -> list[str]:
 
 
 def test_default_data_dir_and_dataset_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv("AVHB_CACHE_DIR", raising=False)
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
     assert hub.default_data_dir() == Path("~/.cache/avhb/data").expanduser()
+    monkeypatch.setenv("AVHB_CACHE_DIR", str(tmp_path / "c"))
+    assert hub.default_data_dir() == tmp_path / "c" / "data"  # one cache root
     monkeypatch.setenv("AVHB_DATA_DIR", str(tmp_path / "d"))
     assert hub.default_data_dir() == tmp_path / "d"
     assert hub.dataset_dir("org/name", "v1.0") == tmp_path / "d" / "org__name" / "v1.0"

@@ -6,7 +6,7 @@ import os
 import time
 
 from avhb.registry import get_registry
-from avhb.task_index import build_index
+from avhb.taskdef.index import build_index
 from tests.conftest import run_cli
 
 
@@ -65,7 +65,7 @@ def test_index_is_cached_and_invalidated_by_file_change(testpack):
 
 def test_list_tasks_imports_no_hooks_or_heavy_modules(testpack):
     code = ("import sys; from avhb.cli import main; main(['list','tasks']); "
-            "bad=[m for m in ('avhb_testpack.tasks.qa.hooks','torch','datasets','jsonschema','numpy','openai','avhb.evaluator') if m in sys.modules]; "
+            "bad=[m for m in ('avhb_testpack.tasks.qa.hooks','torch','datasets','jsonschema','numpy','openai','avhb.run.evaluator') if m in sys.modules]; "
             "print('IMPORTED', bad)")
     import subprocess, sys
     env = dict(os.environ, PYTHONPATH=str(testpack))

@@ -2,7 +2,7 @@
 import io
 import threading
 
-from avhb.report.progress import Progress, fmt_duration
+from avhb.run.progress import Progress, fmt_duration
 
 
 class Clock:

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from avhb.errors import UserError
-from avhb.task_config import expand_family, load_with_includes, read_yaml, resolve_file
+from avhb.taskdef.config import expand_family, load_with_includes, read_yaml, resolve_file
 
 
 def write(folder: Path, name: str, text: str) -> Path:

@@ -51,9 +51,9 @@ JUDGE = {
 
 PLUGIN = '''
 import json
-from avhb.backend import Backend, Capabilities
+from avhb.model.backend import Backend, Capabilities
 from avhb.hookspecs import hookimpl
-from avhb.messages import Response, VideoPart
+from avhb.model.messages import Response, VideoPart
 
 
 class Replay(Backend):

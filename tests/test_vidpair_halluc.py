@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from avhb.errors import SampleError, UserError
-from avhb.judges import Verdict
-from avhb.metric import SampleRecord, ScoreContext
+from avhb.score.judges import Verdict
+from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.tasks.vidpair_halluc import hooks, metrics, scoring
 from avhb.tasks.vidpair_halluc.extract import (extract_yes_no, first_letter, letter_sequence, valid_clip,
                                                valid_for_pairing)
@@ -456,7 +456,7 @@ async def test_binary_count_keys_carry_the_metric_name():
 
 class _Roles(FakeJudges):
     def __init__(self, table, parser="score_0_2", parser_options=None):
-        from avhb.judges import JudgeRole
+        from avhb.score.judges import JudgeRole
         super().__init__(table)
         self.roles = {"scorer": JudgeRole("scorer", "p", parser, dict(parser_options or {}))}
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from avhb.backend import BackendSpec
-from avhb.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+from avhb.model.backend import BackendSpec
+from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
 from avhb.model_backends.vllm_backend import VLLMBackend, build_inputs, resolve_model, sampling_kwargs
-from avhb.presets import load_presets
+from avhb.model.presets import load_presets
 
 
 def fake_template(conversation):
@@ -118,10 +118,10 @@ def test_unknown_arguments_are_refused():
 
 
 def test_default_frames_from_preset_or_argument():
-    assert VLLMBackend(BackendSpec("vllm", "Qwen3-VL")).default_frames == load_presets()["Qwen3-VL"]["frames"] == 64
-    assert VLLMBackend(BackendSpec("vllm", "qwen2.5-omni")).default_frames == 32
-    assert VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"frames": 16})).default_frames == 16
-    assert VLLMBackend(BackendSpec("vllm", "/models/x")).default_frames is None
+    assert VLLMBackend(BackendSpec("vllm", "Qwen3-VL")).capabilities.default_frames == load_presets()["Qwen3-VL"]["frames"] == 64
+    assert VLLMBackend(BackendSpec("vllm", "qwen2.5-omni")).capabilities.default_frames == 32
+    assert VLLMBackend(BackendSpec("vllm", "Qwen3-VL", {"frames": 16})).capabilities.default_frames == 16
+    assert VLLMBackend(BackendSpec("vllm", "/models/x")).capabilities.default_frames is None
 
 
 def test_identity_shape():
@@ -133,7 +133,7 @@ def test_identity_shape():
 # -- the batching loop, with no engine or a fake one --------------------------
 
 def _text(prompt="hi", **generation):
-    from avhb.messages import text_request
+    from avhb.model.messages import text_request
 
     return text_request(prompt, **generation)
 

@@ -47,12 +47,13 @@ MAX_TOKENS = 8
 
 def _requests(kind: str, video: str) -> dict:
     """The named requests for one model, media decoded by avhb's media layer
-    (``avhb.requests.materialize``, as the evaluator does)."""
+    (``avhb.media.materialize.materialize``, as the model call does)."""
     import numpy as np
 
-    from avhb.backend import Capabilities
-    from avhb.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
-    from avhb.requests import materialize
+    from avhb.model.backend import Capabilities
+    from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+    from avhb.media.materialize import MediaPlan, materialize
+    from avhb.media.spec import MediaSpec
 
     def make(parts, frames=None, system=None):
         messages = [Message("system", [TextPart(system)])] if system else []
@@ -60,7 +61,7 @@ def _requests(kind: str, video: str) -> dict:
         req = Request(messages=messages, generation={"max_tokens": MAX_TOKENS, "temperature": 0.0})
         if frames:
             caps = Capabilities(images=8, video=True, audio=True, max_context=2048, tokens_per_frame=16)
-            materialize(req, {"frames": frames, "max_side": FRAME_W}, caps, (), {}, "vllm_cpu")
+            materialize(req, MediaPlan(MediaSpec.from_dict({"frames": frames, "max_side": FRAME_W}), (), "vllm_cpu"), caps)
         return req
 
     t = np.linspace(0, AUDIO_SECONDS, int(AUDIO_SECONDS * AUDIO_RATE), endpoint=False)
@@ -99,7 +100,7 @@ def _shape(item) -> list[int]:
 def drive_engine(model: str, kind: str, video: str, out: str) -> None:
     """Run every request of ``kind`` through one ``VLLMBackend`` in a single
     batch; write ``{start_s, generate_s, calls, results}`` to ``out``."""
-    from avhb.backend import BackendSpec
+    from avhb.model.backend import BackendSpec
     from avhb.model_backends.vllm_backend import VLLMBackend, build_inputs, hf_conversation
 
     args = dict(ENGINE_ARGS, limit_mm_per_prompt={"image": 1, "video": 1, "audio": 1}, batch_size=16)

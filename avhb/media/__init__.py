@@ -14,7 +14,7 @@ _EXPORTS = {
     "FrameSpec": "frames", "FrameSample": "frames", "sample_frames": "frames",
     "select_indices": "indices",
     "load_audio": "audio",
-    "Chunk": "chunks", "iter_chunks": "chunks",
+    "chunk_bounds": "chunks",
     "Box": "boxes", "draw_boxes": "boxes", "boxes_for_indices": "boxes",
     "make_grid": "grid", "grid_shape": "grid",
     "image_data_url": "encode", "image_bytes": "encode", "wav_bytes": "encode",

@@ -1,9 +1,12 @@
-"""Check that a request's frames fit the model's context window."""
+"""Check that a request's frames fit the model's context window.
+
+An over-budget request fails its sample (``SampleError``: the run goes on);
+only a bad policy name is a ``UserError``."""
 from __future__ import annotations
 
 from typing import Literal
 
-from avhb.errors import UserError
+from avhb.errors import SampleError, UserError
 
 
 def check_budget(task: str, n_frames: int, tokens_per_frame: int, text_tokens: int,
@@ -16,7 +19,7 @@ def check_budget(task: str, n_frames: int, tokens_per_frame: int, text_tokens: i
     answer).  If they fit, ``n_frames`` is returned.  Otherwise the most that
     fit is ``floor((max_context - text_tokens - reserve_tokens) /
     tokens_per_frame)``: ``policy="clamp"`` returns it (if at least 1),
-    ``policy="refuse"`` raises ``UserError`` naming the task and the numbers,
+    ``policy="refuse"`` raises ``SampleError`` naming the task and the numbers,
     as does clamping to zero frames.
     """
     if policy not in ("clamp", "refuse"):
@@ -36,8 +39,8 @@ def check_budget(task: str, n_frames: int, tokens_per_frame: int, text_tokens: i
               + (f" + {reserve_tokens} reserved" if reserve_tokens else "")
               + f" = {need} > max context {max_context}")
     if policy == "refuse":
-        raise UserError(f"task {task}: {detail}; at most {fit} frames fit "
-                        "(lower the frame count or use budget: clamp)")
+        raise SampleError(f"task {task}: {detail}; at most {fit} frames fit "
+                          "(lower the frame count or use budget: clamp)")
     if fit < 1:
-        raise UserError(f"task {task}: {detail}; not even one frame fits")
+        raise SampleError(f"task {task}: {detail}; not even one frame fits")
     return fit

@@ -1,7 +1,8 @@
 """Content-addressed on-disk cache of sampled frames and audio.
 
-Location: ``$AVHB_CACHE_DIR`` if set, else ``~/.cache/avhb/media``.  Entries
-are ``<root>/<kind>/<key[:2]>/<key>.npz`` (NumPy archives, no pickle), shared
+Location: ``avhb.paths.media_cache_dir()`` (``<cache>/media``, where ``<cache>`` is
+``$AVHB_CACHE_DIR`` or ``~/.cache/avhb``).  Entries are
+``<root>/<kind>/<key[:2]>/<key>.npz`` (NumPy archives, no pickle), shared
 by every run and model on the machine.
 
 Key = BLAKE2b-256 of a JSON document holding the entry kind (``frames`` or
@@ -33,11 +34,10 @@ FORMAT_VERSION = 1
 
 
 def default_cache_dir() -> str:
-    """``$AVHB_CACHE_DIR`` or ``~/.cache/avhb/media``."""
-    env = os.environ.get("AVHB_CACHE_DIR")
-    if env:
-        return env
-    return os.path.join(os.path.expanduser("~"), ".cache", "avhb", "media")
+    """:func:`avhb.paths.media_cache_dir` (``<cache>/media``)."""
+    from avhb.paths import media_cache_dir
+
+    return str(media_cache_dir())
 
 
 def fingerprint(path: str) -> str:

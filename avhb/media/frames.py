@@ -35,6 +35,7 @@ class FrameSpec:
     max_side: int | None = None
     max_pixels: int | None = None
     decoder: Decoder = "auto"
+    size: tuple[int, int] | None = None  # exact output (width, height), e.g. long-video chunks; overrides max_*
 
     def __post_init__(self) -> None:
         if (self.frames is None) == (self.fps is None):
@@ -50,7 +51,8 @@ class FrameSpec:
         return {"frames": self.frames, "fps": self.fps, "max_frames": self.max_frames,
                 "segment": list(self.segment) if self.segment else None,
                 "include_last": self.include_last, "max_side": self.max_side,
-                "max_pixels": self.max_pixels, "decoder": resolve_decoder(self.decoder)}
+                "max_pixels": self.max_pixels, "decoder": resolve_decoder(self.decoder),
+                **({"size": list(self.size)} if self.size else {})}
 
 
 @dataclass
@@ -113,7 +115,7 @@ def sample_frames(path: str, spec: FrameSpec) -> FrameSample:
     reader = open_reader(path, spec.decoder)
     try:
         indices = choose_indices(path, reader, spec)
-        size = fit_size(reader.width, reader.height, spec.max_side, spec.max_pixels)
+        size = tuple(spec.size) if spec.size else fit_size(reader.width, reader.height, spec.max_side, spec.max_pixels)
         frames = decode_indices(reader, indices, size)
     finally:
         reader.close()

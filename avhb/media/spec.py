@@ -1,13 +1,23 @@
 """The ``media`` block of a task YAML, as a plain dataclass.
 
-Keys (all optional): ``video``, ``audio`` (templates naming the files),
-``frames`` | ``fps`` (+ ``max_frames``), ``segment`` (two templates or field
-names: start, end seconds), ``include_last_frame``, ``max_side``,
-``max_pixels``, ``audio_rate`` (16000), ``audio_in_video`` (false),
-``audio_missing`` ("error" | "silence"), ``budget`` ("clamp" | "refuse"),
-``chunks`` ({seconds, fps, width, height}), ``boxes`` (a field name),
-``decoder`` ("auto" | "decord" | "pyav").  The caller resolves the templates
-and calls the media functions; :meth:`MediaSpec.frame_spec` builds the
+Keys (all optional): ``video``, ``audio``, ``images`` (templates naming the
+files; ``images`` names a field holding a list of paths, or one template),
+``frames`` | ``fps`` (+ ``max_frames``), ``segment`` (two field names: start,
+end seconds; used when both are numbers and end > start, else the whole
+video, noted in the sample log), ``include_last_frame``, ``max_side``,
+``max_pixels`` (bound video frames and images alike), ``audio_rate``
+(16000), ``audio_in_video`` (false), ``audio_missing`` ("error" |
+"silence"), ``budget`` ("clamp" | "refuse": over-budget frames are clamped,
+or the sample fails), ``chunks`` ({seconds, fps, width, height}: long-video
+chunks for drivers), ``boxes`` (a field holding box annotations),
+``boxes_key_fps`` (the rate of the annotation frame keys, e.g. 10 for a
+10 Hz grid; unset = source frame indices), ``decoder`` ("auto" | "decord" |
+"pyav"), ``transcriber`` (the registered speech-to-text used when audio
+becomes a transcript; default "whisper").
+
+A task's media settings are its YAML block merged with ``--media``, parsed
+once per task into a :class:`MediaSpec` that both request building and
+materialisation read.  :meth:`MediaSpec.frame_spec` builds the
 ``FrameSpec`` once the segment is known.
 """
 from __future__ import annotations
@@ -34,6 +44,7 @@ class ChunkSpec:
 class MediaSpec:
     video: str | None = None
     audio: str | None = None
+    images: str | None = None
     frames: int | None = None
     fps: float | None = None
     max_frames: int | None = None
@@ -47,7 +58,9 @@ class MediaSpec:
     budget: str = "clamp"
     chunks: ChunkSpec | None = None
     boxes: str | None = None
+    boxes_key_fps: float | None = None
     decoder: str = "auto"
+    transcriber: str = "whisper"
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, where: str = "media") -> "MediaSpec":
@@ -62,14 +75,15 @@ class MediaSpec:
             raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; "
                             f"expected some of {', '.join(sorted(known))}")
         kw: dict[str, Any] = {}
-        for key in ("video", "audio", "boxes"):
+        for key in ("video", "audio", "images", "boxes", "transcriber"):
             if d.get(key) is not None:
                 kw[key] = _typed(where, key, d[key], str)
         for key in ("frames", "max_frames", "max_side", "max_pixels", "audio_rate"):
             if d.get(key) is not None:
                 kw[key] = _positive_int(where, key, d[key])
-        if d.get("fps") is not None:
-            kw["fps"] = _positive_float(where, "fps", d["fps"])
+        for key in ("fps", "boxes_key_fps"):
+            if d.get(key) is not None:
+                kw[key] = _positive_float(where, key, d[key])
         for key in ("include_last_frame", "audio_in_video"):
             if d.get(key) is not None:
                 kw[key] = _typed(where, key, d[key], bool)
@@ -91,18 +105,28 @@ class MediaSpec:
             kw["chunks"] = _chunks(where, d["chunks"])
         return cls(**kw)
 
-    def frame_spec(self, segment: tuple[float, float] | None = None,
-                   frames: int | None = None) -> FrameSpec:
-        """The ``FrameSpec`` for one sample (``segment`` resolved to seconds;
-        ``frames`` overrides the count, e.g. after a budget clamp).  Without
-        ``frames`` or ``fps`` in the spec, 8 uniform frames."""
-        n = frames if frames is not None else self.frames
-        fps = None if n is not None else self.fps
+    def to_key(self) -> dict[str, Any]:
+        """The settings as plain data, for request keys and run.json."""
+        from dataclasses import asdict
+
+        return asdict(self)
+
+    def frame_spec(self, segment: tuple[float, float] | None = None, frames: int | None = None,
+                   default_frames: int | None = None, sampling: Mapping[str, Any] | None = None) -> FrameSpec:
+        """The ``FrameSpec`` for one video part (``segment`` resolved to
+        seconds; ``frames`` overrides the count, e.g. after a budget clamp;
+        ``sampling`` = a part's own ``fps``/``frames``/``width``+``height``,
+        e.g. a long-video chunk).  Without ``frames`` or ``fps`` anywhere:
+        the backend's ``default_frames``, else 8 uniform frames."""
+        sampling = dict(sampling or {})
+        n = frames if frames is not None else sampling.get("frames", None if "fps" in sampling else self.frames)
+        fps = None if n is not None else sampling.get("fps", self.fps)
         if n is None and fps is None:
-            n = 8
+            n = default_frames or 8
+        size = (int(sampling["width"]), int(sampling["height"])) if "width" in sampling and "height" in sampling else None
         return FrameSpec(frames=n, fps=fps, max_frames=self.max_frames, segment=segment,
                          include_last=self.include_last_frame, max_side=self.max_side,
-                         max_pixels=self.max_pixels, decoder=self.decoder)  # type: ignore[arg-type]
+                         max_pixels=self.max_pixels, decoder=self.decoder, size=size)  # type: ignore[arg-type]
 
 
 def _typed(where: str, key: str, value: Any, typ: type) -> Any:

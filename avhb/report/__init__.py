@@ -22,7 +22,7 @@ def __getattr__(name: str):
 
         return format_results_table
     if name == "Progress":
-        from avhb.report.progress import Progress
+        from avhb.run.progress import Progress
 
         return Progress
     raise AttributeError(name)

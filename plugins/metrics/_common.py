@@ -2,7 +2,7 @@
 sample record, turning judge verdicts into log entries, count aggregates.
 
 Field specs (used in YAML options such as ``fields:``) name where a value
-comes from in a :class:`avhb.metric.SampleRecord`:
+comes from in a :class:`avhb.score.metric.SampleRecord`:
 
 * ``response``, ``extracted``, ``target``, ``id`` — the record attribute;
 * ``doc.<key>`` — a key of the sample document (dotted paths go deeper);
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from avhb.aggregate import Aggregate
-from avhb.metric import SampleRecord
+from avhb.score.aggregate import Aggregate
+from avhb.score.metric import SampleRecord
 
 _ATTRS = ("response", "extracted", "target", "id")
 

@@ -39,8 +39,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from avhb.aggregate import Aggregate, bootstrap_stderr
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.aggregate import Aggregate, bootstrap_stderr
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 
 WEIGHTS = (None, "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")

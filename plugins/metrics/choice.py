@@ -34,9 +34,9 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from avhb.aggregate import Aggregate
+from avhb.score.aggregate import Aggregate
 from avhb.errors import SampleError
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 
 from ._common import as_text, count, usable, verdict_log
 

@@ -58,8 +58,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from avhb.aggregate import Aggregate, mean_stderr
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.aggregate import Aggregate, mean_stderr
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 

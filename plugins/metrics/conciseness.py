@@ -33,8 +33,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from avhb.aggregate import Aggregate, mean_stderr
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.aggregate import Aggregate, mean_stderr
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 

@@ -23,7 +23,7 @@ import re
 from typing import Any
 
 from avhb.errors import SampleError
-from avhb.metric import Filter, SampleRecord, ScoreContext
+from avhb.score.metric import Filter, SampleRecord, ScoreContext
 
 from ._common import as_text
 from .choice import record_options, resolve_choice

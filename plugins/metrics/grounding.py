@@ -46,8 +46,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from avhb.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 

@@ -40,8 +40,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.aggregate import Aggregate, mean_stderr
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.aggregate import Aggregate, mean_stderr
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 
 from ._common import count, judge_fields, usable, verdict_log
 

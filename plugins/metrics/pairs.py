@@ -32,8 +32,8 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from avhb.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve
 from .choice import normalize_text

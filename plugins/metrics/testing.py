@@ -1,4 +1,4 @@
-"""A scripted stand-in for ``avhb.judges.Judges``, for tests.
+"""A scripted stand-in for ``avhb.score.judges.Judges``, for tests.
 
 ``ScriptedJudges(script)`` answers ``await ask(role, fields)`` from
 ``script``: either a dict ``role -> callable(fields) -> value`` or a

@@ -6,9 +6,9 @@ import argparse
 import json
 from pathlib import Path
 
-from avhb.backend import parse_backend_spec
+from avhb.model.backend import parse_backend_spec
 from avhb.errors import UserError
-from avhb.judges import parse_judge_bindings
+from avhb.score.judges import parse_judge_bindings
 
 from .diagnosis import diagnose_run
 

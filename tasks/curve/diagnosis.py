@@ -36,7 +36,7 @@ An early error hides later ones: the walk stops at the first failing node, so
 errors downstream are found only in later rounds, once the hint has fixed the
 earlier evidence.  ``errors_after_round1`` counts them.
 
-Judge calls go through :mod:`avhb.judges` with the run's journal (kind
+Judge calls go through :mod:`avhb.score.judges` with the run's journal (kind
 ``judges``) and model re-queries are journaled under kind ``diagnosis``, so
 running the diagnosis again makes no new calls.
 
@@ -55,12 +55,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.backend import Backend, BackendSpec, create_backend
 from avhb.errors import SampleError, UserError
-from avhb.journal import Journal
-from avhb.judge_parsers import FORMAT_HINTS, PARSERS
-from avhb.judges import JudgeRole, Judges, TaskJudges, parse_judge_bindings
-from avhb.messages import Response, TextPart
+from avhb.model.backend import Backend, BackendSpec, create_backend
+from avhb.model.messages import Response, TextPart
+from avhb.score.judges import JudgeRole, TaskJudges
 
 from . import hooks
 
@@ -219,10 +217,9 @@ def graph_from_dict(data: dict[str, Any] | str) -> EvidenceGraph:
     return EvidenceGraph([EvidenceNode(**n) for n in data["nodes"]])
 
 
-# The judge machinery looks parsers up by name; this one is CURVE's own.
-PARSERS.setdefault(GRAPH_PARSER, parse_graph_reply)
-FORMAT_HINTS.setdefault(GRAPH_PARSER, 'Reply with only the JSON object {"nodes": [...]}: unique ids, types visual/'
-                                      'external/inference, premises naming existing ids, no cycles.')
+# Registered as the judge parser "curve_evidence_graph" (tasks/plugin.py, avhb_judge_parsers).
+parse_graph_reply.format_hint = ('Reply with only the JSON object {"nodes": [...]}: unique ids, types visual/'  # type: ignore[attr-defined]
+                                 'external/inference, premises naming existing ids, no cycles.')
 
 
 def roles(default_judge: str = DEFAULT_JUDGE, retries: int = 2) -> dict[str, JudgeRole]:
@@ -389,21 +386,6 @@ def summarize(diagnoses: list[SampleDiagnosis]) -> dict[str, Any]:
 # -------------------------------------------------------------- run level
 
 
-@dataclass
-class _RunContext:
-    run_dir: Path
-    run: dict[str, Any]
-    journal: Journal
-    backend: Backend
-    ablations: tuple[str, ...]
-
-
-def _read_samples(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
 _LOCALE_TASK = re.compile(r"^curve_[a-z]{2,3}_[A-Z]{2}$")
 
 
@@ -434,18 +416,16 @@ def _unique(diagnoses: list[SampleDiagnosis]) -> list[SampleDiagnosis]:
     return out
 
 
-def _model_caller(ctx: _RunContext, task, root: Path, limit: asyncio.Semaphore):
-    from avhb.requests import build_request, materialize, request_key
-
-    # as the evaluator's run did: the run's --media over the task's media
-    # block, its --gen-kwargs over the task's generation settings, seed + repeat 0
-    media = {**(task.cfg.get("media") or {}), **(ctx.run.get("media") or {})}
-    gen_kwargs = dict(ctx.run.get("gen_kwargs") or {})
-    seed = int(ctx.run.get("seed", 1234))
+def _model_asker(run, task_run):
+    """``ask_model`` for :func:`diagnose_sample`: the task's own request for
+    the sample (the run's media plan, generation settings and seed) with the
+    locale's step-by-step prompt and the hints so far, asked as the
+    sample's ``diagnosis`` step through the run's call path."""
 
     async def ask(sample_id: str, doc: dict[str, Any], hints: list[str]) -> Response:
+        ctx = run.context(task_run, doc, sample_id)
         try:
-            request = build_request(task, doc, root, sample_id)
+            request = ctx.request()
         except SampleError as exc:
             return Response(text="", error=f"request: {exc}")
         users = [m for m in request.messages if m.role == "user"]
@@ -453,28 +433,11 @@ def _model_caller(ctx: _RunContext, task, root: Path, limit: asyncio.Semaphore):
         if not texts:
             return Response(text="", error="the task's request has no text part to extend")
         texts[-1].text = hooks.reasoning_prompt(doc) + hint_block(hints)
-        request.fields["diagnosis"] = True
-        request.generation.update(gen_kwargs)
-        request.generation.setdefault("seed", seed)
-        request.key = request_key(request, ctx.backend.identity, 0, ctx.ablations, media)
-        cached = ctx.journal.get("diagnosis", request.key)
-        if cached is not None and cached.get("error") is None:
-            return Response(text=cached.get("response") or "")
         try:
-            await asyncio.to_thread(materialize, request, media, ctx.backend.capabilities, ctx.ablations, doc, task.name)
-        except SampleError as exc:
-            return Response(text="", error=f"media: {exc}")
-        async with limit:
-            try:
-                response = await ctx.backend.generate(request)
-            except (UserError, SampleError):
-                raise
-            except Exception as exc:  # a backend bug fails this sample, not the diagnosis
-                response = Response(text="", error=f"{type(exc).__name__}: {exc}")
-        if response.error is None:
-            ctx.journal.put("diagnosis", request.key, {"task": task.name, "id": sample_id, "hints": len(hints),
-                                                       "response": response.text, "error": None})
-        return response
+            call = await ctx.ask(request, step="diagnosis")
+        except SampleError as exc:  # the call failed (recorded; a re-run asks again)
+            return Response(text="", error=str(exc))
+        return Response(text=call.text)
 
     return ask
 
@@ -486,46 +449,30 @@ async def diagnose_run_async(run_dir: Path, *, judges: dict[str, list[BackendSpe
                              backend_factory: Callable[[BackendSpec], Backend] = create_backend,
                              concurrency: int = 8) -> dict[str, Any]:
     """See :func:`diagnose_run`."""
-    from avhb.run_folder import write_json_atomic
-    from avhb.registry import get_registry
-    from avhb.task import Task
-    from avhb.task_index import build_index, load_task
+    from avhb.run.folder import write_json_atomic
+    from avhb.run.reopen import ReopenedRun
 
     run_dir = Path(run_dir)
-    run = json.loads((run_dir / "run.json").read_text(encoding="utf-8")) if (run_dir / "run.json").is_file() else None
-    if not run:
-        raise UserError(f"{run_dir}: no run.json (not a run folder)")
     if max_rounds < 1:
         raise UserError(f"diagnose: max_rounds must be at least 1, got {max_rounds}")
-    names = tasks or _curve_tasks(run)
+    run = ReopenedRun(run_dir, model=model, judges=judges, backend_factory=backend_factory)
+    names = tasks or _curve_tasks(run.manifest)
     if not names:
         raise UserError(f"{run_dir}: the run has no CURVE tasks to diagnose")
-    unknown = [t for t in names if t not in (run.get("tasks") or {})]
+    unknown = [t for t in names if t not in (run.manifest.get("tasks") or {})]
     if unknown:
         raise UserError(f"{run_dir}: task(s) {', '.join(unknown)} not in this run")
-    recorded = run.get("model") or {}
-    spec = model or BackendSpec(recorded.get("kind", ""), recorded.get("name", ""), dict(recorded.get("args") or {}))
-    bindings = judges if judges is not None else parse_judge_bindings(run.get("judge_args") or [])
-    journal = Journal(run_dir / "journal")
-    pool = Judges(bindings, journal, backend_factory)
-    backend = backend_factory(spec)
-    ctx = _RunContext(run_dir, run, journal, backend, tuple(run.get("ablations") or ()))
     role_defs = roles(default_judge)
-    registry = get_registry()
-    index = build_index(registry)
-    model_limit = asyncio.Semaphore(max(1, int(getattr(backend, "concurrency", 1))))
     sample_limit = asyncio.Semaphore(max(1, concurrency))
     all_diagnoses: list[SampleDiagnosis] = []
     failures: Counter[str] = Counter()
     out_dir = run_dir / "diagnosis"
     try:
+        run.judges.prepare(role_defs)
         for name in names:
-            task = Task(load_task(index, name), registry)
-            root = Path(run["tasks"][name]["data"]["root"])
-            ask = _model_caller(ctx, task, root, model_limit)
-            task_judges = pool.for_task(name, role_defs)
-            records = [r for r in _read_samples(run_dir / "samples" / f"{name.replace('/', '__')}.jsonl")
-                       if r.get("repeat", 0) == 0 and r.get("error") is None]
+            task_run = run.task_run(name, role_defs)
+            ask = _model_asker(run, task_run)
+            records = [r for r in run.samples(name) if r.get("repeat", 0) == 0 and r.get("error") is None]
             if samples:
                 wanted = set(samples)
                 records = [r for r in records if r["id"] in wanted]
@@ -534,10 +481,10 @@ async def diagnose_run_async(run_dir: Path, *, judges: dict[str, list[BackendSpe
 
             async def one(record: dict[str, Any]) -> SampleDiagnosis:
                 async with sample_limit:
-                    return await diagnose_sample(name, record["id"], record["doc"], task_judges, ask, max_rounds)
+                    return await diagnose_sample(name, record["id"], record["doc"], task_run.judges, ask, max_rounds)
 
             diagnoses = list(await asyncio.gather(*(one(r) for r in records)))
-            failures.update(task_judges.failures)
+            failures.update(task_run.judges.failures)
             out_dir.mkdir(parents=True, exist_ok=True)
             path = out_dir / f"{name.replace('/', '__')}.jsonl"
             tmp = path.with_name(f".{path.name}.tmp")
@@ -546,20 +493,18 @@ async def diagnose_run_async(run_dir: Path, *, judges: dict[str, list[BackendSpe
             tmp.replace(path)
             all_diagnoses.extend(diagnoses)
     finally:
-        journal.close()
-        await pool.close()
-        await backend.aclose()
+        await run.aclose()
     all_diagnoses = _unique(all_diagnoses)
     by_locale: dict[str, list[SampleDiagnosis]] = {}
     for d in all_diagnoses:
         by_locale.setdefault(d.locale or "(none)", []).append(d)
     summary = {
-        "run": str(run_dir), "model": spec.label, "max_rounds": max_rounds,
-        "judges": {r: [s.label for s in pool.panel(role)] for r, role in role_defs.items()},
+        "run": str(run_dir), "model": run.model_spec.label, "max_rounds": max_rounds,
+        "judges": {r: [s.label for s in run.judges.panel(role)] for r, role in role_defs.items()},
         "judge_failures": dict(failures),
         "overall": summarize(all_diagnoses),
         "locales": {loc: summarize(ds) for loc, ds in sorted(by_locale.items())},
-        "judge_usage": asdict(pool.usage),
+        "judge_usage": run.judges.usage.as_dict(),
     }
     write_json_atomic(out_dir / "summary.json", summary)
     return summary

@@ -6,7 +6,7 @@
     DEST/videos/<YouTube id>.mp4
     DEST/manifest.json     what was fetched and what could not be, with why
 
-It is resumable: the JSON goes through :func:`avhb.prepare.fetch_http`
+It is resumable: the JSON goes through :func:`avhb.data.download.fetch_http`
 (HTTP Range on a ``.part`` file); a video already in ``videos/`` is not
 fetched again; yt-dlp continues its own ``.part`` files.  A video that
 cannot be fetched (removed, private, region-locked) is listed in the
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from avhb.errors import UserError
-from avhb.prepare import PrepareResult, fetch_http, run_items
+from avhb.data.download import PrepareResult, fetch_http, run_items
 
 from . import hooks
 

@@ -39,7 +39,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from avhb.errors import SampleError, UserError
-from avhb.messages import Message, TextPart, VideoPart
+from avhb.model.messages import Message, TextPart, VideoPart
 
 from .release import LEVELS, category_from_id, level_from_file, read_release, row_video, video_file
 

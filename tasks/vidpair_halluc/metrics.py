@@ -30,9 +30,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from avhb.aggregate import Aggregate
+from avhb.score.aggregate import Aggregate
 from avhb.errors import SampleError, UserError
-from avhb.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
 from avhb.plugins.metrics.choice import inline_options, options_from, resolve_choice
 from avhb.plugins.metrics.likert import valid_rating
 

@@ -62,7 +62,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from avhb.aggregate import Aggregate, bootstrap_stderr
+from avhb.score.aggregate import Aggregate, bootstrap_stderr
 from avhb.errors import SampleError, UserError
 from avhb.plugins.metrics.pairs import macro_f1 as generic_macro_f1
 from avhb.plugins.metrics.pairs import unit_accuracy

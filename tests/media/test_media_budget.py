@@ -1,6 +1,6 @@
 import pytest
 
-from avhb.errors import UserError
+from avhb.errors import SampleError, UserError
 from avhb.media import check_budget
 
 
@@ -16,7 +16,7 @@ def test_clamp():
 
 
 def test_refuse_names_task_and_numbers():
-    with pytest.raises(UserError) as ei:
+    with pytest.raises(SampleError) as ei:  # the sample fails alone, the run goes on
         check_budget("videomme", 64, 258, 1200, 16384, policy="refuse")
     msg = str(ei.value)
     assert msg.startswith("task videomme: 64 frames x 258 tokens + 1200 text tokens = 17712")
@@ -24,7 +24,7 @@ def test_refuse_names_task_and_numbers():
 
 
 def test_nothing_fits():
-    with pytest.raises(UserError, match="not even one frame"):
+    with pytest.raises(SampleError, match="not even one frame"):
         check_budget("t", 8, 1000, 16000, 16384)
     with pytest.raises(UserError, match="policy"):
         check_budget("t", 8, 1, 1, 100, policy="drop")  # type: ignore[arg-type]

@@ -18,8 +18,8 @@ def entries(root):
 
 def test_default_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("AVHB_CACHE_DIR", str(tmp_path / "c"))
-    assert default_cache_dir() == str(tmp_path / "c")
-    assert MediaCache().root == str(tmp_path / "c")
+    assert default_cache_dir() == str(tmp_path / "c" / "media")  # one cache root: media under it
+    assert MediaCache().root == str(tmp_path / "c" / "media")
     monkeypatch.delenv("AVHB_CACHE_DIR")
     assert default_cache_dir().endswith(os.path.join(".cache", "avhb", "media"))
 

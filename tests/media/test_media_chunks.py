@@ -1,33 +1,53 @@
-import types
-
+"""Long-video chunks: bounds, and each chunk part sampled by the
+materialiser (the path a driver's chunk turns take)."""
 import pytest
 
 from avhb.errors import SampleError
-from avhb.media import iter_chunks
+from avhb.media import chunk_bounds
+from avhb.media.materialize import MediaPlan, materialize
+from avhb.media.spec import MediaSpec
+from avhb.model.backend import Capabilities
+from avhb.model.messages import Message, Request, TextPart, VideoPart
+
+CAPS = Capabilities(images=8, video=True, audio=True, max_context=1 << 20)
+
+
+def test_bounds():
+    assert chunk_bounds(40, 15) == [(0, 15), (15, 30), (30, 40)]
+    assert chunk_bounds(300, 120) == [(0, 120), (120, 240), (240, 300)]
+    assert chunk_bounds(120, 120) == [(0, 120)]
+    assert chunk_bounds(5, 120) == [(0, 5)]
+    with pytest.raises(ValueError):
+        chunk_bounds(10, 0)
+
+
+def sample_chunk(path, segment, sampling, decoder="auto"):
+    part = VideoPart(path=path, segment=segment, sampling=sampling)
+    request = Request([Message("user", [part, TextPart("notes?")])])
+    log = materialize(request, MediaPlan(MediaSpec(decoder=decoder)), CAPS)
+    return part, log
 
 
 @pytest.mark.parametrize("decoder", ["pyav", "decord"])
 def test_chunks_cover_the_video(media, decode_index, decoder):
-    chunks = list(iter_chunks(media.long, seconds=15, fps=0.2, size=(64, 48), decoder=decoder))
-    assert [(c.start, c.end) for c in chunks] == [(0, 15), (15, 30), (30, 40.0)]
+    sampling = {"fps": 0.2, "width": 64, "height": 48}
+    parts = [sample_chunk(media.long, seg, sampling, decoder)[0] for seg in chunk_bounds(40, 15)]
     # 0.2 fps: times 0, 5, 10 | 15, 20, 25 | 30, 35 -> frames at 30 fps
-    assert [c.indices for c in chunks] == [[0, 150, 300], [450, 600, 750], [900, 1050]]
-    assert chunks[1].timestamps == [15.0, 20.0, 25.0]
-    for c in chunks:
-        assert [decode_index(f) for f in c.frames] == c.indices
-        assert all(f.shape == (48, 64, 3) for f in c.frames)
+    assert [p.frame_indices for p in parts] == [[0, 150, 300], [450, 600, 750], [900, 1050]]
+    assert parts[1].timestamps == [15.0, 20.0, 25.0]
+    for p in parts:
+        assert [decode_index(f) for f in p.frames] == p.frame_indices
+        assert all(f.shape == (48, 64, 3) for f in p.frames)
 
 
-def test_chunks_are_lazy(media):
-    it = iter_chunks(media.long, seconds=10, fps=1, size=None)
-    assert isinstance(it, types.GeneratorType)
-    first = next(it)
-    assert first.indices == [30 * k for k in range(10)] and first.frames[0].shape == (120, 160, 3)
-    it.close()
+def test_chunk_source_size_kept_without_width(media):
+    part, log = sample_chunk(media.long, (0, 10), {"fps": 1})
+    assert part.frame_indices == [30 * k for k in range(10)] and part.frames[0].shape == (120, 160, 3)
+    assert log["video"]["segment"] == [0, 10]
 
 
 def test_chunks_bad_file(media):
     with pytest.raises(SampleError, match="file not found"):
-        next(iter_chunks(media.missing))
+        sample_chunk(media.missing, (0, 10), {"fps": 0.5})
     with pytest.raises(SampleError, match="fps must be > 0"):
-        next(iter_chunks(media.long, fps=0))
+        sample_chunk(media.long, (0, 10), {"fps": 0})

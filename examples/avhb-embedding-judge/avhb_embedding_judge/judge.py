@@ -26,9 +26,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from avhb.backend import Backend, BackendSpec, Capabilities
+from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import UserError
-from avhb.messages import Request, Response
+from avhb.model.messages import Request, Response
 
 from . import mapping, model
 

@@ -4,7 +4,7 @@ import re
 import string
 from collections import Counter
 
-from avhb.metric import Metric
+from avhb.score.metric import Metric
 
 
 def normalize(text: str) -> list[str]:

@@ -1,4 +1,4 @@
-from avhb.metric import Metric
+from avhb.score.metric import Metric
 
 
 class OverlapRating(Metric):

@@ -4,7 +4,7 @@ Runs on compute nodes read only local files, so everything a task needs is
 fetched here, verified, and what could not be fetched is written to a
 ``manifest.json``.  Two kinds of source:
 
-- :class:`HubSource`: a Hub repo at a pinned revision (see :mod:`avhb.hub`);
+- :class:`HubSource`: a Hub repo at a pinned revision (see :mod:`avhb.data.hub`);
 - :class:`UrlSource`: one file over plain HTTP(S) (e.g. CURVE's JSON),
   fetched by :func:`fetch_http`: resumable through an HTTP Range request on a
   ``<dest>.part`` file, checked against the size the server announced and an
@@ -25,8 +25,8 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable
 
-from . import hub
-from .errors import UserError
+from avhb.data import hub
+from avhb.errors import UserError
 
 _CHUNK = 1 << 16
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
@@ -311,7 +311,7 @@ def run_items(items: Iterable[tuple[str, Callable[[], object]]]) -> PrepareResul
 def prepare(sources: Iterable[Source], data_dir: Path | None = None, *,
             manifest_path: Path | None = None, endpoint: str | None = None) -> PrepareResult:
     """Fetch every source into ``data_dir`` (default
-    :func:`avhb.hub.default_data_dir`); write the manifest if asked."""
+    :func:`avhb.data.hub.default_data_dir`); write the manifest if asked."""
     root = Path(data_dir) if data_dir is not None else hub.default_data_dir()
 
     def job(src: Source) -> Callable[[], object]:

@@ -28,7 +28,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
-from .errors import UserError
+from avhb.errors import UserError
+from avhb.paths import data_dir, hf_hub_cache
 
 MARKER = ".avhb-complete.json"
 MARKER_FORMAT = 1
@@ -66,9 +67,8 @@ class Digest:
 
 
 def default_data_dir() -> Path:
-    """``$AVHB_DATA_DIR``, else ``~/.cache/avhb/data``."""
-    env = os.environ.get("AVHB_DATA_DIR")
-    return Path(env).expanduser() if env else Path("~/.cache/avhb/data").expanduser()
+    """:func:`avhb.paths.data_dir`."""
+    return data_dir()
 
 
 def dataset_dir(repo_id: str, revision: str, data_dir: Path | None = None) -> Path:
@@ -237,16 +237,6 @@ def _endpoint(endpoint: str | None) -> str:
     return (endpoint or os.environ.get("HF_ENDPOINT") or constants.ENDPOINT).rstrip("/")
 
 
-def _cache_dir() -> Path:
-    """The Hub cache as the environment says now (huggingface_hub reads it
-    once at import)."""
-    if os.environ.get("HF_HUB_CACHE"):
-        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
-    home = os.environ.get("HF_HOME") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
-    return Path(home).expanduser() / "hub"
-
-
 def _offline() -> bool:
     from huggingface_hub import constants
 
@@ -403,7 +393,7 @@ def snapshot(repo_id: str, revision: str, allow_patterns: list[str] | None, loca
             time.sleep(retry_wait * (attempt - 1))
         try:
             snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=str(local_dir),
-                              cache_dir=str(_cache_dir()), allow_patterns=patterns, endpoint=url,
+                              cache_dir=str(hf_hub_cache()), allow_patterns=patterns, endpoint=url,
                               token=token, max_workers=max_workers)
         except Exception as exc:  # noqa: BLE001
             if _is_fatal(exc):

@@ -9,8 +9,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .metric import SampleRecord
-from .redact import redact
+from avhb.score.metric import SampleRecord
+from avhb.redact import redact
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

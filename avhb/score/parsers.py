@@ -85,7 +85,7 @@ def letter(reply: str, options: dict[str, Any]) -> str | None:
     return got
 
 
-PARSERS: dict[str, Callable[[str, dict[str, Any]], Any]] = {
+BUILTIN: dict[str, Callable[[str, dict[str, Any]], Any]] = {
     "rating_json": rating_json,
     "integer": integer,
     "score_0_2": score_0_2,
@@ -94,14 +94,31 @@ PARSERS: dict[str, Callable[[str, dict[str, Any]], Any]] = {
     "letter": letter,
 }
 
-FORMAT_HINTS = {
-    "rating_json": 'Reply with the JSON {"rating": k} on the first line.',
-    "integer": "Reply with the integer only.",
-    "score_0_2": "Reply with a single digit: 0, 1 or 2.",
-    "tag": "Reply with your verdict in double brackets, e.g. [[Yes]].",
-    "yes_no": "Reply with Yes or No first.",
-    "letter": "Reply with the option letter only.",
-}
+rating_json.format_hint = 'Reply with the JSON {"rating": k} on the first line.'  # type: ignore[attr-defined]
+integer.format_hint = "Reply with the integer only."  # type: ignore[attr-defined]
+score_0_2.format_hint = "Reply with a single digit: 0, 1 or 2."  # type: ignore[attr-defined]
+tag.format_hint = "Reply with your verdict in double brackets, e.g. [[Yes]]."  # type: ignore[attr-defined]
+yes_no.format_hint = "Reply with Yes or No first."  # type: ignore[attr-defined]
+letter.format_hint = "Reply with the option letter only."  # type: ignore[attr-defined]
+
+
+def get_parser(name: str) -> Callable[[str, dict[str, Any]], Any]:
+    """A built-in parser, or one a plugin registers (``avhb_judge_parsers``)."""
+    if name in BUILTIN:
+        return BUILTIN[name]
+    from avhb.registry import get_registry
+
+    return get_registry().load("judge_parsers", name)
+
+
+def parser_names() -> list[str]:
+    from avhb.registry import get_registry
+
+    return sorted(set(BUILTIN) | set(get_registry().names("judge_parsers")))
+
+
+def format_hint(name: str) -> str:
+    return getattr(get_parser(name), "format_hint", None) or "Reply in the format the instructions ask for."
 
 
 def parse_json_lenient(text: str) -> Any:
@@ -114,7 +131,11 @@ def parse_json_lenient(text: str) -> Any:
 def answer_space(parser: str, options: dict[str, Any]) -> list[str] | None:
     """The closed set of valid replies for a parser, when it has one.  Sent as
     ``Request.choices`` so that option-scoring judges (log-likelihood models,
-    baselines) pick a valid reply; chat APIs ignore it."""
+    baselines) pick a valid reply; chat APIs ignore it.  A plugin parser may
+    define ``answer_space(options)``."""
+    if parser not in BUILTIN:
+        own = getattr(get_parser(parser), "answer_space", None)
+        return own(options) if own else None
     if parser == "score_0_2":
         return ["0", "1", "2"]
     if parser == "yes_no":

@@ -5,8 +5,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from .errors import UserError
-from .registry import Registry, get_registry
+from avhb.errors import UserError
+from avhb.registry import Registry, get_registry
 
 
 @lru_cache(maxsize=1)

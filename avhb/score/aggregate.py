@@ -9,9 +9,22 @@ from typing import Callable, Sequence
 
 @dataclass
 class Aggregate:
+    """One reported number: value, standard error and count (``n``: the
+    scored units).  ``runs``: the value of each repeat when a task runs
+    several (``repeats > 1``); ``run_std`` their sample standard deviation."""
+
     value: float | None
     stderr: float | None
-    n: int
+    n: int | None
+    runs: list[float | None] | None = None
+
+    @property
+    def run_std(self) -> float | None:
+        xs = [float(v) for v in self.runs or [] if v is not None]
+        if len(xs) < 2:
+            return None
+        m = sum(xs) / len(xs)
+        return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
 def mean_stderr(values: Sequence[float | None]) -> Aggregate:
@@ -60,4 +73,4 @@ def weighted_mean(parts: Sequence[tuple[Aggregate, float]]) -> Aggregate:
         se = math.sqrt(sum((w * a.stderr) ** 2 for a, w in usable)) / total_w
     else:
         se = None
-    return Aggregate(value, se, sum(a.n for a, _ in usable))
+    return Aggregate(value, se, sum(a.n or 0 for a, _ in usable))

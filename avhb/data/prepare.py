@@ -5,14 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .errors import UserError
-from .registry import get_registry
-from .task import Task
-from .task_index import build_index, load_task
+from avhb.errors import UserError
+from avhb.registry import get_registry
+from avhb.taskdef.task import Task
+from avhb.taskdef.index import build_index, load_task
 
 
 def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
-    from .hub import dataset_dir, default_data_dir, snapshot
+    from avhb.data.hub import dataset_dir, default_data_dir, snapshot
 
     index = build_index()
     tasks, _ = index.resolve(names)

@@ -7,12 +7,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .metric import SampleRecord
-from .registry import get_registry
-from .run_folder import write_json_atomic
-from .task import Task
-from .task_index import build_index, load_task
+from avhb.errors import UserError
+from avhb.score.metric import SampleRecord
+from avhb.registry import get_registry
+from avhb.run.folder import write_json_atomic
+from avhb.taskdef.task import Task
+from avhb.taskdef.index import build_index, load_task
 
 
 def _records(run_dir: Path, task: str) -> list[SampleRecord]:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .task_config import TaskConfig
+from avhb.errors import UserError
+from avhb.taskdef.config import TaskConfig
 
 
 @dataclass
@@ -48,7 +48,7 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
             raise UserError(f"task {task.name!r}: sample pack {root} is missing (re-install avhb)")
         return DataSource(root, "sample")
     if "function" in (task.get("prepare") or {}):  # fetched by the pack's own hook (`avhb prepare`)
-        from .hub import default_data_dir
+        from avhb.data.hub import default_data_dir
 
         local = default_data_dir() / (task.benchmark or task.name)
         if (local / "manifest.json").is_file():
@@ -59,7 +59,7 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
             "with `--sample-data`")
     repo = task.get("dataset_path")
     if repo:
-        from .hub import dataset_dir, is_complete
+        from avhb.data.hub import dataset_dir, is_complete
 
         revision = task.get("revision", "main")
         local = dataset_dir(repo, revision)

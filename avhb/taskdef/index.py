@@ -14,15 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import UserError
-from .registry import Registry, get_registry
+from avhb.errors import UserError
+from avhb.paths import cache_dir
+from avhb.registry import Registry, get_registry
 
 INDEX_VERSION = 1
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("AVHB_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "avhb")
-    return Path(root)
 
 
 @dataclass
@@ -140,7 +136,7 @@ def build_index(registry: Registry | None = None, use_cache: bool = True) -> Tas
 
 
 def _scan(files) -> TaskIndex:
-    from .task_config import resolve_file
+    from avhb.taskdef.config import resolve_file
 
     tasks: dict[str, dict[str, Any]] = {}
     groups: dict[str, dict[str, Any]] = {}
@@ -190,7 +186,7 @@ def _write_cache(cache_file: Path, index: TaskIndex) -> None:
 
 def load_task(index: TaskIndex, name: str):
     """Fully resolve one task (parses its YAML; imports no hooks)."""
-    from .task_config import resolve_file
+    from avhb.taskdef.config import resolve_file
 
     info = index.tasks.get(name)
     if info is None:

@@ -15,10 +15,10 @@ from typing import Any
 
 import yaml
 
-from .errors import UserError
+from avhb.errors import UserError
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "task.schema.json"
-HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "doc_to_text", "doc_to_target", "doc_to_choice")
+HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

@@ -5,8 +5,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import UserError
-from .messages import Request, Response
+from avhb.errors import UserError
+from avhb.model.messages import Request, Response
 
 
 @dataclass
@@ -17,8 +17,15 @@ class Capabilities:
     audio: bool = False  # takes audio natively
     multi_turn: bool = True
     max_context: int = 8192  # tokens
-    tokens_per_frame: int = 256  # estimate used by the budget check
+    tokens_per_frame: int = 256  # estimate used by the budget check (also per image)
     sees_pixels: bool = True  # False for text-only backends; recorded in run.json
+    default_frames: int | None = None  # frames per video when the task sets neither frames nor fps
+
+    @property
+    def takes_images(self) -> bool:
+        """Whether image parts reach the model (as images, or as frames of a
+        native video input)."""
+        return self.sees_pixels and (self.images > 0 or self.video)
 
 
 @dataclass
@@ -96,6 +103,9 @@ class Backend:
 
     capabilities = Capabilities()
     concurrency: int = 1
+    # Optional packages the backend imports when it runs: (module, avhb extra).
+    # ``create_backend`` checks them before any model call is made.
+    requires: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, spec: BackendSpec):
         self.spec = spec
@@ -122,18 +132,34 @@ class Backend:
 
 
 def _secret(key: str) -> bool:
-    from .redact import secret_key
+    from avhb.redact import secret_key
 
     return secret_key(key)
 
 
 def create_backend(spec: BackendSpec) -> Backend:
     """Instantiate a backend (or a judge kind) by its registered name."""
-    from .registry import get_registry
+    from avhb.registry import get_registry
 
     registry = get_registry()
     for kind in ("backends", "judges"):
         if spec.kind in registry.entries[kind]:
-            return registry.load(kind, spec.kind)(spec)
+            cls = registry.load(kind, spec.kind)
+            check_requirements(spec.label, getattr(cls, "requires", ()))
+            return cls(spec)
     known = ", ".join(registry.names("backends") + registry.names("judges")) or "none"
     raise UserError(f"unknown backend {spec.kind!r} (known: {known})")
+
+
+def check_requirements(what: str, requires) -> None:
+    """A one-line ``UserError`` naming the pip command for the first missing
+    optional package (checked without importing it)."""
+    import importlib.util
+
+    for module, extra in requires:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise UserError(f"{what} needs the {module!r} package, which is not installed: pip install 'avhb[{extra}]'")

@@ -19,7 +19,8 @@ class TextPart:
 
 @dataclass
 class ImagePart:
-    """One still image: a file path, or an RGB uint8 array (H, W, 3)."""
+    """One still image: a file path, or an RGB uint8 array (H, W, 3).
+    Once materialised, ``array`` holds the (resized) pixels."""
 
     path: str | None = None
     array: Any = None  # numpy.ndarray
@@ -34,6 +35,8 @@ class VideoPart:
 
     path: str
     segment: tuple[float, float] | None = None
+    sampling: dict[str, Any] | None = None  # per-part frame settings over the task's (fps, frames, width, height)
+    boxes: Any = None  # box annotations to draw ({frame key: [box, ...]}), from the sample
     frames: list[Any] | None = None
     timestamps: list[float] | None = None
     frame_indices: list[int] | None = None
@@ -86,6 +89,22 @@ class Response:
     usage: dict[str, int] = field(default_factory=dict)  # prompt_tokens, completion_tokens
     cost: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
+
+
+def reference_copy(request: Request) -> Request:
+    """A copy whose messages and parts are new objects (the parts' file
+    references, not decoded content): materialising it leaves the original,
+    which a multi-step driver keeps as its history, untouched."""
+    from dataclasses import replace
+
+    return replace(request, messages=[Message(m.role, [replace(p) for p in m.parts]) for m in request.messages],
+                   generation=dict(request.generation), fields=dict(request.fields), adaptations=list(request.adaptations))
+
+
+def prompt_text(request: Request) -> str:
+    """The request's text, one ``[role] text`` block per message (media
+    parts are not shown)."""
+    return "\n\n".join(f"[{m.role}] {m.text}" for m in request.messages)
 
 
 def text_request(prompt: str, system: str | None = None, **generation: Any) -> Request:

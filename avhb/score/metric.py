@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .aggregate import Aggregate, mean_stderr
+from avhb.score.aggregate import Aggregate, mean_stderr
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .judges import Judges
+    from avhb.score.judges import TaskJudges
 
 
 @dataclass
@@ -28,11 +28,13 @@ class SampleRecord:
     scores: dict[str, Any] = field(default_factory=dict)
     judgements: dict[str, Any] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)  # media used, adaptations, unparsed flags
+    trajectory: list[dict[str, Any]] = field(default_factory=list)  # a multi-step sample's steps
+    outputs: dict[str, Any] = field(default_factory=dict)  # extra fields a driver returned, for metrics
 
 
 @dataclass
 class ScoreContext:
-    judges: "Judges"
+    judges: "TaskJudges"
     task: str
 
 

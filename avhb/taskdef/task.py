@@ -5,13 +5,13 @@ import functools
 from pathlib import Path
 from typing import Any, Callable
 
-from .data import DataSource, default_loader
-from .errors import SampleError, UserError
-from .judges import JudgeRole
-from .metric import Filter, Metric
-from .registry import Registry, import_path
-from .task_config import TaskConfig
-from .templates import is_template, lookup, render
+from avhb.data.sources import DataSource, default_loader
+from avhb.errors import SampleError, UserError
+from avhb.score.judges import JudgeRole
+from avhb.score.metric import Filter, Metric
+from avhb.registry import Registry, import_path
+from avhb.taskdef.config import TaskConfig
+from avhb.taskdef.templates import is_template, lookup, render
 
 
 class Task:
@@ -19,6 +19,7 @@ class Task:
         self.cfg = cfg
         self.name = cfg.name
         self.registry = registry
+        self._roles: dict[str, JudgeRole] | None = None
 
     # -- hooks -------------------------------------------------------------
     @functools.lru_cache(maxsize=None)
@@ -84,12 +85,13 @@ class Task:
     def metrics(self) -> list[Metric]:
         out = []
         for entry in self.cfg.get("metric_list") or []:
-            options = {k: v for k, v in entry.items() if k not in ("metric", "function", "aggregation", "higher_is_better")}
+            options = {k: v for k, v in entry.items()
+                       if k not in ("metric", "function", "aggregation", "higher_is_better", "name")}
             if "function" in entry:
                 cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
             else:
                 cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
-            metric = cls(name=name, **options)
+            metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
             if "higher_is_better" in entry:
                 metric.higher_is_better = entry["higher_is_better"]
             out.append(metric)
@@ -104,8 +106,10 @@ class Task:
         return out
 
     def judge_roles(self) -> dict[str, JudgeRole]:
-        return {name: JudgeRole.from_config(name, cfg or {}, self.cfg.pack_dir)
-                for name, cfg in (self.cfg.get("judges") or {}).items()}
+        if self._roles is None:
+            self._roles = {name: JudgeRole.from_config(name, cfg or {}, self.cfg.pack_dir)
+                           for name, cfg in (self.cfg.get("judges") or {}).items()}
+        return self._roles
 
     @property
     def generation(self) -> dict[str, Any]:

@@ -1,0 +1,212 @@
+"""THE model call.  The model's generation, every judge call, every step of
+a multi-step sample and any pack command (CURVE's diagnosis) go through
+:meth:`Caller.call`; nothing else builds request keys or writes the journal.
+
+    request -> key -> journal hit? -> media materialised (ablations, budget,
+    capability adaptation) -> concurrency limit -> backend (its own retries)
+    -> journal entry -> Call (text, error, usage, cost, media log)
+
+Key (:func:`request_key`): a hash of the backend's identity, the messages
+with media *references* (video and audio: path and segment; images: path
+and the file's content fingerprint, or the pixels' hash), the generation
+settings, the answer choices, the request's fields, and the call's
+context (repeat, step, attempt, the task's media settings and ablations).
+A resumed run therefore knows a call is done without decoding anything.
+
+Journal: one ``Caller`` per backend, writing one journal kind (``responses``
+for the model under test, ``judges`` for judges).  A recorded entry with an
+error is not a finished call: a normal run calls again; a replaying caller
+(``avhb score``: no backend at all) returns it as the failure it was, and
+raises :class:`NotInJournal` for a call that was never made.
+"""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from avhb.errors import SampleError, UserError
+from avhb.model.backend import Backend, Capabilities
+from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart, prompt_text, reference_copy
+
+
+@dataclass
+class Usage:
+    """Calls and tokens of one caller (or several, summed)."""
+
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+
+    def add(self, response: Response) -> None:
+        self.calls += 1
+        self.prompt_tokens += int(response.usage.get("prompt_tokens", 0) or 0)
+        self.completion_tokens += int(response.usage.get("completion_tokens", 0) or 0)
+        self.cost += float(response.cost or 0.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"calls": self.calls, "cached": self.cached, "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost": round(self.cost, 6)}
+
+
+@dataclass
+class Call:
+    """What one model call returned (from the backend or the journal)."""
+
+    key: str
+    text: str
+    error: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    cost: float = 0.0
+    media: dict[str, Any] | None = None
+    adaptations: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    cached: bool = False
+    prompt: str = ""  # the request's text, as sent (for the sample log)
+
+
+class NotInJournal(Exception):
+    """A replaying caller was asked for a call the journal does not hold."""
+
+
+def _image_content(part: ImagePart) -> str:
+    if part.array is not None:
+        import numpy as np
+
+        return "pixels:" + hashlib.sha256(np.ascontiguousarray(part.array).tobytes()).hexdigest()[:32]
+    if not part.path:
+        return "-"
+    from avhb.media.cache import fingerprint
+
+    try:
+        return fingerprint(part.path)
+    except (SampleError, OSError):
+        return "missing"  # the call fails when the image is read; the key stays computable
+
+
+def part_reference(part: Any) -> list[Any]:
+    """What a part contributes to a request key: never decoded content."""
+    if isinstance(part, TextPart):
+        return ["text", part.text]
+    if isinstance(part, VideoPart):
+        return ["video", part.path, part.segment] + ([part.sampling] if part.sampling else [])
+    if isinstance(part, AudioPart):
+        return ["audio", part.path, part.segment, part.transcript]
+    if isinstance(part, ImagePart):
+        return ["image", part.path, part.label, _image_content(part)]
+    return [type(part).__name__]
+
+
+def request_key(identity: dict[str, Any], request: Request, context: dict[str, Any] | None = None) -> str:
+    """The journal key of a call (module docstring)."""
+    payload = {
+        "backend": identity,
+        "messages": [[m.role, [part_reference(p) for p in m.parts]] for m in request.messages],
+        "generation": request.generation,
+        "choices": request.choices,
+        "fields": request.fields,
+        "context": context or {},
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+class Caller:
+    """The logged call path for one backend (module docstring).
+
+    ``backend=None`` with ``identity`` makes a replaying caller: every
+    answer comes from the journal and nothing is ever sent."""
+
+    def __init__(self, journal: Any, kind: str, backend: Backend | None = None, *,
+                 identity: dict[str, Any] | None = None, usage: Usage | None = None,
+                 decode_limit: asyncio.Semaphore | None = None, label: str = ""):
+        if backend is None and identity is None:
+            raise ValueError("a caller needs a backend, or the identity of a recorded one to replay")
+        self.journal = journal
+        self.kind = kind
+        self.backend = backend
+        self.identity = backend.identity if backend is not None else dict(identity or {})
+        self.usage = usage or Usage()
+        self.label = label or str(self.identity.get("name") or self.identity.get("kind") or "")
+        self._limit = asyncio.Semaphore(max(1, int(getattr(backend, "concurrency", 1) or 1))) if backend else None
+        self._decode_limit = decode_limit or asyncio.Semaphore(2)
+
+    @property
+    def replaying(self) -> bool:
+        return self.backend is None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.backend.capabilities if self.backend is not None else Capabilities()
+
+    async def call(self, request: Request, *, plan: Any = None, context: dict[str, Any] | None = None,
+                   log: dict[str, Any] | None = None) -> Call:
+        """One logged call.  ``plan``: the task's ``MediaPlan`` (media
+        settings and ablations; also part of the key); ``context``: more key
+        material (repeat, step, attempt...); ``log``: extra fields for the
+        journal entry (task, sample id, role...)."""
+        context = dict(context or {})
+        if plan is not None:
+            context.update(plan.key())
+        key = request_key(self.identity, request, context)
+        done = self.journal.get(self.kind, key)
+        if done is not None and (done.get("error") is None or self.replaying):
+            self.usage.cached += 1
+            return _from_entry(key, done, prompt_text(request))
+        if self.replaying:
+            raise NotInJournal(key)
+        sent = reference_copy(request)  # the caller's own copy: the driver's history keeps references
+        call = Call(key=key, text="", prompt=prompt_text(request))
+        try:
+            call.media = await self._materialize(sent, plan)
+        except SampleError as exc:
+            call.error = f"media: {exc}"
+        else:
+            response = await self._send(sent)
+            self.usage.add(response)
+            call.text, call.error, call.usage, call.cost, call.meta = (
+                response.text, response.error, dict(response.usage), response.cost, dict(response.meta or {}))
+        call.adaptations = list(sent.adaptations)
+        sent.messages = []  # decoded frames and audio are not kept past their call
+        entry = {**(log or {}), "response": call.text, "error": call.error, "usage": call.usage, "cost": call.cost,
+                 "media": call.media, "adaptations": call.adaptations, "response_meta": call.meta or None}
+        self.journal.put(self.kind, key, entry)
+        return call
+
+    async def _materialize(self, request: Request, plan: Any) -> dict[str, Any] | None:
+        from avhb.media.materialize import MediaPlan, has_media, materialize
+        from avhb.media.spec import MediaSpec
+
+        plan = plan or MediaPlan(MediaSpec())
+        caps = self.capabilities
+        if not has_media(request):
+            materialize(request, plan, caps)  # adaptations only (a flattened conversation); no decoding
+            return None
+        async with self._decode_limit:
+            return await asyncio.to_thread(materialize, request, plan, caps)
+
+    async def _send(self, request: Request) -> Response:
+        assert self.backend is not None and self._limit is not None
+        async with self._limit:
+            try:
+                return await self.backend.generate(request)
+            except UserError:
+                raise
+            except SampleError as exc:
+                return Response(text="", error=str(exc))
+            except Exception as exc:  # a backend bug fails this call, not the run
+                return Response(text="", error=f"{type(exc).__name__}: {exc}")
+
+    async def aclose(self) -> None:
+        if self.backend is not None:
+            await self.backend.aclose()
+
+
+def _from_entry(key: str, entry: dict[str, Any], prompt: str) -> Call:
+    return Call(key=key, text=entry.get("response") or "", error=entry.get("error"), usage=entry.get("usage") or {},
+                cost=float(entry.get("cost") or 0.0), media=entry.get("media"),
+                adaptations=list(entry.get("adaptations") or []), meta=entry.get("response_meta") or {},
+                cached=True, prompt=prompt)

@@ -1,0 +1,134 @@
+"""Multi-step samples.  A task may name a driver hook
+(``driver: !function hooks.drive``)::
+
+    async def drive(ctx, doc):
+        first = await ctx.ask(ctx.request(), step="look")
+        ...
+        return final_text            # or (final_text, {"turns": 3, ...})
+
+``ctx.ask(messages_or_request, step=...)`` calls the model under test through
+the run's one call path (:mod:`avhb.model.caller`): each step is journaled
+under a key made of the sample (task, id, repeat), the step name and the
+conversation so far, so a resumed run replays finished steps with zero
+calls and continues at the first unfinished one, and ``avhb score`` replays
+them all.  ``ctx.judge(role, fields, media=...)`` asks a judge role during
+generation (declare it ``in_loop: true`` so it is bound under
+``--predict-only`` too).  ``ctx.log(step, data)`` appends to the sample's
+trajectory (written to ``samples/<task>.jsonl``; model steps and in-loop
+verdicts are logged there automatically).  ``ctx.chunks(video_part)``
+splits a long video by the task's ``media.chunks``.
+
+A step whose call failed raises :class:`StepFailed`; the sample then fails
+with that error (a re-run retries the step).  Drivers must be
+deterministic given the replies: replay depends on it.  Conversations keep
+their earlier turns' media unless the driver drops them.
+
+Tasks without a driver run :func:`single_step`: one call with the task's
+request.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from avhb.errors import SampleError
+from avhb.model.caller import Call
+from avhb.model.messages import Message, Request, VideoPart
+
+
+class StepFailed(SampleError):
+    """A driver step whose model call failed (the sample fails with it)."""
+
+
+@dataclass
+class SampleContext:
+    """What a driver receives for one sample (and repeat)."""
+
+    run: Any  # the task's TaskRun (see avhb.run.generate)
+    doc: dict[str, Any]
+    sample_id: str
+    repeat: int
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+    multi_step: bool = True
+
+    @property
+    def task(self) -> str:
+        return self.run.task.name
+
+    @property
+    def media(self):
+        """The task's media settings (``MediaSpec``)."""
+        return self.run.plan.spec
+
+    @property
+    def root(self):
+        return self.run.source.root
+
+    def request(self, doc: dict[str, Any] | None = None) -> Request:
+        """The task's own request for this sample (prompt and media from
+        its YAML), with the run's generation settings."""
+        from avhb.taskdef.requests import build_request
+
+        request = build_request(self.run.task, doc or self.doc, self.root, self.sample_id, self.media)
+        request.generation = self._generation(request.generation)
+        return request
+
+    def _generation(self, base: dict[str, Any] | None) -> dict[str, Any]:
+        gen = {**(base if base is not None else self.run.task.generation), **self.run.gen_kwargs}
+        gen.setdefault("seed", self.run.seed + self.repeat)
+        return gen
+
+    async def ask(self, messages: Request | Sequence[Message], *, step: str | None = None,
+                  generation: dict[str, Any] | None = None, choices: list[str] | None = None) -> Call:
+        """One model step (module docstring).  ``messages`` is the whole
+        conversation so far (or a ready request)."""
+        if isinstance(messages, Request):
+            request = messages
+        else:
+            request = Request(messages=list(messages), generation=self._generation({**self.run.task.generation,
+                                                                                      **(generation or {})}),
+                              choices=choices)
+        request.fields = {**request.fields, "task": self.task, "sample_id": self.sample_id}
+        context: dict[str, Any] = {"repeat": self.repeat}
+        if step is not None:
+            context["step"] = step
+        call = await self.run.model.call(request, plan=self.run.plan, context=context,
+                                         log={"task": self.task, "id": self.sample_id, "repeat": self.repeat,
+                                              **({"step": step} if step is not None else {})})
+        self.calls.append(call)
+        if self.multi_step:
+            self.trajectory.append({"step": step, "kind": "model", "response": call.text, "error": call.error,
+                                    **({"adaptations": call.adaptations} if call.adaptations else {})})
+        if call.error is not None:
+            raise StepFailed(call.error if step is None else f"step {step!r}: {call.error}")
+        return call
+
+    async def judge(self, role: str, fields: dict[str, Any], *, media: Sequence[Any] = (), step: str | None = None):
+        """A judge verdict during generation (``Verdict``: value, ok, raw)."""
+        verdict = await self.run.judges.ask(role, fields, media)
+        self.trajectory.append({"step": step or role, "kind": "judge", "role": role, "value": verdict.value,
+                                "ok": verdict.ok})
+        return verdict
+
+    def log(self, step: str, data: dict[str, Any]) -> None:
+        self.trajectory.append({"step": step, **data})
+
+    def chunks(self, part: VideoPart) -> list[VideoPart]:
+        """``part`` split into the task's ``media.chunks`` (seconds, fps,
+        width x height): one part per chunk, sampled when sent."""
+        from avhb.media.chunks import chunk_bounds
+        from avhb.media.probe import probe
+
+        spec = self.media.chunks
+        if spec is None:
+            raise SampleError(f"task {self.task}: the driver asks for chunks but media.chunks is not set")
+        start, end = part.segment or (0.0, probe(part.path).duration)
+        sampling = {"fps": spec.fps, "width": spec.width, "height": spec.height}
+        return [VideoPart(path=part.path, segment=(start + a, start + b), sampling=dict(sampling), boxes=part.boxes)
+                for a, b in chunk_bounds(end - start, spec.seconds)]
+
+
+async def single_step(ctx: SampleContext, doc: dict[str, Any]) -> str:
+    """The driver of every task that names none: the task's request, once."""
+    return (await ctx.ask(ctx.request())).text

@@ -1,0 +1,183 @@
+"""A run, as a short composition of phases:
+
+    resolve tasks and data -> build the model's and judges' callers (fail
+    before paying) -> per task: generate (drivers through the one call path)
+    -> score (filters, metrics, judges) -> results (typed; flattened when
+    written) -> run folder (samples, results.json, report.html)
+
+``avhb score`` is the same run with a replaying model caller: every model
+answer comes from the journal, and no backend is built for the model.
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+from avhb.data.sources import DataSource, resolve_source
+from avhb.errors import SampleError, UserError
+from avhb.model.backend import create_backend
+from avhb.model.caller import Caller
+from avhb.registry import get_registry
+from avhb.run.folder import RunFolder
+from avhb.run.generate import TaskRun, generate
+from avhb.run.journal import Journal
+from avhb.run.manifest import build_manifest
+from avhb.run.options import RunOptions, media_plan
+from avhb.run.results import RunResults
+from avhb.run.scoring import score, summarize
+from avhb.score.judges import Judges
+from avhb.score.metric import SampleRecord
+from avhb.taskdef.index import TaskIndex, build_index, load_task
+from avhb.taskdef.task import Task
+
+
+class Evaluator:
+    def __init__(self, options: RunOptions, index: TaskIndex | None = None):
+        self.o = options
+        self.registry = get_registry()
+        self.index = index or build_index(self.registry)
+        self.folder = RunFolder(options.output_dir)
+        self.results = RunResults()
+
+    async def run(self) -> dict[str, Any]:
+        names, _ = self.index.resolve(self.o.tasks)
+        tasks = [Task(load_task(self.index, n), self.registry) for n in names]
+        sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
+                   for t in tasks}
+        plans = {t.name: media_plan(t, self.o) for t in tasks}
+        self._check_names_used(tasks)
+        for t in tasks:
+            self._check_metric_roles(t)
+        recorded = self.folder.read_json("run.json") or {}
+        backend = None if self.o.score_only else create_backend(self.o.model)
+        journal = Journal(self.folder.journal_dir)
+        judges = Judges(self.o.judges, journal, create_backend)
+        for t in tasks:  # a judge that cannot be built (or cannot see what it is sent) fails now
+            roles = t.judge_roles()
+            if self.o.predict_only:
+                roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
+            judges.prepare(roles)
+        if backend is not None:
+            model = Caller(journal, "responses", backend, label=self.o.model.label)
+        else:
+            rec = recorded.get("model") or {}
+            model = Caller(journal, "responses", identity=rec.get("identity") or {k: rec.get(k) for k in ("kind", "name", "args")})
+        try:
+            self.folder.write_run(build_manifest(
+                recorded or None, self.o, tasks, sources, plans,
+                None if backend is None else {**backend.describe(), "identity": backend.identity},
+                self._describe_judges(tasks, judges), self.registry.versions(),
+                list(getattr(backend, "notes", []) or [])))
+            for task in tasks:
+                run = TaskRun(task, sources[task.name], plans[task.name], model,
+                              judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
+                              self.o.seed)
+                await self._run_task(run, judges)
+                self.results.aggregate_groups(self.index.groups, self.index.group_members)
+                self._write_results(judges)  # each task's results land as soon as it finishes
+        finally:
+            journal.close()
+            await judges.close()
+            await model.aclose()
+        if self.o.write_report:
+            self._write_report()
+        return self.results.to_json()
+
+    # ------------------------------------------------------------------ checks
+    def _check_names_used(self, tasks: list[Task]) -> None:
+        """--data and --judge names that match nothing are typos: say so."""
+        known = set()
+        for t in tasks:
+            tags = t.cfg.get("tag") or []
+            known |= {t.name, t.cfg.benchmark, *([tags] if isinstance(tags, str) else tags), *self.index.groups_of(t.name)}
+        unused = sorted(set(self.o.data) - known)
+        if unused:
+            raise UserError(f"--data {unused[0]}=...: no task of this run is named, tagged or grouped {unused[0]!r} "
+                            f"(use one of: {', '.join(sorted(n for n in known if n))})")
+        roles = {r for t in tasks for r in (t.cfg.get("judges") or {})}
+        unknown = sorted(set(self.o.judges) - roles - {"*"})
+        if unknown and not self.o.predict_only:
+            raise UserError(f"--judge {unknown[0]}=...: no task of this run declares judge role {unknown[0]!r} "
+                            f"(roles: {', '.join(sorted(roles)) or 'none'})")
+
+    def _check_metric_roles(self, task: Task) -> None:
+        if self.o.predict_only:
+            return
+        roles = task.judge_roles()
+        for m in task.metrics():
+            missing = [r for r in m.needs_judges if r not in roles]
+            if missing:
+                raise UserError(f"task {task.name!r}: metric {m.name!r} needs judge role(s) {', '.join(missing)}, "
+                                f"which {task.cfg.file.name} does not declare under 'judges'")
+
+    def _describe_judges(self, tasks: list[Task], judges: Judges) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for t in tasks:
+            try:
+                out.update(judges.describe(t.judge_roles()))
+            except UserError:
+                if not self.o.predict_only:
+                    raise
+        return out
+
+    # ------------------------------------------------------------------ one task
+    def _records(self, run: TaskRun) -> list[SampleRecord]:
+        task = run.task
+        docs = task.load_docs(run.source)
+        pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
+        if self.o.samples:
+            wanted = set(self.o.samples)
+            chosen = [(i, d) for i, d in pairs if i in wanted]
+            if not chosen:
+                print(f"avhb: warning: {task.name}: none of --samples {','.join(self.o.samples)[:200]} is a sample id "
+                      f"of this task (ids look like {pairs[0][0] if pairs else '-'!r})", file=sys.stderr)
+            pairs = chosen
+        if self.o.limit is not None:
+            pairs = pairs[: self.o.limit]
+        repeats = self.o.repeats or task.repeats
+        records = []
+        for sample_id, doc in pairs:
+            for rep in range(repeats):
+                record = SampleRecord(id=sample_id, doc=doc, repeat=rep)
+                try:
+                    record.target = task.target(doc)
+                except SampleError as exc:
+                    record.error = str(exc)
+                records.append(record)
+        return records
+
+    async def _run_task(self, run: TaskRun, judges: Judges) -> None:
+        task = run.task
+        metrics = [] if self.o.predict_only else task.metrics()
+        records = self._records(run)
+        missing = await generate(run, records, lambda: judges.usage.cost + run.model.usage.cost)
+        if missing:
+            raise UserError(f"{missing} responses of task {task.name!r} are not in {self.folder.root}'s journal "
+                            "(the run is unfinished or failed there): resume it with its original command first; "
+                            "avhb score makes no model calls")
+        if metrics:
+            await score(task, records, metrics, run.judges, lambda: judges.usage.cost)
+        self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
+        self.folder.write_samples(task.name, records)
+
+    # ------------------------------------------------------------------ outputs
+    def _write_results(self, judges: Judges) -> None:
+        self.results.model = self.o.model.label if self.o.model else None
+        self.results.judge_usage = judges.usage.as_dict()
+        self.folder.write_results(self.results.to_json())
+
+    def _write_report(self) -> None:
+        try:
+            from avhb.report.html import write_report
+        except ImportError:
+            return
+        try:
+            write_report(self.folder.root)
+        except Exception as exc:  # a report bug must not lose a finished run
+            print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)
+
+
+def evaluate(options: RunOptions) -> dict[str, Any]:
+    return asyncio.run(Evaluator(options).run())

@@ -1,0 +1,122 @@
+"""The generate phase: every (sample, repeat) of a task runs its driver
+(one call by default, several for multi-step tasks) through the run's
+model caller, many samples at once under the backend's concurrency limit.
+
+Resume is the journal: a driver re-run after a crash finds its finished
+calls there and continues at the first unfinished one; under ``avhb score``
+(a replaying caller) every call must be found, else the run is unfinished.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from avhb.data.sources import DataSource
+from avhb.errors import SampleError, UserError
+from avhb.media.materialize import MediaPlan
+from avhb.model.caller import Caller, NotInJournal
+from avhb.run.driver import SampleContext, single_step
+from avhb.run.progress import Progress
+from avhb.score.judges import TaskJudges
+from avhb.score.metric import SampleRecord
+from avhb.taskdef.task import Task
+
+DRIVERS_IN_FLIGHT = 256  # samples whose driver runs at once (the backend's own limit applies within)
+
+
+@dataclass
+class TaskRun:
+    """Everything one task's samples need while they generate and score."""
+
+    task: Task
+    source: DataSource
+    plan: MediaPlan
+    model: Caller
+    judges: TaskJudges
+    gen_kwargs: dict[str, Any]
+    seed: int
+
+    @property
+    def driver(self) -> Callable[..., Any]:
+        hook = self.task.cfg.get("driver")
+        return self.task.hook(hook["function"]) if hook else single_step
+
+    @property
+    def multi_step(self) -> bool:
+        return bool(self.task.cfg.get("driver"))
+
+
+async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[[], float] = lambda: 0.0) -> int:
+    """Fill each record's response (or error); returns how many records a
+    replaying caller could not find in the journal."""
+    missing = 0
+    in_flight = asyncio.Semaphore(DRIVERS_IN_FLIGHT)
+    todo = [r for r in records if r.error is None]
+    label = f"{run.task.name}: {'replay' if run.model.replaying else 'model'}"
+    with Progress(label, len(todo)) as bar:
+        seen = [cost_of()]
+
+        async def one(record: SampleRecord) -> None:
+            nonlocal missing
+            async with in_flight:
+                try:
+                    await drive_one(run, record)
+                except NotInJournal:
+                    missing += 1
+                    record.error = "not in the journal"
+            spent = cost_of() - seen[0]
+            seen[0] += spent
+            bar.update(1, error=record.error is not None, cost=spent)
+
+        await run_all(one(r) for r in todo)
+    return missing
+
+
+async def drive_one(run: TaskRun, record: SampleRecord) -> None:
+    ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=run.multi_step)
+    try:
+        out = await run.driver(ctx, record.doc)
+    except (UserError, NotInJournal):
+        raise
+    except SampleError as exc:  # a failed step, a missing media file, a template field not in the sample
+        record.error = str(exc)
+    except Exception as exc:  # a driver hook that raises fails its sample, not the run
+        hook = (run.task.cfg.get("driver") or {}).get("function", "driver")
+        record.error = f"driver {hook} failed: {type(exc).__name__}: {exc}"
+    else:
+        response, outputs = (out if isinstance(out, tuple) else (out, {}))
+        record.response = None if response is None else str(response)
+        record.outputs = dict(outputs or {})
+    _log_calls(record, ctx)
+
+
+def _log_calls(record: SampleRecord, ctx: SampleContext) -> None:
+    """What the sample file says about the calls: the last call's prompt and
+    media, every adaptation, summed usage, the trajectory of a multi-step
+    sample."""
+    record.trajectory = ctx.trajectory if ctx.multi_step else []
+    if not ctx.calls:
+        return
+    last = ctx.calls[-1]
+    record.meta.update(prompt_hash=last.key[:16], prompt=last.prompt, media=last.media)
+    record.meta["adaptations"] = list(dict.fromkeys(a for c in ctx.calls for a in c.adaptations))
+    usage: dict[str, int] = {}
+    for c in ctx.calls:
+        for k, v in (c.usage or {}).items():
+            usage[k] = usage.get(k, 0) + int(v or 0)
+    if usage:
+        record.meta["usage"] = usage
+    if last.meta:
+        record.meta["response"] = last.meta
+
+
+async def run_all(coroutines) -> None:
+    """Run concurrently; the first failure cancels the others (so nothing is
+    still running when the run cleans up) and is raised as itself."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            for coroutine in coroutines:
+                group.create_task(coroutine)
+    except BaseExceptionGroup as failures:
+        raise failures.exceptions[0] from None

@@ -1,0 +1,64 @@
+"""``run.json``: the command, the resolved configuration, versions, task
+hashes and notes; what ``avhb score`` and pack commands read back."""
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import sys
+from datetime import datetime, timezone
+from typing import Any
+
+from avhb import __version__
+from avhb.errors import UserError
+
+
+def task_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[Any], sources: dict[str, Any],
+                   plans: dict[str, Any], model: dict[str, Any] | None, judges: dict[str, list[str]],
+                   plugins: dict[str, str], notes: list[str]) -> dict[str, Any]:
+    """The run.json document.  ``model`` is the backend's description with
+    its identity (``None`` under ``avhb score``: the recorded one is kept).
+    A folder that holds another model's run is refused."""
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    info = {
+        "command": options.command,
+        "created": (existing or {}).get("created") or now,
+        "updated": now,
+        "avhb_version": __version__,
+        "model": model if model is not None else (existing or {}).get("model"),
+        "judges": judges,
+        "judge_args": options.judge_args,
+        "tasks": {t.name: {"hash": task_hash(t.cfg.config), "file": str(t.cfg.file),
+                           "data": {"kind": sources[t.name].kind, "root": str(sources[t.name].root),
+                                    "revision": sources[t.name].revision},
+                           "media": plans[t.name].spec.to_key(),
+                           "config": t.cfg.config} for t in tasks},
+        "plugins": plugins,
+        "versions": versions(),
+        "seed": options.seed, "limit": options.limit, "samples": options.samples, "repeats": options.repeats,
+        "ablations": list(options.ablations), "predict_only": options.predict_only,
+        "media": options.media, "gen_kwargs": options.gen_kwargs,
+        "data": {k: str(v) for k, v in options.data.items()}, "sample_data": options.sample_data,
+        "notes": notes,
+    }
+    before = (existing or {}).get("model")
+    if before and model is not None and (before.get("kind"), before.get("name")) != (model.get("kind"), model.get("name")):
+        raise UserError(f"{options.output_dir} holds a run of {before.get('kind')}:{before.get('name')}; "
+                        "use another --output-dir")
+    return info
+
+
+def versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0], "platform": platform.platform()}
+    for pkg in ("numpy", "av", "decord", "datasets", "openai", "litellm", "vllm", "faster-whisper", "torch"):
+        try:
+            out[pkg] = version(pkg)
+        except PackageNotFoundError:
+            pass
+    return out

@@ -1,0 +1,170 @@
+"""A run's results, typed until they are written.
+
+A task's results are :class:`TaskResult` (metric -> ``Aggregate``, the
+bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
+:meth:`RunResults.to_json` flattens them into ``results.json``::
+
+    {"results": {task: {m: value, m_stderr: ..., m_n: ...,
+                        [m_runs: [...], m_run_std: ...,]
+                        samples, errors, judge_failures}},
+     "groups": {group: {m: ..., m_stderr: ..., m_n: ...}},
+     "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...}}}},
+     "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...}}
+
+and :meth:`RunResults.from_json` is the one reader of that flat form (the
+report and the printed table use it).  A key of a flat mapping is a metric
+unless it is a bookkeeping count or the ``_stderr`` / ``_n`` / ``_runs`` /
+``_run_std`` companion of another key in the same mapping.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from avhb.score.aggregate import Aggregate, weighted_mean
+
+BOOKKEEPING = ("samples", "errors", "judge_failures")
+_COMPANIONS = ("_stderr", "_n", "_runs", "_run_std")
+
+
+@dataclass
+class TaskResult:
+    metrics: dict[str, Aggregate] = field(default_factory=dict)
+    samples: int = 0
+    errors: int = 0
+    judge_failures: int = 0
+    breakdowns: dict[str, dict[str, dict[str, Aggregate]]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {"samples": self.samples, "errors": self.errors, "judge_failures": self.judge_failures}
+
+
+@dataclass
+class RunResults:
+    tasks: dict[str, TaskResult] = field(default_factory=dict)
+    groups: dict[str, dict[str, Aggregate]] = field(default_factory=dict)
+    partial_groups: dict[str, str] = field(default_factory=dict)
+    model: str | None = None
+    judge_usage: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept as they are
+
+    # ------------------------------------------------------------ groups
+    def aggregate_groups(self, groups: Mapping[str, Mapping[str, Any]], members_of) -> None:
+        """Score every group whose member tasks all have results; a group
+        with only some of them is listed in ``partial_groups`` instead (a
+        number from a subset would read as the benchmark's headline).
+        ``members_of(group)`` lists a group's tasks."""
+        for group, info in groups.items():
+            members_all = members_of(group)
+            members = [t for t in members_all if t in self.tasks]
+            if not members:
+                continue
+            if len(members) < len(members_all):
+                self.partial_groups[group] = f"{len(members)}/{len(members_all)} tasks run"
+                self.groups.pop(group, None)
+                continue
+            self.partial_groups.pop(group, None)
+            cell: dict[str, Aggregate] = {}
+            for spec in info.get("aggregate") or []:
+                metric = spec["metric"]
+                parts = []
+                for t in members:
+                    agg = self.tasks[t].metrics.get(metric)
+                    if agg is None or agg.value is None:
+                        continue
+                    weight = (agg.n or 0) if spec.get("weight_by_size", False) else 1.0
+                    parts.append((Aggregate(agg.value, agg.stderr, agg.n or 0), weight))
+                cell[metric] = weighted_mean(parts)
+            self.groups[group] = cell
+
+    # ------------------------------------------------------------ flat form
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "results": {name: {**flat_cells(r.metrics), **r.counts()} for name, r in self.tasks.items()},
+            "groups": {name: flat_cells(cells) for name, cells in self.groups.items()},
+            "breakdowns": {name: {dim: {value: flat_cells(cells) for value, cells in values.items()}
+                                  for dim, values in r.breakdowns.items()}
+                           for name, r in self.tasks.items() if r.breakdowns},
+        }
+        if self.partial_groups:
+            out["partial_groups"] = dict(self.partial_groups)
+        out["model"] = self.model
+        out["judge_usage"] = dict(self.judge_usage)
+        for key, value in self.extra.items():
+            out.setdefault(key, value)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> "RunResults":
+        """Read a ``results.json`` document (tolerant: a run in progress, a
+        hand-edited file).  A bare ``{task: {metric: ...}}`` mapping is read
+        as the ``results`` block."""
+        data = data if isinstance(data, Mapping) else {}
+        inner = data.get("results")
+        if not (isinstance(inner, Mapping) and all(isinstance(v, Mapping) for v in inner.values())):
+            inner, data = data, {}
+        tasks: dict[str, TaskResult] = {}
+        breakdowns = data.get("breakdowns") if isinstance(data.get("breakdowns"), Mapping) else {}
+        for name, mapping in inner.items():
+            if not isinstance(mapping, Mapping):
+                continue
+            result = TaskResult(cells_of(mapping), *(_count(mapping.get(k)) or 0 for k in BOOKKEEPING))
+            dims = breakdowns.get(name) if isinstance(breakdowns.get(name), Mapping) else {}
+            for dim, values in dims.items():
+                if isinstance(values, Mapping):
+                    result.breakdowns[str(dim)] = {str(v): cells_of(c) for v, c in values.items() if isinstance(c, Mapping)}
+            tasks[str(name)] = result
+        groups_raw = data.get("groups") if isinstance(data.get("groups"), Mapping) else {}
+        groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
+        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage"}
+        partial = data.get("partial_groups") if isinstance(data.get("partial_groups"), Mapping) else {}
+        usage = data.get("judge_usage") if isinstance(data.get("judge_usage"), Mapping) else {}
+        model = data.get("model") if isinstance(data.get("model"), str) else None
+        return cls(tasks, groups, dict(partial), model, dict(usage), {k: v for k, v in data.items() if k not in known})
+
+
+def flat_cells(cells: Mapping[str, Aggregate]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, agg in cells.items():
+        out.update({name: agg.value, f"{name}_stderr": agg.stderr, f"{name}_n": agg.n})
+        if agg.runs is not None:
+            out[f"{name}_runs"] = list(agg.runs)
+            out[f"{name}_run_std"] = agg.run_std
+    return out
+
+
+def is_metric_key(key: str, mapping: Mapping[str, Any]) -> bool:
+    """True when ``key`` of a flat mapping names a metric (module docstring)."""
+    if key in BOOKKEEPING:
+        return False
+    for suffix in _COMPANIONS:
+        if key.endswith(suffix) and key[: -len(suffix)] in mapping:
+            return False
+    value = mapping[key]
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def cells_of(mapping: Mapping[str, Any]) -> dict[str, Aggregate]:
+    """The metric cells of one flat mapping, in file order."""
+    out: dict[str, Aggregate] = {}
+    for key in mapping:
+        if isinstance(key, str) and is_metric_key(key, mapping):
+            runs = mapping.get(f"{key}_runs")
+            out[key] = Aggregate(_number(mapping.get(key)), _number(mapping.get(f"{key}_stderr")),
+                                 _count(mapping.get(f"{key}_n")),
+                                 [_number(v) for v in runs] if isinstance(runs, list) else None)
+    return out
+
+
+def _number(x: Any) -> float | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _count(x: Any) -> int | None:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return int(x)

@@ -1,0 +1,226 @@
+"""Judges: roles a task declares, bound to any backend.
+
+A task's YAML ``judges`` block names its roles (``scorer``, ``entailment``,
+``answer_matcher``, ``edge_criterion``...) with a prompt template, a strict
+reply parser, a default judge, the media its requests carry (``media:
+[image]``) and whether its task's driver asks it during generation
+(``in_loop``).  ``--judge ROLE=BACKEND:NAME[,k=v]`` (repeatable; several
+for one role form a panel; ``*=SPEC`` binds every role) rebinds them.
+
+Every judge call is a :class:`avhb.model.caller.Caller` call (journal kind
+``judges``): the same key function, journal, concurrency limit, media
+materialisation and backend retries as the model's.  Re-scoring therefore
+makes no calls.  A reply that never parses is counted, never guessed.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from avhb.errors import UserError
+from avhb.model.backend import Backend, BackendSpec, parse_backend_spec
+from avhb.model.caller import Caller, Usage
+from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+from avhb.score.parsers import answer_space, format_hint, get_parser
+from avhb.taskdef.templates import render
+
+PIXEL_MEDIA = ("image", "video")
+
+
+@dataclass
+class Verdict:
+    value: Any
+    ok: bool
+    raw: str | None = None
+    per_judge: list[Any] = field(default_factory=list)
+
+
+@dataclass
+class JudgeRole:
+    name: str
+    prompt: str
+    parser: str = "yes_no"
+    parser_options: dict[str, Any] = field(default_factory=dict)
+    system: str | None = None
+    retries: int = 2
+    combine: str = "mean"
+    defaults: list[str] = field(default_factory=list)
+    generation: dict[str, Any] = field(default_factory=lambda: {"temperature": 0.0, "max_tokens": 256})
+    media: tuple[str, ...] = ()  # media kinds the role's requests carry ("image", "video", "audio")
+    in_loop: bool = False  # asked by the task's driver during generation
+
+    @classmethod
+    def from_config(cls, name: str, cfg: dict[str, Any], pack_dir: Path) -> "JudgeRole":
+        prompt = cfg.get("prompt")
+        if cfg.get("prompt_file"):
+            path = pack_dir / cfg["prompt_file"]
+            if not path.is_file():
+                raise UserError(f"judge role {name!r}: prompt_file {path} not found")
+            prompt = path.read_text(encoding="utf-8")
+        if not prompt:
+            raise UserError(f"judge role {name!r} needs a prompt or prompt_file")
+        default = cfg.get("default") or []
+        gen = {"temperature": 0.0, "max_tokens": 256, **(cfg.get("generation_kwargs") or {})}
+        parser = cfg.get("parser", "yes_no")
+        try:
+            get_parser(parser)
+        except UserError:
+            from avhb.score.parsers import parser_names
+
+            raise UserError(f"judge role {name!r}: unknown parser {parser!r} (known: {', '.join(parser_names())})") from None
+        return cls(name, prompt, parser, dict(cfg.get("parser_options") or {}), cfg.get("system"),
+                   int(cfg.get("retries", 2)), cfg.get("combine", "mean"), [default] if isinstance(default, str) else list(default),
+                   gen, tuple(cfg.get("media") or ()), bool(cfg.get("in_loop", False)))
+
+    @property
+    def needs_pixels(self) -> bool:
+        return any(m in PIXEL_MEDIA for m in self.media)
+
+
+def parse_judge_bindings(items: list[str]) -> dict[str, list[BackendSpec]]:
+    """``["scorer=openai:gpt-4.1,base_url=...", "scorer=local"]`` -> panel per role."""
+    out: dict[str, list[BackendSpec]] = {}
+    for item in items or []:
+        role, sep, spec = item.partition("=")
+        if not sep or not role or not spec:
+            raise UserError(f"--judge {item!r}: expected ROLE=BACKEND:NAME[,k=v...]")
+        out.setdefault(role.strip(), []).append(parse_backend_spec(spec.strip()))
+    return out
+
+
+def _spec_label(spec: BackendSpec) -> str:
+    return json.dumps([spec.kind, spec.name, sorted(spec.args.items())], default=str)
+
+
+class Judges:
+    """The run-wide judge pool: one :class:`Caller` per judge spec, over the
+    run's journal; usage summed over all of them."""
+
+    def __init__(self, bindings: dict[str, list[BackendSpec]], journal: Any,
+                 backend_factory: Callable[[BackendSpec], Backend]):
+        self.bindings = bindings
+        self.journal = journal
+        self.backend_factory = backend_factory
+        self.usage = Usage()
+        self._callers: dict[str, Caller] = {}
+
+    def panel(self, role: JudgeRole) -> list[BackendSpec]:
+        if role.name in self.bindings:
+            return self.bindings[role.name]
+        if "*" in self.bindings:
+            return self.bindings["*"]
+        if role.defaults:
+            return [parse_backend_spec(d) for d in role.defaults]
+        raise UserError(f"judge role {role.name!r} has no judge: bind one with --judge {role.name}=BACKEND:NAME")
+
+    def caller(self, spec: BackendSpec) -> Caller:
+        """One backend instance (and so one concurrency limit) per judge spec."""
+        label = _spec_label(spec)
+        if label not in self._callers:
+            self._callers[label] = Caller(self.journal, "judges", self.backend_factory(spec), usage=self.usage,
+                                          label=spec.label)
+        return self._callers[label]
+
+    def prepare(self, roles: dict[str, JudgeRole]) -> None:
+        """Build every panel member of ``roles`` now and check that it can
+        take what the role sends: a missing key, an unknown kind or a
+        text-only judge for a role that sends images fails before any model
+        call."""
+        for role in roles.values():
+            for spec in self.panel(role):
+                caps = self.caller(spec).capabilities
+                if role.needs_pixels and not caps.takes_images:
+                    raise UserError(f"judge role {role.name!r} sends {', '.join(role.media)} to its judge, but "
+                                    f"{spec.label} sees no images: bind a judge that does with "
+                                    f"--judge {role.name}=BACKEND:NAME")
+
+    def for_task(self, task: str, roles: dict[str, JudgeRole], plan: Any = None) -> "TaskJudges":
+        return TaskJudges(self, task, roles, plan)
+
+    def describe(self, roles: dict[str, JudgeRole]) -> dict[str, list[str]]:
+        return {name: [s.label for s in self.panel(role)] for name, role in roles.items()}
+
+    async def close(self) -> None:
+        for c in self._callers.values():
+            await c.aclose()
+
+
+class TaskJudges:
+    """``await judges.ask(role, fields, media=...)`` for one task's metrics
+    and driver.  ``plan`` is the task's media plan (images a judge sees are
+    resized like the model's)."""
+
+    def __init__(self, pool: Judges, task: str, roles: dict[str, JudgeRole], plan: Any = None):
+        self.pool = pool
+        self.task = task
+        self.roles = roles
+        self.plan = plan
+        self.failures: Counter[str] = Counter()
+
+    async def ask(self, role: str, fields: dict[str, Any], media: Sequence[Any] = ()) -> Verdict:
+        """Every panel member's verdict on ``fields`` (the prompt's
+        ``{{field}}`` values), combined.  ``media``: image, video or audio
+        parts (or image file paths) sent after the prompt."""
+        if role not in self.roles:
+            raise UserError(f"task {self.task!r} uses judge role {role!r} but its YAML does not declare it under 'judges'")
+        spec = self.roles[role]
+        parts = [_as_part(m) for m in media]
+        members = self.pool.panel(spec)
+        results = await asyncio.gather(*(self._ask_one(spec, m, fields, parts) for m in members))
+        values = [v for v, _ in results]
+        raws = [r for _, r in results]
+        ok_values = [v for v in values if v is not None]
+        if not ok_values:
+            self.failures[role] += 1
+            return Verdict(None, False, raws[0] if raws else None, values)
+        value = _combine(ok_values, spec.combine)
+        if value is None:  # a tie under majority: no verdict, counted
+            self.failures[role] += 1
+            return Verdict(None, False, raws[0], values)
+        return Verdict(value, True, raws[0] if len(raws) == 1 else json.dumps(raws, ensure_ascii=False), values)
+
+    async def _ask_one(self, role: JudgeRole, spec: BackendSpec, fields: dict[str, Any],
+                       media: list[Any]) -> tuple[Any, str | None]:
+        caller = self.pool.caller(spec)
+        prompt = render(role.prompt, fields)
+        messages = ([Message("system", [TextPart(role.system)])] if role.system else []) + \
+                   [Message("user", [TextPart(prompt), *media])]
+        parser = get_parser(role.parser)
+        raw = None
+        for attempt in range(role.retries + 1):
+            request = Request(messages=list(messages), generation=dict(role.generation),
+                              choices=answer_space(role.parser, role.parser_options))
+            request.fields = dict(fields, role=role.name)  # structured inputs for non-LLM judges
+            call = await caller.call(request, plan=self.plan if media else None, context={"attempt": attempt},
+                                     log={"task": self.task, "role": role.name, "judge": spec.label})
+            raw = call.text
+            if call.error is not None:
+                return None, f"error: {call.error}"
+            value = parser(raw or "", role.parser_options)
+            if value is not None:
+                return value, raw
+            messages = messages + [Message("assistant", [TextPart(raw or "")]),
+                                   Message("user", [TextPart("Your reply could not be parsed. " + format_hint(role.parser))])]
+        return None, raw
+
+
+def _as_part(item: Any) -> Any:
+    if isinstance(item, (ImagePart, VideoPart, AudioPart, TextPart)):
+        return item
+    if isinstance(item, (str, Path)):
+        return ImagePart(path=str(item))
+    raise UserError(f"judge media must be parts or image paths, got {type(item).__name__}")
+
+
+def _combine(values: list[Any], how: str) -> Any:
+    if how == "mean" and all(isinstance(v, (int, float)) for v in values):
+        return statistics.fmean(values)
+    counts = Counter(values).most_common()
+    if len(counts) > 1 and counts[0][1] == counts[1][1]:
+        return None
+    return counts[0][0]

@@ -1,0 +1,84 @@
+"""From a sample to the request its task asks: typed parts with media
+*references* (paths, segments, box annotations), cheap to build.  Decoding
+happens later, inside the model call (:mod:`avhb.media.materialize`).
+
+``build_request`` reads the task's media settings (its YAML ``media``
+block merged with ``--media``, parsed once per task into a ``MediaSpec``):
+``video``/``audio`` name the files (templates), ``images`` a field holding
+a list of image paths (or one template),
+``audio_in_video`` adds the video's own track, ``segment`` clips both,
+``boxes`` attaches the sample's box annotations to the video.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from avhb.errors import SampleError
+from avhb.media.spec import MediaSpec
+from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+from avhb.taskdef.templates import is_template, lookup, render
+
+
+def media_path(template: str, doc: dict[str, Any], root: Path) -> str:
+    """A media file named by a template, relative to the data root unless
+    absolute."""
+    path = Path(render(template, doc))
+    return str(path if path.is_absolute() else Path(root) / path)
+
+
+def segment_of(doc: dict[str, Any], fields: tuple[str, str] | None) -> tuple[tuple[float, float] | None, str | None]:
+    """``(segment, note)``: the clip ``[start, end]`` read from two fields,
+    used only when both are numbers and end > start; otherwise no segment
+    (the whole video) and a note for the sample log saying why."""
+    if not fields:
+        return None, None
+    try:
+        start, end = (lookup(doc, f) for f in fields)
+        if start is not None and end is not None and float(end) > float(start):
+            return (float(start), float(end)), None
+        return None, f"segment not used (start={start!r}, end={end!r}): whole video"
+    except (SampleError, TypeError, ValueError) as exc:
+        return None, f"segment not used ({exc}): whole video"
+
+
+def _image_paths(template: str, doc: dict[str, Any], root: Path) -> list[str]:
+    if is_template(template):
+        return [media_path(template, doc, root)]
+    value = lookup(doc, template)
+    values = value if isinstance(value, list) else [value]
+    return [str(v if Path(str(v)).is_absolute() else Path(root) / str(v)) for v in values if v]
+
+
+def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec) -> Request:
+    """The request for one sample (module docstring).  A task with a
+    ``doc_to_messages`` hook builds its own messages."""
+    hook = task.cfg.get("doc_to_messages")
+    notes: list[str] = []
+    if hook:
+        messages = task.hook(hook["function"])(doc, {"root": root, "media": media})
+    else:
+        parts: list[Any] = []
+        segment, note = segment_of(doc, media.segment)
+        if note:
+            notes.append(note)
+        video_path = None
+        if media.video:
+            video_path = media_path(media.video, doc, root)
+            boxes = doc.get(media.boxes) if media.boxes else None
+            parts.append(VideoPart(path=video_path, segment=segment, boxes=boxes or None))
+        if media.images:
+            parts.extend(ImagePart(path=p) for p in _image_paths(media.images, doc, root))
+        if media.audio:
+            parts.append(AudioPart(path=media_path(media.audio, doc, root), segment=segment))
+        elif media.audio_in_video and video_path:
+            parts.append(AudioPart(path=video_path, segment=segment))
+        parts.append(TextPart(task.text(doc)))
+        messages = []
+        if task.cfg.get("system_prompt"):
+            messages.append(Message("system", [TextPart(task.cfg.get("system_prompt"))]))
+        messages.append(Message("user", parts))
+    request = Request(messages=messages, generation=task.generation, choices=task.choices(doc))
+    request.fields = {"task": task.name, "sample_id": sample_id}
+    request.adaptations.extend(notes)
+    return request
