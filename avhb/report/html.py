@@ -41,7 +41,7 @@ def _header(data: RunData) -> str:
 
 def render_report(data: RunData) -> str:
     """The report's HTML text."""
-    charts = family_charts(data.results) + breakdown_charts(data.results)
+    charts = family_charts(data.typed, data.report_hints) + breakdown_charts(data.typed)
     body = "".join(
         [
             _header(data),

@@ -9,7 +9,8 @@ import html
 import json
 from typing import Any
 
-from avhb.report.numbers import Cell, fmt_number
+from avhb.report.numbers import fmt_number
+from avhb.score.aggregate import Aggregate
 
 
 def esc(value: Any) -> str:
@@ -32,7 +33,7 @@ def pretty_json(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False, default=str)
 
 
-def num_td(c: Cell) -> str:
+def num_td(c: Aggregate) -> str:
     """Value, stderr and n as three right-aligned table cells."""
     value = fmt_number(c.value)
     stderr = f"± {fmt_number(c.stderr)}" if c.stderr is not None else ""

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from avhb.errors import UserError
+from avhb.run.results import RunResults
 
 
 @dataclass
@@ -31,10 +33,25 @@ class RunData:
     samples: dict[str, TaskSamples]
     problems: list[str] = field(default_factory=list)
 
+    @cached_property
+    def typed(self) -> RunResults:
+        """``results.json`` read once into typed results."""
+        return RunResults.from_json(self.results)
+
     @property
-    def task_results(self) -> dict[str, dict[str, Any]]:
-        r = self.results.get("results")
-        return r if isinstance(r, dict) else {}
+    def report_hints(self) -> dict[str, dict[str, Any]]:
+        """Each task's YAML ``report`` block (how its charts are drawn), from run.json."""
+        tasks = self.run.get("tasks") if isinstance(self.run.get("tasks"), dict) else {}
+        out = {}
+        for name, info in tasks.items():
+            hint = ((info or {}).get("config") or {}).get("report") if isinstance(info, dict) else None
+            if isinstance(hint, dict):
+                out[name] = hint
+        return out
+
+    @property
+    def task_results(self) -> dict[str, Any]:
+        return self.typed.tasks
 
     @property
     def task_names(self) -> list[str]:

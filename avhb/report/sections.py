@@ -6,7 +6,9 @@ from typing import Any, Mapping
 
 from avhb.redact import redact
 from avhb.report.htmlkit import esc, num_td, pretty_json
-from avhb.report.numbers import cell, count, fmt_number, metric_names
+from avhb.report.numbers import fmt_number
+from avhb.run.results import TaskResult
+from avhb.score.aggregate import Aggregate
 from avhb.report.plots import Chart, render_svg
 from avhb.report.rundata import RunData
 
@@ -15,37 +17,35 @@ def _kv(pairs: list[tuple[str, Any]]) -> str:
     return f'<dl class="kv">{items}</dl>'
 
 
-def _results_rows(name: str, mapping: Mapping[str, Any], with_counts: bool) -> list[str]:
-    metrics = metric_names(mapping)
+def _results_rows(name: str, cells: Mapping[str, Aggregate], counts_of: TaskResult | None) -> list[str]:
     counts = ""
-    if with_counts:
+    if counts_of is not None:
         counts = "".join(
-            f'<td class="num{" bad" if key != "samples" and (count(mapping, key) or 0) > 0 else ""}">'
-            f'{esc(count(mapping, key) if count(mapping, key) is not None else "")}</td>'
-            for key in ("samples", "errors", "judge_failures")
+            f'<td class="num{" bad" if key != "samples" and value > 0 else ""}">{esc(value)}</td>'
+            for key, value in counts_of.counts().items()
         )
-    if not metrics:
+    if not cells:
         return [f'<tr class="first"><td>{esc(name)}</td><td class="muted">no metric</td>'
                 f'<td class="num">-</td><td></td><td></td>{counts}</tr>']
     rows = []
-    for i, metric in enumerate(metrics):
+    for i, (metric, agg) in enumerate(cells.items()):
         first = i == 0
         rows.append(
             f'<tr{" class=first" if first else ""}><td>{esc(name) if first else ""}</td><td>{esc(metric)}</td>'
-            f"{num_td(cell(mapping, metric))}{counts if first else (('<td></td>' * 3) if with_counts else '')}</tr>"
+            f"{num_td(agg)}{counts if first else (('<td></td>' * 3) if counts_of is not None else '')}</tr>"
         )
     return rows
 
 
 def results_section(data: RunData) -> str:
-    results = data.task_results
+    results = data.typed.tasks
     head = ("<tr><th>Task</th><th>Metric</th><th>Value</th><th>Stderr</th><th>n</th>"
             "<th>Samples</th><th>Errors</th><th>Judge failures</th></tr>")
     rows: list[str] = []
     for task in data.task_names:
-        mapping = results.get(task)
-        if isinstance(mapping, Mapping):
-            rows += _results_rows(task, mapping, with_counts=True)
+        result = results.get(task)
+        if result is not None:
+            rows += _results_rows(task, result.metrics, result)
         else:
             seen = data.samples.get(task)
             so_far = f" ({seen.total} samples logged so far)" if seen else ""
@@ -56,12 +56,11 @@ def results_section(data: RunData) -> str:
         out.append(f'<table id="results-table">{head}{"".join(rows)}</table>')
     else:
         out.append('<p class="pending">No results yet.</p>')
-    groups = data.results.get("groups")
-    if isinstance(groups, Mapping) and groups:
+    groups = data.typed.groups
+    if groups:
         grows: list[str] = []
-        for g, mapping in groups.items():
-            if isinstance(mapping, Mapping):
-                grows += _results_rows(str(g), mapping, with_counts=False)
+        for g, cells in groups.items():
+            grows += _results_rows(str(g), cells, None)
         out.append("<h3>Groups</h3><table id=\"groups-table\"><tr><th>Group</th><th>Metric</th><th>Value</th>"
                    f"<th>Stderr</th><th>n</th></tr>{''.join(grows)}</table>")
     out.append('<p class="muted">Value ± standard error; n = units the metric counted.</p></section>')
@@ -104,12 +103,12 @@ def judges_section(data: RunData) -> str:
             for role, b in redact(dict(judges)).items()
         )
         parts.append(f"<h3>Roles</h3><table><tr><th>Role</th><th>Backends</th></tr>{rows}</table>")
-    failures = [(t, m) for t, m in data.task_results.items() if isinstance(m, Mapping) and "judge_failures" in m]
+    failures = list(data.typed.tasks.items())
     if failures:
         rows = "".join(
-            f'<tr><td>{esc(t)}</td><td class="num{" bad" if (count(m, "judge_failures") or 0) else ""}">'
-            f'{esc(count(m, "judge_failures"))}</td><td class="num">{esc(count(m, "samples"))}</td></tr>'
-            for t, m in failures
+            f'<tr><td>{esc(t)}</td><td class="num{" bad" if r.judge_failures else ""}">'
+            f'{esc(r.judge_failures)}</td><td class="num">{esc(r.samples)}</td></tr>'
+            for t, r in failures
         )
         parts.append("<h3>Judge failures per task</h3><table id=\"judge-failures\"><tr><th>Task</th>"
                      f"<th>Judge failures</th><th>Samples</th></tr>{rows}</table>")

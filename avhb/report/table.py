@@ -3,31 +3,19 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from avhb.report.numbers import cell, count, fmt_number, metric_names
+from avhb.report.numbers import fmt_number
+from avhb.run.results import RunResults
+from avhb.score.aggregate import Aggregate
 
 HEADER = ("Task", "Metric", "Value", "", "Stderr", "N")
 
 
-def _task_mapping(results: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    """Accept a whole ``results.json`` document (with ``results`` and
-    ``groups``) or a bare ``{task: {metric: ...}}`` mapping."""
-    inner = results.get("results")
-    if isinstance(inner, Mapping) and all(isinstance(v, Mapping) for v in inner.values()):
-        groups = results.get("groups")
-        return inner, groups if isinstance(groups, Mapping) else {}
-    return results, {}
-
-
-def _rows(mapping: Mapping[str, Any]) -> list[tuple[str, ...]]:
+def _rows(cells_by_name: Mapping[str, Mapping[str, Aggregate]], samples: Mapping[str, int]) -> list[tuple[str, ...]]:
     rows: list[tuple[str, ...]] = []
-    for name, metrics in mapping.items():
-        if not isinstance(metrics, Mapping):
-            continue
-        names = metric_names(metrics)
-        if not names:
-            rows.append((str(name), "-", "-", "", "", str(count(metrics, "samples") or 0)))
-        for i, metric in enumerate(names):
-            c = cell(metrics, metric)
+    for name, cells in cells_by_name.items():
+        if not cells:
+            rows.append((str(name), "-", "-", "", "", str(samples.get(name, 0))))
+        for i, (metric, c) in enumerate(cells.items()):
             rows.append(
                 (
                     str(name) if i == 0 else "",
@@ -53,23 +41,22 @@ def _render(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
     return [line(header), sep, *(line(r) for r in rows)]
 
 
-def format_results_table(results: Mapping[str, Any]) -> str:
+def format_results_table(results: RunResults | Mapping[str, Any]) -> str:
     """Table of task, metric, value ± stderr and n, one row per metric,
     then groups (if any), then one note line per task with errors or judge
-    failures. ``results`` is a ``results.json`` document or its ``results``
-    mapping. Values show 4 decimals; '-' marks a missing value."""
-    tasks, groups = _task_mapping(results)
-    lines = _render(_rows(tasks), HEADER) if tasks else ["(no task results)"]
-    if groups:
-        lines += ["", *_render(_rows(groups), ("Group",) + HEADER[1:])]
+    failures. ``results``: typed results, or a ``results.json`` document
+    (or its ``results`` mapping). Values show 4 decimals; '-' marks a
+    missing value."""
+    typed = results if isinstance(results, RunResults) else RunResults.from_json(results)
+    tasks = {name: r.metrics for name, r in typed.tasks.items()}
+    samples = {name: r.samples for name, r in typed.tasks.items()}
+    lines = _render(_rows(tasks, samples), HEADER) if tasks else ["(no task results)"]
+    if typed.groups:
+        lines += ["", *_render(_rows(typed.groups, {}), ("Group",) + HEADER[1:])]
     notes = []
-    for name, metrics in tasks.items():
-        errors = count(metrics, "errors") or 0
-        failures = count(metrics, "judge_failures") or 0
-        if errors or failures:
-            samples = count(metrics, "samples")
-            of = f" of {samples} samples" if samples is not None else ""
-            notes.append(f"{name}: {errors} errors, {failures} judge failures{of}")
+    for name, r in typed.tasks.items():
+        if r.errors or r.judge_failures:
+            notes.append(f"{name}: {r.errors} errors, {r.judge_failures} judge failures of {r.samples} samples")
     if notes:
         lines += ["", *notes]
     return "\n".join(lines)

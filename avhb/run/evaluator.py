@@ -158,7 +158,7 @@ class Evaluator:
                             "(the run is unfinished or failed there): resume it with its original command first; "
                             "avhb score makes no model calls")
         if metrics:
-            await score(task, records, metrics, run.judges, lambda: judges.usage.cost)
+            await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.root)
         self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.folder.write_samples(task.name, records)
 

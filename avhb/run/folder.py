@@ -66,6 +66,8 @@ class RunFolder:
                     "prompt": r.meta.get("prompt"), "media": r.meta.get("media"), "adaptations": r.meta.get("adaptations", []),
                     "target": r.target, "response": r.response, "extracted": r.extracted, "scores": r.scores,
                     "judgements": r.judgements, "error": r.error,
+                    **({"trajectory": r.trajectory} if r.trajectory else {}),
+                    **({"outputs": r.outputs} if r.outputs else {}),
                     "flags": {k: v for k, v in r.meta.items() if k not in _LOGGED_ELSEWHERE},
                 }
                 fh.write(json.dumps(redact(line), ensure_ascii=False, default=_default) + "\n")

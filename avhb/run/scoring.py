@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from pathlib import Path
 from typing import Any, Callable
 
 from avhb.errors import SampleError, UserError
@@ -20,10 +21,11 @@ SCORING_IN_FLIGHT = 64
 
 
 async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], judges: TaskJudges,
-                cost_of: Callable[[], float] = lambda: 0.0) -> None:
+                cost_of: Callable[[], float] = lambda: 0.0, root: Path | None = None) -> None:
     """Fill ``record.extracted`` and ``record.scores``; a filter or metric
-    that raises fails its sample (recorded), not the run."""
-    ctx = ScoreContext(judges=judges, task=task.name)
+    that raises fails its sample (recorded), not the run.  ``root``: the
+    task's data root, for metrics that send a sample's media to a judge."""
+    ctx = ScoreContext(judges=judges, task=task.name, root=root)
     filters = task.filters()
     limit = asyncio.Semaphore(SCORING_IN_FLIGHT)
     crashed: list[str] = []

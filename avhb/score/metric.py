@@ -6,6 +6,7 @@ Options come from the task YAML's ``metric_list`` entry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from avhb.score.aggregate import Aggregate, mean_stderr
@@ -36,6 +37,12 @@ class SampleRecord:
 class ScoreContext:
     judges: "TaskJudges"
     task: str
+    root: Path | None = None  # the task's data root (media paths in a sample are relative to it)
+
+    def media_path(self, path: str) -> str:
+        """A sample's media path, resolved against the data root."""
+        p = Path(path)
+        return str(p if p.is_absolute() or self.root is None else self.root / p)
 
 
 class Metric:
@@ -44,6 +51,7 @@ class Metric:
     name: str = ""
     higher_is_better: bool = True
     needs_judges: tuple[str, ...] = ()
+    requires: tuple[tuple[str, str], ...] = ()  # optional packages: (module, avhb extra), checked up front
 
     def __init__(self, name: str | None = None, **options: Any):
         if name:

@@ -24,7 +24,8 @@ def _records(run_dir: Path, task: str) -> list[SampleRecord]:
         d = json.loads(line)
         out.append(SampleRecord(id=d["id"], doc=d.get("doc") or {}, target=d.get("target"), response=d.get("response"),
                                 extracted=d.get("extracted"), error=d.get("error"), repeat=d.get("repeat", 0),
-                                scores=d.get("scores") or {}, judgements=d.get("judgements") or {}))
+                                scores=d.get("scores") or {}, judgements=d.get("judgements") or {},
+                                trajectory=d.get("trajectory") or [], outputs=d.get("outputs") or {}))
     return out
 
 

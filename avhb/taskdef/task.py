@@ -10,6 +10,7 @@ from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
 from avhb.score.metric import Filter, Metric
 from avhb.registry import Registry, import_path
+from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.templates import is_template, lookup, render
 
@@ -91,6 +92,8 @@ class Task:
                 cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
             else:
                 cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
+            check_requirements(f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}",
+                               getattr(cls, "requires", ()))
             metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
             if "higher_is_better" in entry:
                 metric.higher_is_better = entry["higher_is_better"]

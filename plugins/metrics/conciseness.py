@@ -107,6 +107,8 @@ class Conciseness(Metric):
     Samples without output are excluded and counted (``<name>_missing``).
     Option ``source`` (field spec, default "response")."""
 
+    requires = (("tiktoken", "tiktoken"),)
+
     name = "conciseness"
 
     def __init__(self, name: str | None = None, **options: Any):

@@ -3,6 +3,7 @@ import math
 import xml.etree.ElementTree as ET
 
 from avhb.report.charts import breakdown_charts, families, family_charts
+from avhb.run.results import RunResults
 from avhb.report.plots import Chart, Panel, Series, render_svg
 
 
@@ -27,7 +28,10 @@ def test_family_chart_locales_group_and_shared_metrics():
         },
         "groups": {"curve": _m(accuracy=(0.6, 0.05, 14))},
     }
-    [chart] = family_charts(results)
+    # the locale labels and axis come from the tasks' YAML hints (report:), read from run.json
+    hints = {t: {"family": "curve", "label": t[6:].replace("_", "-"), "axis": "locale"}
+             for t in ("curve_ta_IN", "curve_ko_KR", "curve_de_DE")}
+    [chart] = family_charts(RunResults.from_json(results), hints)
     assert chart.labels == ["ta-IN", "ko-KR", "curve (all)"]
     assert chart.axis_label == "locale"
     assert [p.title for p in chart.panels] == ["accuracy"]  # only_here is in one member only
@@ -37,12 +41,16 @@ def test_family_chart_locales_group_and_shared_metrics():
 
 def test_family_chart_non_locale_suffixes():
     results = {"results": {"vp_binary": _m(acc=(0.1, 0.01, 5)), "vp_mcq": _m(acc=(0.2, 0.02, 6))}}
-    [chart] = family_charts(results)
+    [chart] = family_charts(RunResults.from_json(results))
     assert chart.labels == ["binary", "mcq"] and chart.axis_label == "task"
+    # without hints, locale-looking suffixes are just task labels
+    loc = {"results": {"curve_ta_IN": _m(acc=(0.1, 0.01, 5)), "curve_ko_KR": _m(acc=(0.2, 0.02, 6))}}
+    [chart] = family_charts(RunResults.from_json(loc))
+    assert chart.labels == ["ta_IN", "ko_KR"] and chart.axis_label == "task"
 
 
 def test_breakdown_chart_per_task_and_dimension():
-    results = {"breakdowns": {
+    results = {"results": {"vidpair_binary": {"samples": 1}, "t2": {"samples": 1}}, "breakdowns": {
         "vidpair_binary": {
             "category": {"color": _m(vAcc=(0.4, 0.06, 100), wAcc=(0.5, 0.04, 200)),
                          "action": _m(vAcc=(0.6, 0.05, 90))},
@@ -51,7 +59,7 @@ def test_breakdown_chart_per_task_and_dimension():
         },
         "t2": {"length_bucket": {"0-30s": _m(acc=(None, None, 0))}},  # nothing to draw
     }}
-    charts = breakdown_charts(results)
+    charts = breakdown_charts(RunResults.from_json(results))
     assert [c.title for c in charts] == ["vidpair_binary by category", "vidpair_binary by level"]
     cat = charts[0]
     assert cat.labels == ["color", "action"]

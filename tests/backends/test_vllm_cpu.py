@@ -33,7 +33,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 ENGINE_ARGS = {"max_model_len": 2048, "enforce_eager": True, "dtype": "bfloat16", "max_num_seqs": 4}
 QUESTION = "What happens in the video? Answer in one word."
 FRAME_H, FRAME_W = 96, 128

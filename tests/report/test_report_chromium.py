@@ -13,7 +13,7 @@ from report_fixtures import make_run
 
 pytestmark = pytest.mark.slow
 
-ARTIFACTS = Path(__file__).parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 

@@ -6,7 +6,7 @@ import pytest
 
 from avhb.errors import UserError
 from avhb.report.compare import COMPARE_NAME, Column, compare_runs, differs, to_html, write_html
-from avhb.report.numbers import Cell
+from avhb.score.aggregate import Aggregate as Cell
 from report_fixtures import make_run
 
 

@@ -1,17 +1,20 @@
-"""Plain-text results table and the results-mapping helpers."""
-from avhb.report.numbers import Cell, cell, fmt_cell, fmt_number, metric_names
+"""Plain-text results table and the reader of results.json's flat form."""
+from avhb.report.numbers import fmt_cell, fmt_number
 from avhb.report.table import format_results_table
+from avhb.run.results import cells_of
+from avhb.score.aggregate import Aggregate as Cell
 
 
 def test_metric_names_skip_companions_and_bookkeeping():
     m = {"acc": 0.5, "acc_stderr": 0.1, "acc_n": 10, "samples": 12, "errors": 2, "judge_failures": 0,
          "yes_diff": -0.25, "yes_diff_stderr": None, "yes_diff_n": 8, "lonely_n": 3, "note": "text"}
     # lonely_n has no "lonely" key, so it is a metric; strings are not metrics
-    assert metric_names(m) == ["acc", "yes_diff", "lonely_n"]
-    assert cell(m, "acc") == Cell(0.5, 0.1, 10)
-    assert cell(m, "yes_diff") == Cell(-0.25, None, 8)
-    assert cell({"x": None}, "x") == Cell(None, None, None)
-    assert metric_names(None) == []
+    cells = cells_of(m)
+    assert list(cells) == ["acc", "yes_diff", "lonely_n"]
+    assert cells["acc"] == Cell(0.5, 0.1, 10)
+    assert cells["yes_diff"] == Cell(-0.25, None, 8)
+    assert cells_of({"x": None})["x"] == Cell(None, None, None)
+    assert cells_of({}) == {}
 
 
 def test_number_formatting():

@@ -1,0 +1,46 @@
+"""Request building reads the task's media settings parsed once (YAML
+merged with --media)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from avhb.registry import get_registry
+from avhb.run.options import RunOptions, media_plan
+from avhb.taskdef.config import TaskConfig
+from avhb.taskdef.requests import build_request
+from avhb.taskdef.task import Task
+
+
+def _task(tmp_path, media):
+    cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "bench", {"task": "t", "doc_to_text": "{{q}}", "media": media})
+    return Task(cfg, get_registry())
+
+
+def _options(tmp_path, **media):
+    return RunOptions(tasks=["t"], model=None, output_dir=tmp_path, media=media)
+
+
+def test_media_override_audio_in_video_adds_audio_the_yaml_lacks(tmp_path):
+    task = _task(tmp_path, {"video": "{{v}}", "frames": 4})
+    doc = {"q": "what?", "v": "clip.mp4"}
+    plain = build_request(task, doc, tmp_path, "s", media_plan(task, _options(tmp_path)).spec)
+    assert [p.type for p in plain.messages[0].parts] == ["video", "text"]
+    plan = media_plan(task, _options(tmp_path, audio_in_video=True))
+    req = build_request(task, doc, tmp_path, "s", plan.spec)
+    assert [p.type for p in req.messages[0].parts] == ["video", "audio", "text"]
+    assert req.messages[0].parts[1].path == str(tmp_path / "clip.mp4")
+    assert plan.key() != media_plan(task, _options(tmp_path)).key()  # and the request key follows
+
+
+def test_frames_override_replaces_the_yaml_fps(tmp_path):
+    task = _task(tmp_path, {"video": "{{v}}", "fps": 1.0, "max_frames": 32})
+    spec = media_plan(task, _options(tmp_path, frames=64, fps=None)).spec
+    assert spec.frames == 64 and spec.fps is None and spec.max_frames == 32
+
+
+def test_images_field_lists_image_parts(tmp_path):
+    task = _task(tmp_path, {"images": "pages"})
+    req = build_request(task, {"q": "?", "pages": ["p1.png", "/abs/p2.png"]}, tmp_path, "s",
+                        media_plan(task, _options(tmp_path)).spec)
+    assert [(p.type, p.path) for p in req.messages[0].parts[:2]] == [("image", str(tmp_path / "p1.png")),
+                                                                     ("image", "/abs/p2.png")]
