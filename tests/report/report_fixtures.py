@@ -136,7 +136,9 @@ def make_run(
                   "capabilities": {"video": False, "images_per_request": 16, "audio": False},
                   "sees_pixels": True},
         "judges": {"scorer": ["openai-compat:judge-a", "openai-compat:judge-b"]},
-        "tasks": {t: {"hash": f"h{i:03d}", "config": {"task": t, "metric_list": [{"metric": "accuracy"}]}}
+        "tasks": {t: {"hash": f"h{i:03d}", "config": {"task": t, "metric_list": [{"metric": "accuracy"}],
+                                                   **({"report": {"family": "curve", "label": t[6:].replace("_", "-"),
+                                                                  "axis": "locale"}} if t.startswith("curve_") else {})}}
                   for i, t in enumerate(tasks)},
         "plugins": {"avhb": "avhb 0.1.0"},
         "versions": {"python": "3.11.7", "platform": "Linux-x86_64", "numpy": "2.4.6"},
