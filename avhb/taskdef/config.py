@@ -1,6 +1,12 @@
 """Reading task YAML: safe loading with line numbers, JSON Schema validation,
 ``include`` inheritance and family expansion.  Never executes code: hooks are
-recorded as dotted paths and checked by reading the module's source (AST)."""
+recorded as dotted paths and checked by reading the module's source (AST).
+
+Fast by construction: YAML is read with the C loader and line numbers are
+worked out only when a message needs one (the text is re-parsed with marks);
+the schema is compiled once into plain checks (jsonschema writes the message
+when a document fails); a ``Sources`` shared by one index build reads each
+include base and each hook module once."""
 from __future__ import annotations
 
 import ast
@@ -8,7 +14,10 @@ import copy
 import functools
 import itertools
 import json
+import os
 import re
+import stat
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,17 +32,63 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data)."""
+    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data); the
+    pure-Python loader, which keeps line marks: used for messages."""
 
 
-_Loader.add_constructor("!function", lambda loader, node: {"function": loader.construct_scalar(node)})
+class _FastLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML was built with it
+    """The same constructors over the C parser: no marks kept."""
+
+
+def _function_tag(loader, node):
+    return {"function": loader.construct_scalar(node)}
+
+
+_Loader.add_constructor("!function", _function_tag)
+_FastLoader.add_constructor("!function", _function_tag)
+
+
+class LineMap(Mapping):
+    """Key path -> 1-based line of one YAML text, worked out on first use by
+    re-parsing the text with marks (the fast loader keeps none)."""
+
+    __slots__ = ("_text", "_map")
+
+    def __init__(self, text: str):
+        self._text: str | None = text
+        self._map: dict[tuple, int] | None = None
+
+    def _lines(self) -> dict[tuple, int]:
+        if self._map is None:
+            loader = _Loader(self._text)
+            try:
+                node = loader.get_single_node()
+                self._map = _linemap(node) if node is not None else {}
+            except yaml.YAMLError:
+                self._map = {}
+            finally:
+                loader.dispose()
+            self._text = None
+        return self._map
+
+    def __getitem__(self, keypath: tuple) -> int:
+        return self._lines()[keypath]
+
+    def __contains__(self, keypath: object) -> bool:
+        return keypath in self._lines()
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._lines())
+
+    def __len__(self) -> int:
+        return len(self._lines())
 
 
 @dataclass
 class YamlDoc:
     path: Path
     data: dict[str, Any]
-    lines: dict[tuple, int]  # key path -> 1-based line
+    lines: Mapping[tuple, int]  # key path -> 1-based line (a LineMap: computed when asked)
 
     def line(self, keypath: tuple) -> int:
         while keypath and keypath not in self.lines:
@@ -54,7 +109,7 @@ class TaskConfig:
     package: str  # the Python package that ships the YAML; hooks resolve inside it
     benchmark: str  # the task pack folder name, e.g. "curve"
     config: dict[str, Any]
-    lines: dict[tuple, int] = field(default_factory=dict, repr=False)
+    lines: Mapping[tuple, int] = field(default_factory=dict, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.config.get(key, default)
@@ -94,10 +149,23 @@ def read_yaml(path: Path) -> YamlDoc:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    loader = _FastLoader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError:
+        data = _load_marked(path, text)  # the message and line of the marked parse
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise UserError(f"{path}:1: a task file must be a mapping of keys to values")
+    return YamlDoc(path, data, LineMap(text))
+
+
+def _load_marked(path: Path, text: str) -> Any:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        return loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -106,21 +174,37 @@ def read_yaml(path: Path) -> YamlDoc:
         raise UserError(f"{path}:1: YAML error: {exc}") from None
     finally:
         loader.dispose()
-    if not isinstance(data, dict):
-        raise UserError(f"{path}:1: a task file must be a mapping of keys to values")
-    return YamlDoc(path, data, _linemap(node))
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_FILE.read_text())
 
 
 @functools.lru_cache(maxsize=1)
 def _validator():
     import jsonschema
 
-    schema = json.loads(SCHEMA_FILE.read_text())
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(_schema())
+
+
+@functools.lru_cache(maxsize=1)
+def _fast_check():
+    """The schema as plain checks (None: it uses a keyword the checker lacks,
+    so jsonschema checks every document)."""
+    from avhb.taskdef.checker import Unsupported, compile_schema
+
+    try:
+        return compile_schema(_schema())
+    except Unsupported:
+        return None
 
 
 def validate_doc(doc: YamlDoc) -> None:
     """Raise a UserError naming file, line and key for the first schema error."""
+    check = _fast_check()
+    if check is not None and check(doc.data):
+        return
     errors = sorted(_validator().iter_errors(doc.data), key=lambda e: (doc.line(tuple(e.absolute_path)), list(e.absolute_path)))
     if not errors:
         return
@@ -145,11 +229,72 @@ def _short(err) -> str:
     return err.message[:200]
 
 
-def load_with_includes(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], dict[tuple, int], Path]:
+class Sources:
+    """The files one index build reads: each include base parsed and
+    validated once, each hook module's top-level names read (AST) once.
+
+    ``consulted`` collects every base and hook module a resolve looked at,
+    with the ``[mtime_ns, size]`` seen before reading it (None: missing):
+    what the index keys a file's entry on.  The index clears it per file.
+    Results are shared within one build only; without a Sources each
+    resolve reads afresh."""
+
+    def __init__(self) -> None:
+        self.consulted: dict[str, list[int] | None] = {}
+        self._stats: dict[str, list[int] | None] = {}
+        self._once: dict[tuple, tuple[Any, dict[str, list[int] | None]]] = {}
+        self._real_dirs: dict[str, str] = {}
+
+    def stat(self, path: str) -> list[int] | None:
+        """[mtime_ns, size] of a regular file, None if there is none (once per build)."""
+        if path not in self._stats:
+            try:
+                st = os.stat(path)
+                self._stats[path] = [st.st_mtime_ns, st.st_size] if stat.S_ISREG(st.st_mode) else None
+            except OSError:
+                self._stats[path] = None
+        return self._stats[path]
+
+    def note(self, path: str) -> list[int] | None:
+        """Record that this resolve depends on ``path``; its stat (None: no such file)."""
+        seen = self.consulted[path] = self.stat(path)
+        return seen
+
+    def once(self, key: tuple, compute):
+        """``compute()`` once per build; the files it consulted are recorded
+        for every later caller too.  Errors are not kept (raised afresh)."""
+        hit = self._once.get(key)
+        if hit is None:
+            outer, self.consulted = self.consulted, {}
+            try:
+                hit = self._once[key] = (compute(), self.consulted)
+            finally:
+                outer.update(self.consulted)
+                self.consulted = outer
+        else:
+            self.consulted.update(hit[1])
+        return hit[0]
+
+    def resolve(self, path: Path) -> Path:
+        """``path.resolve()``, with each folder resolved once."""
+        if ".." in path.parts:
+            return path.resolve()  # ".." after a symlinked folder: only resolve() says where it lands
+        folder, name = os.path.split(os.path.abspath(path))
+        if os.path.islink(os.path.join(folder, name)):
+            return path.resolve()
+        real = self._real_dirs.get(folder)
+        if real is None:
+            real = self._real_dirs[folder] = os.path.realpath(folder)
+        return Path(real, name)
+
+
+def load_with_includes(path: Path, seen: tuple[Path, ...] = (), *,
+                       sources: Sources | None = None) -> tuple[dict[str, Any], Mapping[tuple, int], Path]:
     """Returns the merged mapping (child keys override the included file's),
     its line map, and the file that defined each top-level key is not tracked:
     errors after merging point at the child file."""
-    path = path.resolve()
+    sources = Sources() if sources is None else sources
+    path = sources.resolve(path)
     if path in seen:
         chain = " -> ".join(str(p.name) for p in seen + (path,))
         raise UserError(f"{seen[-1]}:1: include: cycle ({chain})")
@@ -160,9 +305,12 @@ def load_with_includes(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[st
     if parent_name is None:
         return data, doc.lines, path
     parent_path = (path.parent / parent_name)
-    if not parent_path.is_file():
+    if sources.note(str(parent_path)) is None:
         raise doc.error(("include",), f"included file {parent_name!r} not found next to {path.name}")
-    parent, _, _ = load_with_includes(parent_path, seen + (path,))
+    # an include base is read once per build: a memoised base never cycles
+    # back (each file has one parent, so a cycle would have failed its own read)
+    parent = sources.once(("base", str(parent_path)),
+                          lambda: load_with_includes(parent_path, seen + (path,), sources=sources)[0])
     merged = {**parent, **data}
     return merged, doc.lines, path
 
@@ -178,11 +326,15 @@ def expand_family(data: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         combos = [dict(c) for c in spec]
     body = {k: v for k, v in data.items() if k != "expand"}
-    return [_substitute(copy.deepcopy(body), {k: str(v) for k, v in combo.items()}) for combo in combos]
+    return [_substitute(body, {k: str(v) for k, v in combo.items()}) for combo in combos]
 
 
 def _substitute(value: Any, variables: dict[str, str]) -> Any:
+    """A new copy of ``value`` with ``${var}`` replaced (members share no mutable part)."""
     if isinstance(value, str):
+        if "${" not in value:
+            return value
+
         def repl(m: re.Match) -> str:
             if m.group(1) not in variables:
                 raise UserError(f"expand: variable ${{{m.group(1)}}} is not declared")
@@ -192,7 +344,9 @@ def _substitute(value: Any, variables: dict[str, str]) -> Any:
         return {_substitute(k, variables): _substitute(v, variables) for k, v in value.items()}
     if isinstance(value, list):
         return [_substitute(v, variables) for v in value]
-    return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return copy.deepcopy(value)
 
 
 def hook_import_path(package: str, dotted: str) -> str:
@@ -204,18 +358,34 @@ def hook_import_path(package: str, dotted: str) -> str:
     return f"{package}.{module}:{attr}"
 
 
-def check_hook(package: str, dotted: str, pack_dir: Path) -> str | None:
+def check_hook(package: str, dotted: str, pack_dir: Path, *, sources: Sources | None = None) -> str | None:
     """Return an error message if the hook's module or function is missing.
-    Reads the module's source; imports nothing."""
+    Reads the module's source (once per build with ``sources``); imports nothing."""
+    sources = Sources() if sources is None else sources
+    return sources.once(("hook", str(pack_dir), dotted), lambda: _check_hook(dotted, pack_dir, sources))
+
+
+def _check_hook(dotted: str, pack_dir: Path, sources: Sources) -> str | None:
     module, _, attr = dotted.rpartition(".")
-    source = pack_dir.joinpath(*module.split(".")).with_suffix(".py")
-    if not source.is_file():
-        pkg_init = pack_dir.joinpath(*module.split("."), "__init__.py")
-        if not pkg_init.is_file():
+    folder = str(pack_dir)
+    source = os.path.join(folder, *module.split(".")) + ".py"
+    if sources.note(source) is None:
+        pkg_init = os.path.join(folder, *module.split("."), "__init__.py")
+        if sources.note(pkg_init) is None:
             return f"hook module {module!r} not found in {pack_dir}"
         source = pkg_init
+    names = sources.once(("names", source), lambda: _module_names(source))
+    if isinstance(names, str):
+        return names
+    if attr not in names:
+        return f"hook function {attr!r} not defined in {os.path.basename(source)}"
+    return None
+
+
+def _module_names(source: str) -> set[str] | str:
+    """Top-level names a hook module defines or imports, or the message of its syntax error."""
     try:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
+        tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     except SyntaxError as exc:
         return f"hook module {source} has a syntax error at line {exc.lineno}"
     names = set()
@@ -226,9 +396,7 @@ def check_hook(package: str, dotted: str, pack_dir: Path) -> str | None:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, (ast.ImportFrom, ast.Import)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    if attr not in names:
-        return f"hook function {attr!r} not defined in {source.name}"
-    return None
+    return names
 
 
 def iter_hooks(config: dict[str, Any]):
@@ -251,14 +419,22 @@ def package_for(file: Path, root_dir: Path, root_package: str) -> str:
     return ".".join([root_package, *rel.parts]) if rel.parts else root_package
 
 
-def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) -> tuple[list[TaskConfig], list[GroupConfig]]:
-    """All tasks and groups defined by one YAML file (after include/expand)."""
-    data, lines, file = load_with_includes(file)
+def _package_and_benchmark(file: Path, root_dir: Path, root_package: str) -> tuple[str, str]:
+    root = root_dir.resolve()
+    rel = file.parent.relative_to(root)
+    return package_for(file, root, root_package), (rel.parts[0] if rel.parts else "")
+
+
+def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str, *,
+                 sources: Sources | None = None) -> tuple[list[TaskConfig], list[GroupConfig]]:
+    """All tasks and groups defined by one YAML file (after include/expand).
+    ``sources``: shared by the files of one index build (see Sources)."""
+    sources = Sources() if sources is None else sources
+    data, lines, file = load_with_includes(file, sources=sources)
     doc = YamlDoc(file, data, lines)
     prefix = f"{namespace}/" if namespace else ""
-    package = package_for(file, root_dir.resolve(), root_package)
-    rel = file.parent.resolve().relative_to(root_dir.resolve())
-    benchmark = rel.parts[0] if rel.parts else ""
+    package, benchmark = sources.once(("package", str(file.parent), str(root_dir), root_package),
+                                      lambda: _package_and_benchmark(file, root_dir, root_package))
     if "group" in data and isinstance(data.get("task"), list):
         tasks = [prefix + t if "/" not in t else t for t in data["task"]]
         return [], [GroupConfig(prefix + data["group"], file, tasks, data.get("aggregate_metric_list") or [])]
@@ -276,7 +452,7 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) 
         if not member.get("doc_to_text") and not member.get("doc_to_messages"):
             raise doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")
         for keypath, dotted in iter_hooks(member):
-            problem = check_hook(package, dotted, file.parent)
+            problem = check_hook(package, dotted, file.parent, sources=sources)
             if problem:
                 raise doc.error(keypath, problem)
         out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines))
