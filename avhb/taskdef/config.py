@@ -239,9 +239,9 @@ class Sources:
     Results are shared within one build only; without a Sources each
     resolve reads afresh."""
 
-    def __init__(self) -> None:
+    def __init__(self, stats: dict[str, list[int] | None] | None = None) -> None:
         self.consulted: dict[str, list[int] | None] = {}
-        self._stats: dict[str, list[int] | None] = {}
+        self._stats: dict[str, list[int] | None] = {} if stats is None else stats  # shared with the index's looks
         self._once: dict[tuple, tuple[Any, dict[str, list[int] | None]]] = {}
         self._real_dirs: dict[str, str] = {}
 

@@ -11,9 +11,11 @@ validator's own code) keys only that plugin's entries.
 from __future__ import annotations
 
 import fnmatch
-import hashlib
+import itertools
 import json
 import os
+import stat
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -72,21 +74,26 @@ class TaskIndex:
 
 
 _SKIP_DIRS = ("sample", "sample_data", "data")
-_HERE = Path(__file__).resolve().parent
+_HERE = os.path.dirname(os.path.abspath(__file__))
 # the code and schema whose verdicts the entries hold: editing them (a checkout) re-validates
-_VALIDATOR_FILES = [_HERE / "index.py", _HERE / "config.py", _HERE / "checker.py", _HERE / "schema" / "task.schema.json"]
+_VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "checker.py", "schema/task.schema.json")]
 
 
-def _yaml_files(root: Path) -> list[tuple[str, int, int]]:
-    """(path, mtime_ns, size) of every task YAML under root, in a stable
-    order.  Include bases (``_*.yaml``) and hook modules are not tasks: they
-    count for freshness as the dependencies each entry records."""
-    out = []
-    stack = [str(root)]
+def _yaml_files(root: Path) -> tuple[list[str], list[int], list[int]]:
+    """Paths relative to root, mtimes (ns) and sizes of every task YAML under
+    root, in a stable order.  Include bases (``_*.yaml``) and hook modules
+    are not tasks: they count for freshness as the dependencies each entry
+    records."""
+    rels: list[str] = []
+    mtimes: list[int] = []
+    sizes: list[int] = []
+    top = str(root)
+    cut = len(top) + 1
+    stack = [top]
     while stack:
         folder = stack.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            entries = sorted(os.scandir(folder), key=_name)
         except OSError:
             continue
         subdirs = []
@@ -100,9 +107,15 @@ def _yaml_files(root: Path) -> list[tuple[str, int, int]]:
                     st = e.stat()
                 except OSError:
                     continue
-                out.append((e.path, st.st_mtime_ns, st.st_size))
+                rels.append(e.path[cut:])
+                mtimes.append(st.st_mtime_ns)
+                sizes.append(st.st_size)
         stack.extend(reversed(subdirs))
-    return out
+    return rels, mtimes, sizes
+
+
+def _name(entry: os.DirEntry) -> str:
+    return entry.name
 
 
 def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
@@ -118,11 +131,12 @@ def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
     return roots
 
 
-def _part_key(registry: Registry, package: str) -> str:
-    """What a package's entries depend on besides its files: the plugin that
-    ships it (name, distribution, version) and the validator's code."""
+def _part_key(registry: Registry, namespace: str, package: str, root: Path) -> str:
+    """What a package's entries depend on besides its files: where it is, the
+    plugin that ships it (name, distribution, version) and the validator's code."""
     plugin = next((p for p in registry.plugins if package in p.provides.get("task_packages", [])), None)
-    parts = [str(INDEX_VERSION), f"{plugin.name}={plugin.distribution}:{plugin.version}" if plugin else "?"]
+    parts = [str(INDEX_VERSION), namespace, package, str(root),
+             f"{plugin.name}={plugin.distribution}:{plugin.version}" if plugin else "?"]
     for f in _VALIDATOR_FILES:
         try:
             st = os.stat(f)
@@ -133,122 +147,216 @@ def _part_key(registry: Registry, package: str) -> str:
 
 
 def _part_file(namespace: str, package: str, root: Path) -> Path:
-    name = hashlib.sha256(f"{namespace}|{package}|{root}".encode()).hexdigest()[:24]
-    return cache_dir() / "task-index" / f"{package}-{name}.json"
+    # crc32 only names the file (the key inside is compared whole); hashlib would load OpenSSL
+    return cache_dir() / "task-index" / f"{package}-{zlib.crc32(f'{namespace}|{root}'.encode()):08x}.json"
 
 
-@dataclass
-class _Part:
-    """One task package's entries: file path -> [mtime_ns, size, dep ids,
-    tasks, groups, errors]; ``deps``: [path, mtime_ns, size] (None, None: missing)."""
+class _Stats:
+    """[mtime_ns, size] of a regular file (None: none there), once per build;
+    shared with the resolver so a file is judged by one look."""
 
-    files: dict[str, list]
-    deps: list[list]
-    refreshed: list[str]
+    def __init__(self) -> None:
+        self.seen: dict[str, list[int] | None] = {}
+
+    def __call__(self, path: str) -> list[int] | None:
+        seen = self.seen
+        if path not in seen:
+            try:
+                st = os.stat(path)
+                seen[path] = [st.st_mtime_ns, st.st_size] if stat.S_ISREG(st.st_mode) else None
+            except OSError:
+                seen[path] = None
+        return seen[path]
+
+
+# A package's cache file ("part"), columns so that reading it makes few objects:
+#   rels, mtimes, sizes   the task YAML files at the last build, in walk order
+#   deps                  [path, mtime_ns, size] of every include base and hook module a file
+#                         names ([path, None, None]: it was missing)
+#   depsets               lists of dep ids; file_depset[i]: the one file i depends on
+#   file_count            tasks defined by file i (its rows follow those of file i-1)
+#   file_groups, file_errors   {str(i): ...} for the files that define groups or have errors
+#   tasks                 columns name, file id, then benchmark, tags, output_type and
+#                         dataset_path as ids into values (they repeat across tasks)
+#   dups                  rows naming a task an earlier file of the package defines
+#   errors                the package's errors in file order
+_COLUMNS = ("rels", "mtimes", "sizes", "deps", "depsets", "file_depset", "file_count", "file_groups",
+            "file_errors", "tasks", "values", "dups", "errors")
 
 
 def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
-    from avhb.taskdef.config import Sources
-
     registry = registry or get_registry()
-    sources = Sources()  # each include base and hook module read once in this build
+    stats = _Stats()
+    sources: list = []  # the one config.Sources of this build, made at the first file to read (warm: none)
     parts = []
+    refreshed: list[str] = []
     for namespace, package, root in _roots(registry):
         cache_file = _part_file(namespace, package, root)
-        key = _part_key(registry, package)
+        key = _part_key(registry, namespace, package, root)
         old = _read_part(cache_file, key) if use_cache else None
-        part = _refresh(namespace, package, root, old, sources)
-        if use_cache and (part.refreshed or old is None or len(old.files) != len(part.files)):
+        part, changed = _refresh(namespace, package, root, old, stats, sources, refreshed)
+        if use_cache and changed:
             _write_part(cache_file, key, part)
-        parts.append(part)
-    return _merge(parts)
+        parts.append((namespace, package, str(root), part))
+    return _merge(parts, refreshed)
 
 
-def _read_part(cache_file: Path, key: str) -> _Part | None:
+def _read_part(cache_file: Path, key: str) -> dict | None:
     try:
         data = json.loads(cache_file.read_bytes())
-        if data.get("key") == key:
-            return _Part(data["files"], data["deps"], [])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        if data.get("key") == key and all(c in data for c in _COLUMNS):
+            return data
+    except (OSError, ValueError, TypeError, AttributeError):
         pass
     return None
 
 
-def _refresh(namespace: str, package: str, root: Path, old: _Part | None, sources) -> _Part:
-    """Keep every entry whose file and dependencies are unchanged; resolve the rest."""
+def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: _Stats, sources: list,
+             refreshed: list[str]) -> tuple[dict, bool]:
+    """The package's part now: the old one if no file or dependency changed
+    (no per-file work), else the unchanged files' entries kept and the rest
+    resolved.  Returns (part, whether it changed)."""
+    rels, mtimes, sizes = _yaml_files(root)
     stale: set[int] = set()
     if old is not None:
-        for i, (path, mtime, size) in enumerate(old.deps):
-            now = sources.stat(path)
-            if (now is None) != (mtime is None) or (now is not None and now != [mtime, size]):
-                stale.add(i)
-    files: dict[str, list] = {}
-    deps: list[list] = []
-    dep_ids: dict[str, int] = {}
-    refreshed: list[str] = []
-    for path, mtime, size in _yaml_files(root):
-        entry = old.files.get(path) if old is not None else None
-        if entry is not None and entry[0] == mtime and entry[1] == size and not stale.intersection(entry[2]):
-            consulted = {old.deps[i][0]: old.deps[i][1:] for i in entry[2]}
+        stale = {i for i, (path, mtime, size) in enumerate(old["deps"])
+                 if stats(path) != (None if mtime is None else [mtime, size])}
+        if not stale and old["rels"] == rels and old["mtimes"] == mtimes and old["sizes"] == sizes:
+            return old, False
+    old_pos = {rel: i for i, rel in enumerate(old["rels"])} if old is not None else {}
+    old_first = list(itertools.accumulate(old["file_count"], initial=0)) if old is not None else []
+    deps: list[list] = old["deps"] if old is not None else []
+    dep_ids = {d[0]: i for i, d in enumerate(deps)}
+    depsets: list[list[int]] = old["depsets"] if old is not None else []
+    depset_ids = {tuple(d): i for i, d in enumerate(depsets)}
+    values: list = old["values"] if old is not None else []
+    value_ids = {json.dumps(v): i for i, v in enumerate(values)}
+    new = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "deps": deps, "depsets": depsets, "file_depset": [],
+           "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[], [], [], [], [], []],
+           "values": values, "dups": [], "errors": []}
+    columns = new["tasks"]
+    top = str(root) + os.sep
+    for fid, rel in enumerate(rels):
+        i = old_pos.get(rel)
+        if (i is not None and old["mtimes"][i] == mtimes[fid] and old["sizes"][i] == sizes[fid]
+                and stale.isdisjoint(old["depsets"][old["file_depset"][i]])):
+            depset = old["file_depset"][i]
+            lo, hi = old_first[i], old_first[i + 1]
+            rows = [col[lo:hi] for col in old["tasks"]]
+            rows[1] = [fid] * (hi - lo)
+            groups, errors = old["file_groups"].get(str(i)), old["file_errors"].get(str(i))
         else:
-            consulted, entry = _resolve(path, mtime, size, root, package, namespace, sources)
+            path = top + rel
+            consulted, rows, groups, errors = _resolve(path, root, package, namespace, stats, sources)
+            rows[1] = [fid] * len(rows[0])
+            for col in rows[2:]:
+                for j, value in enumerate(col):
+                    text = json.dumps(value)
+                    v = value_ids.get(text)
+                    if v is None:
+                        value_ids[text] = v = len(values)
+                        values.append(value)
+                    col[j] = v
+            ids = []
+            for dep, seen in consulted.items():
+                row = [dep, None, None] if seen is None else [dep, *seen]
+                d = dep_ids.get(dep)
+                if d is None:
+                    dep_ids[dep] = d = len(deps)
+                    deps.append(row)
+                else:
+                    deps[d] = row  # the newest look wins: an entry kept on an older one is re-read next time
+                ids.append(d)
+            ids_key = tuple(sorted(set(ids)))
+            depset = depset_ids.get(ids_key)
+            if depset is None:
+                depset_ids[ids_key] = depset = len(depsets)
+                depsets.append(list(ids_key))
             refreshed.append(path)
-        ids = []
-        for dep, seen in consulted.items():
-            if dep not in dep_ids:
-                dep_ids[dep] = len(deps)
-                deps.append([dep, *(seen if seen is not None and seen[0] is not None else (None, None))])
-            ids.append(dep_ids[dep])
-        files[path] = [mtime, size, ids, *entry[3:]]
-    return _Part(files, deps, refreshed)
+        new["file_depset"].append(depset)
+        new["file_count"].append(len(rows[0]))
+        for col, cells in zip(columns, rows):
+            col.extend(cells)
+        if groups:
+            new["file_groups"][str(fid)] = groups
+        if errors:
+            new["file_errors"][str(fid)] = errors
+    _package_errors(new, top)
+    return new, True
 
 
-def _resolve(path: str, mtime: int, size: int, root: Path, package: str, namespace: str, sources):
-    """Resolve one file: (the bases and hook modules it consulted, its entry)."""
-    from avhb.taskdef.config import resolve_file
+def _package_errors(part: dict, top: str) -> None:
+    """The files' errors and the names a package defines twice, in file order."""
+    names, fids = part["tasks"][0], part["tasks"][1]
+    first: dict[str, int] = {}
+    dups_at: dict[int, list[str]] = {}
+    for row, (name, fid) in enumerate(zip(names, fids)):
+        if name in first:
+            part["dups"].append(row)
+            earlier = top + part["rels"][fids[first[name]]]
+            dups_at.setdefault(fid, []).append(f"{top + part['rels'][fid]}:1: task {name!r} is also defined in {earlier}")
+        else:
+            first[name] = row
+    for fid in range(len(part["rels"])):
+        part["errors"] += part["file_errors"].get(str(fid), []) + dups_at.get(fid, [])
 
-    sources.consulted = {}
-    tasks: dict[str, dict[str, Any]] = {}
+
+def _resolve(path: str, root: Path, package: str, namespace: str, stats: _Stats, sources: list):
+    """Resolve one file: (the bases and hook modules it consulted, its task
+    columns, its groups, its errors)."""
+    from avhb.taskdef.config import Sources, resolve_file
+
+    if not sources:
+        sources.append(Sources(stats=stats.seen))
+    src = sources[0]
+    src.consulted = {}
+    rows: list[list] = [[], [], [], [], [], []]
     groups: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     try:
-        task_cfgs, group_cfgs = resolve_file(Path(path), root, package, namespace, sources=sources)
+        task_cfgs, group_cfgs = resolve_file(Path(path), root, package, namespace, sources=src)
     except UserError as exc:
         errors.append(str(exc))
     else:
         for t in task_cfgs:
-            if t.name in tasks:
-                errors.append(f"{path}:1: task {t.name!r} is also defined in {path}")
-                continue
             tags = t.get("tag") or []
-            tasks[t.name] = {
-                "file": path, "root": str(root), "package": package, "namespace": namespace,
-                "benchmark": t.benchmark, "tags": [tags] if isinstance(tags, str) else list(tags),
-                "output_type": t.get("output_type", "generate_until"),
-                "dataset_path": t.get("dataset_path"),
-            }
+            for col, value in zip(rows, (t.name, 0, t.benchmark, [tags] if isinstance(tags, str) else list(tags),
+                                         t.get("output_type", "generate_until"), t.get("dataset_path"))):
+                col.append(value)
         for g in group_cfgs:
             groups[g.name] = {"file": path, "tasks": g.tasks, "aggregate": g.aggregate}
-    consulted, sources.consulted = sources.consulted, {}
-    return consulted, [mtime, size, [], tasks, groups, errors]
+    consulted, src.consulted = src.consulted, {}
+    return consulted, rows, groups, errors
 
 
-def _merge(parts: list[_Part]) -> TaskIndex:
-    """All packages' entries in one index: a name defined twice and a group
-    member that is nothing are errors (named at the later file)."""
+def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> TaskIndex:
+    """All packages in one index: a name another package already defines and
+    a group member that is nothing are errors."""
     tasks: dict[str, dict[str, Any]] = {}
     groups: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
-    refreshed: list[str] = []
-    for part in parts:
-        refreshed += part.refreshed
-        for path, (_, _, _, file_tasks, file_groups, file_errors) in part.files.items():
-            errors += file_errors
-            for name, info in file_tasks.items():
+    for namespace, package, root, part in parts:
+        top = root + os.sep
+        paths = [top + rel for rel in part["rels"]]
+        values = part["values"]
+        rows = zip(*part["tasks"])
+        if part["dups"]:
+            skip = set(part["dups"])
+            rows = (r for i, r in enumerate(rows) if i not in skip)
+        infos = {name: {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
+                        "benchmark": values[benchmark], "tags": values[tag], "output_type": values[output_type],
+                        "dataset_path": values[dataset]}
+                 for name, fid, benchmark, tag, output_type, dataset in rows}
+        errors += part["errors"]
+        if tasks.keys().isdisjoint(infos):
+            tasks.update(infos)
+        else:
+            for name, info in infos.items():
                 if name in tasks:
-                    errors.append(f"{path}:1: task {name!r} is also defined in {tasks[name]['file']}")
+                    errors.append(f"{info['file']}:1: task {name!r} is also defined in {tasks[name]['file']}")
                 else:
                     tasks[name] = info
+        for file_groups in part["file_groups"].values():
             groups.update(file_groups)
     for name, info in groups.items():
         for entry in info["tasks"]:
@@ -257,16 +365,31 @@ def _merge(parts: list[_Part]) -> TaskIndex:
     return TaskIndex(tasks, groups, errors, from_cache=not refreshed, refreshed=refreshed)
 
 
-def _write_part(cache_file: Path, key: str, part: _Part) -> None:
+def _write_part(cache_file: Path, key: str, part: dict) -> None:
+    _compact(part)
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, "deps": part.deps, "files": part.files}, separators=(",", ":")))
+        tmp.write_text(json.dumps({"key": key, **part}, separators=(",", ":")))
         os.replace(tmp, cache_file)
         for old in cache_file.parent.parent.glob("task-index-*.json"):  # the single-file index of version 1
             old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only home still works, just without the cache
+
+
+def _compact(part: dict) -> None:
+    """Drop the dependency sets and dependencies no file names any more."""
+    used_sets = sorted(set(part["file_depset"]))
+    if len(used_sets) != len(part["depsets"]):
+        renumber = {old: new for new, old in enumerate(used_sets)}
+        part["depsets"] = [part["depsets"][i] for i in used_sets]
+        part["file_depset"] = [renumber[i] for i in part["file_depset"]]
+    used = sorted({d for ids in part["depsets"] for d in ids})
+    if len(used) != len(part["deps"]):
+        renumber = {old: new for new, old in enumerate(used)}
+        part["deps"] = [part["deps"][i] for i in used]
+        part["depsets"] = [[renumber[d] for d in ids] for ids in part["depsets"]]
 
 
 def load_task(index: TaskIndex, name: str):
