@@ -445,6 +445,7 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str, 
         members = expand_family(data)
     except UserError as exc:
         raise doc.error(("expand",), str(exc).removeprefix("expand: ")) from None
+    pack_dir = file.parent
     for member in members:
         name = member.get("task")
         if not name:
@@ -452,7 +453,7 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str, 
         if not member.get("doc_to_text") and not member.get("doc_to_messages"):
             raise doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")
         for keypath, dotted in iter_hooks(member):
-            problem = check_hook(package, dotted, file.parent, sources=sources)
+            problem = check_hook(package, dotted, pack_dir, sources=sources)
             if problem:
                 raise doc.error(keypath, problem)
         out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines))
