@@ -57,12 +57,15 @@ class Dataset:
         make_plugin(self.root, n, kind=kind)
         path = [self.root] if avhb_path is None else [Path(avhb_path), self.root]
         self.env = dict(os.environ, PYTHONPATH=os.pathsep.join(map(str, path)), AVHB_CACHE_DIR=str(self.cache))
+        # as installed: byte code cached (the peers' venvs were compiled by pip; this sandbox sets the variable)
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.cmd = [python, "-m", "avhb.cli", "list", "tasks"]
+        self.cwd = str(tmp)  # not the checkout: `python -m` puts the working folder first on sys.path
         self.tasks_dir = self.root / "bench_tasks" / "tasks"
         self._touch = 0
 
     def listed(self) -> int:
-        out = subprocess.run(self.cmd, env=self.env, capture_output=True, text=True)
+        out = subprocess.run(self.cmd, env=self.env, cwd=self.cwd, capture_output=True, text=True)
         return len(out.stdout.splitlines())
 
     def drop_index(self) -> None:
@@ -80,15 +83,16 @@ class Dataset:
         _bump(self.tasks_dir / f"f{self._touch % 10:04d}" / "_base.yaml")
 
     def cold(self, repeats: int) -> Measurement:
-        return median_of(repeats, self.cmd, before=self.drop_index, env=self.env)
+        return median_of(repeats, self.cmd, before=self.drop_index, env=self.env, cwd=self.cwd)
 
     def warm(self, repeats: int) -> Measurement:
-        measure(self.cmd, env=self.env)
-        return median_of(repeats, self.cmd, env=self.env)
+        measure(self.cmd, env=self.env, cwd=self.cwd)
+        return median_of(repeats, self.cmd, env=self.env, cwd=self.cwd)
 
     def touched(self, repeats: int, base: bool = False) -> Measurement:
-        measure(self.cmd, env=self.env)
-        return median_of(repeats, self.cmd, before=self.touch_base if base else self.touch_one, env=self.env)
+        measure(self.cmd, env=self.env, cwd=self.cwd)
+        return median_of(repeats, self.cmd, before=self.touch_base if base else self.touch_one, env=self.env,
+                         cwd=self.cwd)
 
 
 def _bump(path: Path) -> None:
@@ -142,6 +146,8 @@ def main() -> None:
         real = Dataset(tmp, "real2k", 2000, "realistic", python)
         plain = Dataset(tmp, "plain2k", 2000, "plain", python)
         real.warm(1)  # registry cache warm; the index is dropped by each cold run
+        floor = median_of(args.repeats, [python, "-c", "pass"], env=real.env, cwd=real.cwd)
+        rows.append(("floor", "(floor: `python -c pass`, same interpreter)", floor))
         rows.append(("cold_2k", "cold, 2,000 realistic tasks", real.cold(args.cold_repeats)))
         rows.append(("touched_2k", "one task file touched, 2,000", real.touched(args.repeats)))
         rows.append(("base_touched_2k", "one include base touched (100 dependents), 2,000", real.touched(args.repeats, base=True)))
@@ -189,7 +195,7 @@ def main() -> None:
                 continue
             print(f"  {name:50s} {m.seconds:8.3f} {m.cpu_seconds:7.2f} {m.peak_mb:8.1f}")
         print("\nRatios (peer wall / avhb wall):")
-        for key, label, m in rows:
+        for key, label, m in rows[1:]:
             parts = [f"{name.split()[0]} {p.seconds / m.seconds:6.1f}x" for name, p in peers.items() if not isinstance(p, str)]
             print(f"  {label:50s} {'   '.join(parts)}")
     if "cold_20k" in {k for k, _, _ in rows}:
