@@ -277,15 +277,15 @@ class Sources:
 
     def resolve(self, path: Path) -> Path:
         """``path.resolve()``, with each folder resolved once."""
-        if ".." in path.parts:
-            return path.resolve()  # ".." after a symlinked folder: only resolve() says where it lands
-        folder, name = os.path.split(os.path.abspath(path))
-        if os.path.islink(os.path.join(folder, name)):
-            return path.resolve()
+        text = str(path)
+        if not os.path.isabs(text) or f"{os.sep}..{os.sep}" in text or text.endswith(f"{os.sep}..") \
+                or os.path.islink(text):
+            return path.resolve()  # relative, "..", or a link: only resolve() says where it lands
+        folder, name = os.path.split(text)
         real = self._real_dirs.get(folder)
         if real is None:
             real = self._real_dirs[folder] = os.path.realpath(folder)
-        return Path(real, name)
+        return Path(f"{real}{os.sep}{name}")
 
 
 def load_with_includes(path: Path, seen: tuple[Path, ...] = (), *,

@@ -230,7 +230,7 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
     depsets: list[list[int]] = old["depsets"] if old is not None else []
     depset_ids = {tuple(d): i for i, d in enumerate(depsets)}
     values: list = old["values"] if old is not None else []
-    value_ids = {json.dumps(v): i for i, v in enumerate(values)}
+    value_ids = {_value_key(v): i for i, v in enumerate(values)}
     new = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "deps": deps, "depsets": depsets, "file_depset": [],
            "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[], [], [], [], [], []],
            "values": values, "dups": [], "errors": []}
@@ -251,10 +251,10 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
             rows[1] = [fid] * len(rows[0])
             for col in rows[2:]:
                 for j, value in enumerate(col):
-                    text = json.dumps(value)
-                    v = value_ids.get(text)
+                    key = _value_key(value)
+                    v = value_ids.get(key)
                     if v is None:
-                        value_ids[text] = v = len(values)
+                        value_ids[key] = v = len(values)
                         values.append(value)
                     col[j] = v
             ids = []
@@ -283,6 +283,11 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
             new["file_errors"][str(fid)] = errors
     _package_errors(new, top)
     return new, True
+
+
+def _value_key(value: Any) -> Any:
+    """A value of the interned columns (a string, None or a list of tags) as a dict key."""
+    return ("list", *value) if isinstance(value, list) else value
 
 
 def _package_errors(part: dict, top: str) -> None:
