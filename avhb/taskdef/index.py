@@ -202,13 +202,26 @@ def build_index(registry: Registry | None = None, use_cache: bool = True) -> Tas
 
 
 def _read_part(cache_file: Path, key: str) -> dict | None:
+    """The cached part if it is for this key and whole: a damaged file is rebuilt, never half used."""
     try:
         data = json.loads(cache_file.read_bytes())
-        if data.get("key") == key and all(c in data for c in _COLUMNS):
+        if data.get("key") != key or not all(c in data for c in _COLUMNS):
+            return None
+        n, tasks, file_depset = len(data["rels"]), data["tasks"], data["file_depset"]
+        if (len(data["mtimes"]) == len(data["sizes"]) == len(file_depset) == len(data["file_count"]) == n
+                and len(tasks) == 6 and all(len(col) == sum(data["file_count"]) for col in tasks)
+                and _within(file_depset, len(data["depsets"])) and _within(tasks[1], n)
+                and all(_within(col, len(data["values"])) for col in tasks[2:])
+                and all(_within(ids, len(data["deps"])) for ids in data["depsets"])):
             return data
-    except (OSError, ValueError, TypeError, AttributeError):
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
         pass
     return None
+
+
+def _within(ids: list, size: int) -> bool:
+    """Every id indexes a list of ``size`` (min and max run in C: the warm path stays cheap)."""
+    return not ids or (min(ids) >= 0 and max(ids) < size)
 
 
 def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: _Stats, sources: list,

@@ -274,3 +274,28 @@ def test_yaml_error_line_comes_from_the_marked_parse(tmp_path):
     with pytest.raises(UserError) as exc:
         read_yaml(path)
     assert str(exc.value).startswith(f"{path}:5: YAML error: ")
+
+
+def test_damaged_cache_file_is_rebuilt_not_trusted(site, monkeypatch):
+    from avhb.paths import cache_dir
+    from avhb.registry import get_registry
+    from avhb.taskdef.index import build_index
+
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("AVHB_PLUGINS", "incr")
+    get_registry.cache_clear()
+    try:
+        first = build_index()
+        (part,) = (cache_dir() / "task-index").glob("incr_pkg.tasks-*.json")
+        data = json.loads(part.read_text())
+        for damage in (lambda d: d["tasks"][0].pop(), lambda d: d["tasks"][3].__setitem__(0, 10**6),
+                       lambda d: d["depsets"].clear(), lambda d: d["mtimes"].pop()):
+            broken = json.loads(json.dumps(data))
+            damage(broken)
+            part.write_text(json.dumps(broken))
+            again = build_index()
+            assert not again.from_cache and again.tasks == first.tasks and again.errors == first.errors
+        part.write_text("{not json")
+        assert build_index().tasks == first.tasks
+    finally:
+        get_registry.cache_clear()
