@@ -74,15 +74,23 @@ def _allowed() -> set[str] | None:
 
 
 def _cache_key() -> str:
-    """What the installed plugins depend on: every sys.path folder's mtime
-    (an install or uninstall touches site-packages), the plugin filter and
-    the interpreter.  Kept whole in the cache file and compared exactly."""
+    """What entry-point discovery reads: the distributions (``*.dist-info``
+    and ``*.egg-info`` folders, each with its mtime: an install, upgrade or
+    uninstall adds, renames or rewrites one) in every sys.path folder, the
+    plugin filter and the interpreter.  Other files in those folders do not
+    count (``python -m`` puts the working folder on sys.path, and it changes
+    all the time).  Kept whole in the cache file and compared exactly."""
     parts = [sys.version, str(os.environ.get("AVHB_PLUGINS"))]
     for entry in sys.path:
+        parts.append(f"@{entry}")
         try:
-            parts.append(f"{entry}|{os.stat(entry or '.').st_mtime_ns}")
+            with os.scandir(entry or ".") as found:
+                parts += sorted(f"{e.name}|{e.stat().st_mtime_ns}" for e in found
+                                if e.name.endswith((".dist-info", ".egg-info")))
+        except NotADirectoryError:  # a zip on sys.path: its own mtime
+            parts.append(f"zip|{os.stat(entry).st_mtime_ns}")
         except OSError:
-            parts.append(f"{entry}|-")
+            parts.append("-")
     return "\n".join(parts)
 
 
