@@ -28,6 +28,7 @@ request raises ``SampleError``: that sample fails, the run goes on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable
 
 from avhb.errors import SampleError
@@ -50,7 +51,16 @@ class MediaPlan:
     language: str | None = None  # speech language for transcripts, when the task knows it
 
     def key(self) -> dict[str, Any]:
-        return {"media": self.spec.to_key(), "ablations": sorted(self.ablations)}
+        """What the plan contributes to a request key (computed once)."""
+        return self._key
+
+    @cached_property
+    def _key(self) -> dict[str, Any]:
+        import hashlib
+        import json
+
+        settings = json.dumps({"media": self.spec.to_key(), "ablations": sorted(self.ablations)}, sort_keys=True)
+        return {"media": hashlib.sha256(settings.encode()).hexdigest()[:32]}
 
 
 def materialize(request: Request, plan: MediaPlan, caps: Capabilities,
@@ -74,6 +84,14 @@ def materialize(request: Request, plan: MediaPlan, caps: Capabilities,
 
 def has_media(request: Request) -> bool:
     return any(not isinstance(p, TextPart) for m in request.messages for p in m.parts)
+
+
+def needs_materializing(request: Request, caps: Capabilities) -> bool:
+    """False for a text request the backend takes as it is (the common
+    case: no copy, no thread hop)."""
+    if has_media(request):
+        return True
+    return not caps.multi_turn and sum(1 for m in request.messages if m.role != "system") > 1
 
 
 # ---------------------------------------------------------------- steps

@@ -158,10 +158,15 @@ class Caller:
             return _from_entry(key, done, prompt_text(request))
         if self.replaying:
             raise NotInJournal(key)
-        sent = reference_copy(request)  # the caller's own copy: the driver's history keeps references
+        from avhb.media.materialize import needs_materializing
+
+        decode = needs_materializing(request, self.capabilities)
+        # the caller's own copy when media is decoded: the driver's history keeps references
+        sent = reference_copy(request) if decode else request
         call = Call(key=key, text="", prompt=prompt_text(request))
         try:
-            call.media = await self._materialize(sent, plan)
+            if decode:
+                call.media = await self._materialize(sent, plan)
         except SampleError as exc:
             call.error = f"media: {exc}"
         else:
@@ -170,7 +175,8 @@ class Caller:
             call.text, call.error, call.usage, call.cost, call.meta = (
                 response.text, response.error, dict(response.usage), response.cost, dict(response.meta or {}))
         call.adaptations = list(sent.adaptations)
-        sent.messages = []  # decoded frames and audio are not kept past their call
+        if decode:
+            sent.messages = []  # decoded frames and audio are not kept past their call
         entry = {**(log or {}), "response": call.text, "error": call.error, "usage": call.usage, "cost": call.cost,
                  "media": call.media, "adaptations": call.adaptations, "response_meta": call.meta or None}
         self.journal.put(self.kind, key, entry)
