@@ -113,10 +113,10 @@ def _candidate(doc: dict[str, Any], media_path: Callable[[str], str]) -> tuple[s
 async def screen(item: dict[str, Any], candidates: list[dict[str, Any]], judges: Any, *,
                  role: str = "distractor_check", media_path: Callable[[str], str] = lambda p: p) -> Screened:
     """Ask ``role`` about each candidate (module docstring)."""
-    from .data import _text_of
+    from .data import text_of
 
     out = Screened()
-    question, answer = _text_of(item.get("question")), str(item.get("ground_truth", ""))
+    question, answer = text_of(item.get("question")), str(item.get("ground_truth", ""))
 
     async def one(doc: dict[str, Any]) -> None:
         text, media = _candidate(doc, media_path)

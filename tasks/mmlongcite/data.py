@@ -197,7 +197,7 @@ def dataset_of(row: dict[str, Any], file: Path) -> str:
     return file.stem
 
 
-def _text_of(value: Any) -> str:
+def text_of(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -249,7 +249,7 @@ def prepare_row(row: dict[str, Any], file: Path, root: Path, families: dict[str,
     context = [dict(u, image=resolve_image(root, u["image"])) if u["type"] == "image" else dict(u)
                for u in row["context"]]
     labels = row["task"] if isinstance(row["task"], list) else [row["task"]]
-    question = _text_of(row["question"])
+    question = text_of(row["question"])
     options = inline_options(question)
     gold = str(row["ground_truth"]).strip()
     length = _int(row["mm_length"], "mm_length", where)
