@@ -45,7 +45,7 @@ OFFICIAL_URL = "https://api.openai.com/v1"
 _MAX_TOKENS_KEYS = ("max_tokens", "max_new_tokens", "max_gen_toks", "max_completion_tokens")
 _PASS_THROUGH = ("temperature", "top_p", "seed", "frequency_penalty", "presence_penalty", "logprobs",
                  "top_logprobs", "response_format", "reasoning_effort", "top_k", "min_p",
-                 "repetition_penalty")
+                 "repetition_penalty", "chat_template_kwargs")  # the last: vLLM/SGLang (e.g. enable_thinking)
 # identity leaves out what does not change the answers
 _RUNTIME_ARGS = frozenset({"api_key_env", "concurrency", "timeout", "max_retries"})
 _OWN_ARGS = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "images_per_request",

@@ -14,4 +14,5 @@ def avhb_judge_parsers():
 
 @hookimpl
 def avhb_commands():
-    return {"diagnose": "avhb.tasks.curve.diagnose_cli:main"}
+    return {"diagnose": "avhb.tasks.curve.diagnose_cli:main",
+            "mmlongcite-build": "avhb.tasks.mmlongcite.build_cli:main"}

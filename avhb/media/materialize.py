@@ -160,7 +160,9 @@ def _budget(request: Request, plan: MediaPlan, caps: Capabilities) -> None:
     planned = {id(v): _frames_planned(v, plan, caps) for v in videos}
     counted = [v for v in videos if planned[id(v)]]
     if images and text_tokens + image_tokens > caps.max_context:
-        check_budget(plan.task, len(images), caps.tokens_per_frame, text_tokens, caps.max_context, policy="refuse")
+        raise SampleError(f"task {plan.task}: {len(images)} images x {caps.tokens_per_frame} tokens + {text_tokens} "
+                          f"text tokens = {text_tokens + image_tokens} > max context {caps.max_context} (images are "
+                          "not dropped: they may be numbered units; use a model with a longer context)")
     if not counted:
         return
     total = sum(planned[id(v)] for v in counted)

@@ -286,6 +286,9 @@ def test_generation_mapping():
     assert dropped == ["num_beams"]
     params, _ = map_generation({"do_sample": False, "max_tokens": 5, "stop": "END"}, "max_completion_tokens")
     assert params == {"temperature": 0.0, "max_completion_tokens": 5, "stop": ["END"]}
+    # thinking switches (MMLongCite's think / non-think): passed on as they are
+    params, dropped = map_generation({"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": False}})
+    assert params == {"reasoning_effort": "high", "chat_template_kwargs": {"enable_thinking": False}} and not dropped
 
 
 # -- the backend against a real local server ---------------------------------

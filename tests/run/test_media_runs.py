@@ -17,7 +17,7 @@ def test_over_budget_image_sample_fails_alone(testpack, tmp_path):
     res = json.loads((out / "results.json").read_text())["results"]["testpack/images"]
     assert res["errors"] == 1 and res["samples"] == 2
     lines = {l["id"]: l for l in map(json.loads, (out / "samples" / "testpack__images.jsonl").read_text().splitlines())}
-    assert lines["many"]["error"].startswith("media: task testpack/images: 3 frames x 300 tokens")
+    assert lines["many"]["error"].startswith("media: task testpack/images: 3 images x 300 tokens")
     assert lines["one"]["error"] is None
     assert lines["one"]["media"]["images"] == [{"path": str(lines["one"]["media"]["images"][0]["path"]), "label": None,
                                                 "size": [64, 48]}]
