@@ -12,6 +12,8 @@ only when the reply indicates exactly one option:
    not next to another ASCII letter or digit, nor followed by an apostrophe
    (``(B)``, ``[B]``, ``**B**``, ``B.``, ``B)``, ``Answer: B``,
    ``答案是B``, ``B. blue`` all mention B; ``Bob`` and ``I'm`` do not);
+   options keyed by anything but a single letter are matched by their text
+   only (rule 5);
 3. ``A`` and ``I`` are also English words: a mention followed by a space and
    a lower-case word is the article / pronoun ("A square that is blue.",
    "I think ...") unless that word is one that follows an option name
