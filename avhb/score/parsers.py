@@ -12,8 +12,10 @@ Reply forms read by the scale parsers (``rating_json``, ``integer``,
    after ``final``/``overall``, in quotes or markdown emphasis, then ``:`` or
    ``=`` (``**Score:** 2``, ``Rating: 2``, ``"rating": 4`` in broken JSON);
 3. a bare number on the first line, in markdown emphasis or not (``2``,
-   ``**2**``, ``2 - correct``).  A first line such as ``1. The response ...``
-   is not read (it is a numbered list as often as a score).
+   ``**2**``, ``2 - correct``).  ``score_0_2`` and ``integer`` do not read a
+   first line such as ``1. The response ...`` (a numbered list as often as a
+   score); ``rating_json`` does, as ANCHOR's upstream ``extract_score`` reads
+   a leading digit.
 
 The value must be a whole number on the scale: ``0.5``, ``4.5`` or ``7`` on
 a 1-5 scale is a failure, never truncated or clipped; ``4.0`` is 4; ``k/N``
@@ -97,8 +99,10 @@ def _label_pattern(labels: Iterable[str]) -> re.Pattern[str]:
                       rf"[\s*_`\"'\[(]*({_NUM})\s*(?:/\s*(\d+))?(?![\d.,]*\d)", re.IGNORECASE)
 
 
-def read_scale(reply: str, options: dict[str, Any], keys: tuple[str, ...], labels: tuple[str, ...]) -> int | None:
-    """A whole number on the scale, by the forms of the module docstring."""
+def read_scale(reply: str, options: dict[str, Any], keys: tuple[str, ...], labels: tuple[str, ...],
+               numbered_ok: bool = False) -> int | None:
+    """A whole number on the scale, by the forms of the module docstring
+    (``numbered_ok``: a first line ``4. text`` reads as 4)."""
     text = reply or ""
     found, value = first_json_value(text, keys)
     if found:
@@ -114,16 +118,17 @@ def read_scale(reply: str, options: dict[str, Any], keys: tuple[str, ...], label
     of = re.match(r"^\s*(?:out\s+of|of)\s+(\d+)", rest, re.IGNORECASE)
     if of and denominator is None:
         denominator = of.group(1)
-    elif rest[:1].isalnum() or re.match(r"^[*_`\s]*[.)]\s*\S", rest) or re.match(r"^[.,]\d", rest):
-        return None  # "2nd", "1. The response ...", "1) ..."
+    elif rest[:1].isalnum() or re.match(r"^[.,]\d", rest) or (not numbered_ok and re.match(r"^[*_`\s]*[.)]\s*\S", rest)):
+        return None  # "2nd", and unless numbered_ok "1. The response ...", "1) ..."
     return whole_number(m.group(1), options, denominator)
 
 
 def rating_json(reply: str, options: dict[str, Any]) -> int | None:
     """ANCHOR's judge reply: JSON ``{"rating": k}`` (anywhere; upstream
-    anchors it at the start), else ``Rating: k``, else a bare ``k`` on the
-    first line.  ``min``/``max`` bound k (default 1..5)."""
-    return read_scale(reply, {"min": 1, "max": 5, **options}, ("rating",), ("rating",))
+    anchors it at the start), else ``Rating: k``, else a leading ``k`` on the
+    first line (``4``, ``**4**``, ``4. Faithful``, as upstream's leading
+    digit).  ``min``/``max`` bound k (default 1..5)."""
+    return read_scale(reply, {"min": 1, "max": 5, **options}, ("rating",), ("rating",), numbered_ok=True)
 
 
 def integer(reply: str, options: dict[str, Any]) -> int | None:

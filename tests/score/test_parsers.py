@@ -17,10 +17,11 @@ from avhb.score.parsers import (format_hint, integer, letter, rating_json, score
     ('{"rating": 4.0}', 4),
     ('Rating: 4', 4), ('**Rating:** 4', 4), ('"rating": 4,', 4),  # label forms, broken JSON
     ('4', 4), ('**4**', 4), ('4 - faithful', 4), ('4/5', 4), ('3 out of 5', 3),
+    ('4. The answer matches the reference.', 4),  # a leading digit, as ANCHOR's upstream reads it
     # failures: fractional, off the scale, wrong denominator, numbered list, no number, booleans
     ('{"rating": 4.5}', None), ('{"rating": 7}', None), ('{"rating": 0}', None), ('{"rating": true}', None),
     ('{"rating": "good"}', None), ('4.5', None), ('Rating: 3.5', None), ('4/10', None), ('3 out of 10', None),
-    ('1. The answer matches the reference.', None), ('2nd attempt', None), ('The answer is faithful.', None), ('', None),
+    ('4.5. Mostly faithful.', None), ('2nd attempt', None), ('The answer is faithful.', None), ('', None),
 ])
 def test_rating_json(reply, expected):
     assert rating_json(reply, {}) == expected
