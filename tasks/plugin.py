@@ -9,7 +9,8 @@ def avhb_task_packages():
 
 @hookimpl
 def avhb_judge_parsers():
-    return {"curve_evidence_graph": "avhb.tasks.curve.diagnosis:parse_graph_reply"}
+    return {"curve_evidence_graph": "avhb.tasks.curve.diagnosis:parse_graph_reply",
+            "curve_hint": "avhb.tasks.curve.diagnosis:parse_hint"}
 
 
 @hookimpl

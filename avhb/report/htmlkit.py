@@ -64,6 +64,7 @@ tr.first td{border-top:1px solid #aab3bf}
 .bad{color:var(--bad);font-weight:600}
 .good{color:var(--good)}
 .muted{color:var(--muted)}
+.note{border-left:3px solid var(--muted);padding-left:.5em}
 .charts{display:flex;flex-wrap:wrap;gap:14px}
 figure.chart{margin:0;padding:8px;border:1px solid var(--line);border-radius:6px;background:#fff;max-width:100%}
 figure.chart svg{display:block;max-width:100%;height:auto}

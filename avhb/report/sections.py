@@ -63,6 +63,10 @@ def results_section(data: RunData) -> str:
             grows += _results_rows(str(g), cells, None)
         out.append("<h3>Groups</h3><table id=\"groups-table\"><tr><th>Group</th><th>Metric</th><th>Value</th>"
                    f"<th>Stderr</th><th>n</th></tr>{''.join(grows)}</table>")
+    notes = [(t, hint["note"]) for t, hint in data.report_hints.items()
+             if isinstance(hint.get("note"), str) and t in data.task_names]
+    for task, note in notes:  # e.g. which scorer is the harness's own, not the paper's
+        out.append(f'<p class="note">{esc(task)}: {esc(note)}</p>')
     out.append('<p class="muted">Value ± standard error; n = units the metric counted.</p></section>')
     return "".join(out)
 

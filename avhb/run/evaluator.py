@@ -75,7 +75,7 @@ class Evaluator:
                               judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
                               self.o.seed)
                 await self._run_task(run, judges)
-                self.results.aggregate_groups(self.index.groups, self.index.group_members)
+                self.results.aggregate_groups(self.index.groups, self.index.group_members, self.index.group_entries)
                 self._write_results(judges)  # each task's results land as soon as it finishes
         finally:
             journal.close()

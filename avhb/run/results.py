@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from avhb.score.aggregate import Aggregate, weighted_mean
+from avhb.score.aggregate import Aggregate, pooled_mean, weighted_mean
 
 BOOKKEEPING = ("samples", "errors", "judge_failures")
 _COMPANIONS = ("_stderr", "_n", "_runs", "_run_std")
@@ -50,12 +50,55 @@ class RunResults:
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept as they are
 
     # ------------------------------------------------------------ groups
-    def aggregate_groups(self, groups: Mapping[str, Mapping[str, Any]], members_of) -> None:
+    def aggregate_groups(self, groups: Mapping[str, Mapping[str, Any]], members_of, entries_of=None) -> None:
         """Score every group whose member tasks all have results; a group
         with only some of them is listed in ``partial_groups`` instead (a
         number from a subset would read as the benchmark's headline).
-        ``members_of(group)`` lists a group's tasks."""
-        for group, info in groups.items():
+        ``members_of(group)`` lists a group's tasks (subgroups flattened);
+        ``entries_of(group)`` its direct members as ``("task"|"group", name)``
+        (needed for ``aggregate_over: members``).
+
+        What a group's metric combines: by default (``aggregate_over:
+        tasks``) the results of every task under it, subgroups flattened;
+        with ``aggregate_over: members`` each direct member's score, a
+        subgroup counting as one member (its own aggregate).  Per metric:
+        ``weight_by_size: true`` pools the members' units (``pooled_mean``:
+        the mean over all units, its stderr from the pooled units, so a
+        member with one scored sample still gives a stderr); otherwise the
+        plain mean of the members' values, stderr propagated assuming
+        independence (``weighted_mean``; None when a member has none)."""
+        done: dict[str, dict[str, Aggregate] | None] = {}
+
+        def score(group: str, seen: frozenset = frozenset()) -> dict[str, Aggregate] | None:
+            if group in done:
+                return done[group]
+            info = groups.get(group) or {}
+            members_all = members_of(group)
+            members = [t for t in members_all if t in self.tasks]
+            if not members or len(members) < len(members_all):
+                done[group] = None
+                return None
+            if info.get("aggregate_over", "tasks") == "members" and entries_of is not None:
+                units = []
+                for kind, name in entries_of(group):
+                    if kind == "group" and name not in seen:
+                        units.append(score(name, seen | {group}) or {})
+                    elif kind == "task":
+                        units.append(self.tasks[name].metrics)
+            else:
+                units = [self.tasks[t].metrics for t in members]
+            cell: dict[str, Aggregate] = {}
+            for spec in info.get("aggregate") or []:
+                metric = spec["metric"]
+                parts = [u[metric] for u in units if metric in u and u[metric].value is not None]
+                if spec.get("weight_by_size", False):
+                    cell[metric] = pooled_mean(parts)
+                else:
+                    cell[metric] = weighted_mean([(Aggregate(a.value, a.stderr, a.n or 0), 1.0) for a in parts])
+            done[group] = cell
+            return cell
+
+        for group in groups:
             members_all = members_of(group)
             members = [t for t in members_all if t in self.tasks]
             if not members:
@@ -65,18 +108,7 @@ class RunResults:
                 self.groups.pop(group, None)
                 continue
             self.partial_groups.pop(group, None)
-            cell: dict[str, Aggregate] = {}
-            for spec in info.get("aggregate") or []:
-                metric = spec["metric"]
-                parts = []
-                for t in members:
-                    agg = self.tasks[t].metrics.get(metric)
-                    if agg is None or agg.value is None:
-                        continue
-                    weight = (agg.n or 0) if spec.get("weight_by_size", False) else 1.0
-                    parts.append((Aggregate(agg.value, agg.stderr, agg.n or 0), weight))
-                cell[metric] = weighted_mean(parts)
-            self.groups[group] = cell
+            self.groups[group] = score(group) or {}
 
     # ------------------------------------------------------------ flat form
     def to_json(self) -> dict[str, Any]:

@@ -72,7 +72,9 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
               repeats: int) -> TaskResult:
     """The task's ``TaskResult``: every metric over all records; with
     ``repeats > 1`` also each repeat's value (``Aggregate.runs``); one cell
-    per value of each ``breakdown`` field."""
+    per value of each ``breakdown`` field.  A multi-valued field (a list, or
+    a string split at the breakdown's ``separator``) puts a record in the
+    cell of each of its values, so those cells overlap."""
     result = TaskResult(_cells(metrics, records), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
     if repeats > 1 and metrics:
@@ -80,10 +82,10 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
         for name, agg in result.metrics.items():
             agg.runs = [run[name].value if name in run else None for run in per_run]
     if metrics:
-        for dim in task.breakdown:
+        for axis in task.breakdown:
             values: dict[str, list[SampleRecord]] = {}
             for r in records:
-                key = r.doc.get(dim)
-                values.setdefault("(none)" if key is None else str(key), []).append(r)
-            result.breakdowns[dim] = {value: _cells(metrics, subset) for value, subset in sorted(values.items())}
+                for key in axis.values(r.doc):
+                    values.setdefault(key, []).append(r)
+            result.breakdowns[axis.field] = {value: _cells(metrics, subset) for value, subset in sorted(values.items())}
     return result

@@ -73,6 +73,7 @@ class GroupConfig:
     file: Path
     tasks: list[str]
     aggregate: list[dict[str, Any]]
+    aggregate_over: str = "tasks"  # "tasks": every task under the group; "members": each direct member's score
 
 
 def _linemap(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
@@ -261,7 +262,8 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) 
     benchmark = rel.parts[0] if rel.parts else ""
     if "group" in data and isinstance(data.get("task"), list):
         tasks = [prefix + t if "/" not in t else t for t in data["task"]]
-        return [], [GroupConfig(prefix + data["group"], file, tasks, data.get("aggregate_metric_list") or [])]
+        return [], [GroupConfig(prefix + data["group"], file, tasks, data.get("aggregate_metric_list") or [],
+                                data.get("aggregate_over", "tasks"))]
     if isinstance(data.get("task"), list):
         raise doc.error(("task",), "a list of tasks needs a 'group' name")
     out = []

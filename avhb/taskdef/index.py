@@ -54,6 +54,20 @@ class TaskIndex:
         """The groups that contain a task (directly or through a subgroup)."""
         return [g for g in self.groups if task in self.group_members(g)]
 
+    def group_entries(self, group: str) -> list[tuple[str, str]]:
+        """A group's direct members as ``("group", name)`` or ``("task",
+        name)`` (globs expanded to tasks), in file order."""
+        out: list[tuple[str, str]] = []
+        for entry in self.groups[group]["tasks"]:
+            if entry in self.groups:
+                found = [("group", entry)]
+            elif any(ch in entry for ch in "*?["):
+                found = [("task", t) for t in sorted(fnmatch.filter(self.tasks, entry))]
+            else:
+                found = [("task", entry)] if entry in self.tasks else []
+            out.extend(f for f in found if f not in out)
+        return out
+
     def group_members(self, group: str, _seen: frozenset = frozenset()) -> list[str]:
         out: list[str] = []
         for entry in self.groups[group]["tasks"]:
@@ -163,7 +177,8 @@ def _scan(files) -> TaskIndex:
                     "dataset_path": t.get("dataset_path"),
                 }
             for g in group_cfgs:
-                groups[g.name] = {"file": str(path), "tasks": g.tasks, "aggregate": g.aggregate}
+                groups[g.name] = {"file": str(path), "tasks": g.tasks, "aggregate": g.aggregate,
+                                  "aggregate_over": g.aggregate_over}
     for name, info in groups.items():
         for entry in info["tasks"]:
             if entry not in tasks and entry not in groups and not any(ch in entry for ch in "*?["):

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -13,6 +14,30 @@ from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.templates import is_template, lookup, render
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """One breakdown axis: the doc field, and the separator of a field that
+    holds several values in one string (None: a plain field; a list value
+    is always read as several values)."""
+
+    field: str
+    separator: str | None = None
+
+    def values(self, doc: dict[str, Any]) -> list[str]:
+        """The cell keys a doc falls in: its value, or each of its values
+        (stripped, empty ones and repeats dropped); ``"(none)"`` when it has
+        none."""
+        raw = doc.get(self.field)
+        if isinstance(raw, (list, tuple)):
+            items = [str(v).strip() for v in raw if v is not None]
+        elif raw is not None and self.separator and isinstance(raw, str):
+            items = [v.strip() for v in raw.split(self.separator)]
+        else:
+            items = [] if raw is None else [str(raw)]
+        items = list(dict.fromkeys(v for v in items if v))
+        return items or ["(none)"]
 
 
 class Task:
@@ -123,8 +148,16 @@ class Task:
         return int(self.cfg.get("repeats", 1))
 
     @property
-    def breakdown(self) -> list[str]:
-        return list(self.cfg.get("breakdown") or [])
+    def breakdown(self) -> list[Breakdown]:
+        """The ``breakdown`` fields: a name, or ``{field, separator}`` for a
+        multi-valued field written as one string (CURVE's ``skills``)."""
+        out = []
+        for entry in self.cfg.get("breakdown") or []:
+            if isinstance(entry, dict):
+                out.append(Breakdown(str(entry["field"]), entry.get("separator")))
+            else:
+                out.append(Breakdown(str(entry)))
+        return out
 
     @property
     def pack_dir(self) -> Path:

@@ -11,7 +11,10 @@ options (every entry of one task should use the same values):
 * ``gt_yes``: ``all`` (default, videoqa.py) or ``answered`` (clipqa.py) — the
   scope of gold yes in ``yes_diff``;
 * ``use_judge`` (MCQ, default true): ask the ``answer_matcher`` role when the
-  rule parser finds no letter;
+  rule parser finds no letter (none, or several candidates);
+* ``parser`` (MCQ, default ``single``): the rule parser of
+  ``avhb.plugins.metrics.choice`` — ``single`` commits only when exactly one
+  option is indicated, ``mmmu`` is MMMU's rule (last candidate wins);
 * ``bootstrap_iters`` (1000): resamples of pairs for every stderr.
 
 A sample whose model call failed (e.g. its video is missing) has no reply:
@@ -33,7 +36,7 @@ from typing import Any
 from avhb.score.aggregate import Aggregate
 from avhb.errors import SampleError, UserError
 from avhb.score.metric import Metric, SampleRecord, ScoreContext
-from avhb.plugins.metrics.choice import inline_options, options_from, resolve_choice
+from avhb.plugins.metrics.choice import check_parser, inline_options, options_from, resolve_choice
 from avhb.plugins.metrics.likert import valid_rating
 
 from . import scoring
@@ -199,10 +202,13 @@ class _Mcq(Metric):
         self.unknown = scoring.check_option("unknown", options.get("unknown", "wrong"), ("exclude", "wrong"))
         scoring.check_upstream_options(self.mode, options.get("unknown"))
         self.use_judge = bool(options.get("use_judge", True))
+        self.parser = check_parser(options.get("parser", "single"))
         self.iters = int(options.get("bootstrap_iters", 1000))
 
     def _key(self) -> str:
-        return "upstream" if self.mode == "upstream" else ("robust" if self.use_judge else "rules")
+        if self.mode == "upstream":
+            return "upstream"
+        return ("mmmu_" if self.parser == "mmmu" else "") + ("robust" if self.use_judge else "rules")
 
     async def extract(self, record: SampleRecord, ctx: ScoreContext | None) -> dict[str, Any]:
         cache = record.meta.setdefault("mcq", {})
@@ -219,7 +225,8 @@ class _Mcq(Metric):
             if is_sequence_answer(record.target, options):
                 out = {"pred": robust_sequence(reply, {k.upper() for k in options}), "gold": gold, "by": "rules"}
             else:
-                res = await resolve_choice(reply, options, str(doc.get("question") or ""), ctx, self.use_judge)
+                res = await resolve_choice(reply, options, str(doc.get("question") or ""), ctx, self.use_judge,
+                                           parser=self.parser)
                 if res.judgement is not None:
                     record.judgements["answer_matcher"] = res.judgement
                 out = {"pred": res.letter, "gold": gold, "by": res.by, "judge_failed": res.judge_failed}

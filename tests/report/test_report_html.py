@@ -179,3 +179,12 @@ def test_element_ids_unique_and_references_resolve(full_report):
     refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', text))
     nav = {"results", "plots", "judges", "browser", "config"}
     assert refs - nav and (refs - set(ids)) == set()
+
+
+def test_a_task_note_is_shown_under_the_results(tmp_path):
+    run = make_run(tmp_path / "noted")
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["tasks"]["vidpair_mcq"]["config"]["report"] = {"note": "this scorer is <ours>"}
+    (run / "run.json").write_text(json.dumps(manifest))
+    html = write_report(run).read_text()
+    assert '<p class="note">vidpair_mcq: this scorer is &lt;ours&gt;</p>' in html
