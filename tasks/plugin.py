@@ -14,4 +14,6 @@ def avhb_judge_parsers():
 
 @hookimpl
 def avhb_commands():
-    return {"diagnose": "avhb.tasks.curve.diagnose_cli:main"}
+    return {"diagnose": "avhb.tasks.curve.diagnose_cli:main",
+            "anchor-difficulty": "avhb.tasks.anchor.commands:difficulty_main",
+            "anchor-compare": "avhb.tasks.anchor.commands:compare_main"}
