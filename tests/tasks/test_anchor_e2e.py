@@ -191,7 +191,7 @@ def test_anchor_sample_pack_end_to_end(tmp_path):
         calls = srv.count
         proc = run_cli("score", str(a), "--no-report", "--pool", str(b), env=KEY)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        assert srv.count == calls
+        assert srv.count == calls and not (a / "report.html").exists()
         pooled = json.loads((a / "pooled.json").read_text())["results"]["anchor"]
         values = {label.split(" ")[0]: cells for label, cells in pooled.items()}
         assert values["openai:alpha"]["conciseness_pooled"] == pytest.approx(20 / 6)
