@@ -243,3 +243,11 @@ def test_anchor_difficulty_over_16_rollouts(tmp_path):
         calls = srv.count
         proc = run_cli(*cmd, env=KEY)
         assert proc.returncode == 0 and srv.count == calls
+        # one run alone: 8 rollouts per question, graded with a warning (the thresholds assume 16)
+        proc = run_cli("anchor-difficulty", str(runs[0]), f"--judge=dispersion=openai:jd,base_url={srv.base_url}",
+                       env=KEY)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "anchor: 8 rollouts: 2 questions; the paper grades 16" in proc.stderr
+        alone = {json.loads(x)["id"]: json.loads(x) for x in
+                 (runs[0] / "difficulty" / "anchor.jsonl").read_text().splitlines()}
+        assert (alone["drum_0002:0"]["n_mismatch"], alone["drum_0002:0"]["difficulty"]) == (6, "Medium")
