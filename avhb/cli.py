@@ -55,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     scp.add_argument("run_dir")
     scp.add_argument("--judge", action="append", default=[])
     scp.add_argument("--pool", nargs="*", default=None, help="other run folders pooled for cross-run metrics")
+    scp.add_argument("--no-report", action="store_true", help="skip report.html")
     rp = sub.add_parser("report", help="rebuild report.html; with several runs, compare them")
     rp.add_argument("run_dirs", nargs="+")
     rp.add_argument("--output", default=None, help="where to write the comparison (.html, .md or .csv)")
@@ -240,6 +241,7 @@ def _cmd_score(args, argv) -> int:
     from avhb.run.options import options_from_run
 
     options = options_from_run(Path(args.run_dir), judge_args=args.judge)
+    options.write_report = not args.no_report
     results = evaluate(options)
     _print_results(results)
     if args.pool:

@@ -16,4 +16,6 @@ def avhb_judge_parsers():
 @hookimpl
 def avhb_commands():
     return {"diagnose": "avhb.tasks.curve.diagnose_cli:main",
-            "mmlongcite-build": "avhb.tasks.mmlongcite.build_cli:main"}
+            "mmlongcite-build": "avhb.tasks.mmlongcite.build_cli:main",
+            "anchor-difficulty": "avhb.tasks.anchor.commands:difficulty_main",
+            "anchor-compare": "avhb.tasks.anchor.commands:compare_main"}

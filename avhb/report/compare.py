@@ -59,6 +59,13 @@ class ComparisonTable:
             return 0
         return 1 if a.value > b.value else -1
 
+    def delta(self, row: int, col: int) -> float | None:
+        """This run's value minus the baseline run's (None when either is missing)."""
+        a, b = self.cells[row][col], self.cells[self.baseline][col]
+        if a is None or b is None or a.value is None or b.value is None:
+            return None
+        return a.value - b.value
+
     def cell_text(self, row: int, col: int) -> str:
         c = self.cells[row][col]
         if c is None or c.value is None:
@@ -132,16 +139,26 @@ def _md(text: str) -> str:
 
 
 def to_markdown(table: ComparisonTable) -> str:
-    """GitHub-flavoured Markdown table plus a legend line."""
+    """GitHub-flavoured Markdown table, then (with two runs or more) the
+    same columns as differences from the baseline run (Δ), plus a legend."""
     head = "| Model | " + " | ".join(_md(c.title) for c in table.columns) + " |"
     sep = "|---|" + "|".join("---:" for _ in table.columns) + "|"
     rows = [
         "| " + _md(label) + " | " + " | ".join(table.cell_text(r, c) for c in range(len(table.columns))) + " |"
         for r, label in enumerate(table.labels)
     ]
+    lines = [head, sep, *rows]
+    others = [r for r in range(len(table.labels)) if r != table.baseline]
+    if others:
+        base = _md(table.labels[table.baseline])
+        lines += ["", f"| Δ vs {base} | " + " | ".join(_md(c.title) for c in table.columns) + " |", sep]
+        for r in others:
+            deltas = [table.delta(r, c) for c in range(len(table.columns))]
+            lines.append("| " + _md(table.labels[r]) + " | "
+                         + " | ".join("-" if d is None else f"{d:+.4f}" for d in deltas) + " |")
     legend = (f"\nValue ± standard error. {UP}/{DOWN}: above/below {_md(table.labels[table.baseline])} "
               "by more than the combined standard error sqrt(se_a² + se_b²).")
-    return "\n".join([head, sep, *rows]) + "\n" + legend + "\n"
+    return "\n".join(lines) + "\n" + legend + "\n"
 
 
 def to_csv(table: ComparisonTable) -> str:

@@ -97,3 +97,16 @@ def test_html(table, tmp_path):
     other = write_html(table, tmp_path / "sub" / "cmp.html")
     assert other.is_file()
     assert not (table.run_dirs[0] / "report.html").exists()  # a run's own report is never overwritten
+
+
+def test_markdown_delta_table(table):
+    md = table.to_markdown().splitlines()
+    start = next(i for i, line in enumerate(md) if line.startswith("| Δ vs model-a (a) |"))
+    assert md[start].split(" | ")[1:3] == ["curve_ta_IN / accuracy", "curve_ko_KR / accuracy"]
+    row_b = md[start + 2].split(" | ")
+    assert row_b[0] == "| model-b"
+    i = table.columns.index(Column("vidpair_binary", "wAcc"))
+    assert row_b[i + 1] == "+0.0600" and table.delta(1, i) == pytest.approx(0.06)
+    assert table.delta(0, i) == 0.0 and table.delta(2, i) is None  # the baseline; a missing cell
+    assert " - |" in md[start + 3] or md[start + 3].endswith("- |")
+    assert len([line for line in md if line.startswith("| model-b")]) == 2
