@@ -12,7 +12,7 @@ registry under the name ``evaluate``).  ``module`` is, in this order:
    ``org/name`` for a community module), taken from the Hugging Face cache
    (``$HF_HOME/modules``) when it is there, else downloaded when the Hub is
    reachable.  With ``HF_HUB_OFFLINE=1`` (or ``HF_EVALUATE_OFFLINE=1``) only
-   the cache is read.  ``avhb prepare --tasks TASK`` builds the task's
+   the cache is read.  ``avhb prepare TASK`` builds the task's
    metrics where the Hub is reachable, which caches their modules for
    offline runs.
 
@@ -139,9 +139,9 @@ def load_module(module: str, base_dir: str | None = None, config_name: str | Non
             raise UserError(f"evaluate metric module {str(local)!r} could not be loaded: {_one_line(exc)}") from None
         from evaluate import config
 
-        state = "offline (HF_HUB_OFFLINE)" if offline() else "the Hugging Face Hub was not reachable"
+        state = "this run is offline (HF_HUB_OFFLINE)" if offline() else "the Hugging Face Hub could not be reached"
         raise UserError(f"evaluate metric {module!r} is not in the Hugging Face cache ({config.HF_MODULES_CACHE}) and "
-                        f"{state}: run `avhb prepare --tasks TASK` where the Hub is reachable (it caches the module "
+                        f"{state}: run `avhb prepare TASK` where the Hub is reachable (it caches the module "
                         f"for offline runs), or name a local module file (metric: evaluate/path/to/{default_name(module)}"
                         ".py)") from None
     except Exception as exc:  # a module that fails on import or in its _info

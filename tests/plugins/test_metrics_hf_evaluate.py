@@ -125,7 +125,7 @@ def test_offline_and_not_cached_is_one_line_naming_the_metric_and_avhb_prepare(m
     with pytest.raises(UserError) as info:
         task_with([{"metric": "avhb_no_such_metric_xyz"}], modules).metrics()
     msg = str(info.value)
-    assert "\n" not in msg and "avhb_no_such_metric_xyz" in msg and "avhb prepare --tasks" in msg
+    assert "\n" not in msg and "avhb_no_such_metric_xyz" in msg and "avhb prepare TASK" in msg
     assert "not an avhb metric (known: " in msg and "exact_match" in msg  # a typo reads as one, too
     with pytest.raises(UserError) as info:
         task_with([{"metric": "evaluate/avhb_no_such_metric_xyz"}], modules).metrics()
