@@ -16,6 +16,11 @@ registry under the name ``evaluate``).  ``module`` is, in this order:
    metrics where the Hub is reachable, which caches their modules for
    offline runs.
 
+An evaluate module is Python code that ``evaluate`` imports, as a task's
+hooks are: a local module runs like the pack's own hooks; a Hub module is
+code from its Hub repository (``evaluate-metric/NAME`` for the canonical
+ones), as it is in lm-eval and in ``evaluate`` itself.
+
 Options (the rest of the entry): ``config_name`` (``evaluate.load``'s), and
 ``keys`` (which of ``compute()``'s results to report: a name or a list;
 default every number it returns), ``bootstrap_iters`` (100; 0: no stderr);
