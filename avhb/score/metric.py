@@ -72,6 +72,10 @@ class Metric:
 # list[dict[str, Aggregate]]``: statistics computed across several runs (e.g.
 # conciseness cut points pooled over every model), used by
 # ``avhb score RUN_DIR --pool OTHER_RUN...``.
+#
+# And ``prepare() -> str | None``: for ``avhb prepare``, a metric that fetches
+# files when built (an ``evaluate`` module from the Hub) says what it fetched
+# and where offline runs find it.
 
 
 class Filter:

@@ -40,6 +40,11 @@ class Breakdown:
         return items or ["(none)"]
 
 
+# Metric names the registry does not know are resolved to this registered
+# metric (the built-in adapter to Hugging Face evaluate, in plugins/metrics).
+FALLBACK_METRIC = "evaluate"
+
+
 class Task:
     def __init__(self, cfg: TaskConfig, registry: Registry):
         self.cfg = cfg
@@ -113,17 +118,48 @@ class Task:
         for entry in self.cfg.get("metric_list") or []:
             options = {k: v for k, v in entry.items()
                        if k not in ("metric", "function", "aggregation", "higher_is_better", "name")}
+            what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
             if "function" in entry:
                 cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
-            else:
+            elif entry["metric"] in self.registry.entries.get("metrics", {}) and entry["metric"] != FALLBACK_METRIC:
                 cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
-            check_requirements(f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}",
-                               getattr(cls, "requires", ()))
+            else:
+                out.append(self._fallback_metric(entry, options, what))
+                continue
+            check_requirements(what, getattr(cls, "requires", ()))
             metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
             if "higher_is_better" in entry:
                 metric.higher_is_better = entry["higher_is_better"]
             out.append(metric)
         return out
+
+    def _fallback_metric(self, entry: dict[str, Any], options: dict[str, Any], what: str) -> Metric:
+        """A metric name avhb does not register (``rouge``), or one under
+        ``evaluate/`` (``evaluate/sacrebleu``, ``evaluate/metrics/mine.py``),
+        is the metric registered as ``evaluate`` with ``module`` = that name
+        (``metric: evaluate`` takes ``module:`` from the entry) and the
+        task's folder for relative module paths (lm-eval's fallback to
+        ``evaluate.load``).  Without that metric, an unknown name is the
+        registry's error."""
+        name = entry["metric"]
+        explicit = name == FALLBACK_METRIC or name.startswith(FALLBACK_METRIC + "/")
+        module = options.pop("module", None) if name == FALLBACK_METRIC else \
+            name[len(FALLBACK_METRIC) + 1:] if explicit else name
+        if FALLBACK_METRIC not in self.registry.entries.get("metrics", {}):
+            self.registry.path("metrics", name)  # raises: unknown metric (known: ...)
+        try:
+            cls = self.registry.load("metrics", FALLBACK_METRIC)
+            check_requirements(f"metric {name!r}", getattr(cls, "requires", ()))
+            metric = cls(name=entry.get("name"), module=module, base_dir=str(self.pack_dir), **options)
+        except UserError as exc:
+            if explicit:
+                raise UserError(f"{what}: {exc}") from None
+            known = ", ".join(n for n in self.registry.names("metrics") if n != FALLBACK_METRIC)
+            raise UserError(f"{what}: not an avhb metric (known: {known}), and not loadable through "
+                            f"the {FALLBACK_METRIC!r} metric: {exc}") from None
+        if "higher_is_better" in entry:
+            metric.higher_is_better = entry["higher_is_better"]
+        return metric
 
     def filters(self) -> list[Filter]:
         out = []

@@ -9,7 +9,10 @@ request stalls ~40 ms on the delayed-ACK timer).
         ...  # point a client at srv.base_url (".../v1")
         assert srv.count == 3
 
-Endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+Endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``; and Azure
+OpenAI's shape, ``POST /openai/deployments/<deployment>/chat/completions
+?api-version=...``, answered as Azure answers: 404 without ``api-version``,
+401 without an ``api-key`` (or ``Authorization``) header.
 
 Scripting:
 - ``reply(body) -> str | dict``: a string becomes the assistant message; a
@@ -24,7 +27,7 @@ Scripting:
 - ``delay``: seconds every completion waits (to measure concurrency).
 
 Observation: ``count``, ``requests`` (``Recorded``: path, headers, body,
-status), ``max_in_flight``, and ``log_path`` (one JSON line per request,
+status, query, deployment), ``max_in_flight``, and ``log_path`` (one JSON line per request,
 written only if given).
 
 Run standalone (benchmarks): ``python -m tests.servers.openai_server
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import threading
 import time
@@ -42,6 +46,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
+
+_AZURE_PATH = re.compile(r"^/openai/deployments/([^/]+)/chat/completions/?$")
 
 
 @dataclass
@@ -78,6 +85,8 @@ class Recorded:
     body: Any
     status: int = 0
     method: str = "POST"
+    query: dict[str, str] = field(default_factory=dict)
+    deployment: str | None = None  # Azure's URL shape: the deployment named in the path
 
 
 def echo_last_user(body: dict) -> str:
@@ -134,7 +143,8 @@ class _Handler(BaseHTTPRequestHandler):
                 st.requests.append(rec)
         if st.log_path:
             line = json.dumps({"method": rec.method, "path": rec.path, "headers": rec.headers,
-                               "body": rec.body, "status": rec.status})
+                               "body": rec.body, "status": rec.status, "query": rec.query,
+                               "deployment": rec.deployment})
             with st.lock, open(st.log_path, "a", encoding="utf-8") as fh:
                 fh.write(line + "\n")
 
@@ -154,7 +164,19 @@ class _Handler(BaseHTTPRequestHandler):
         st = self.state
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        azure = _AZURE_PATH.match(url.path)
+        deployment = azure.group(1) if azure else None
+        if azure:  # as Azure OpenAI answers
+            if "api-version" not in query:
+                self._send(404, b'{"error": {"code": "404", "message": "Resource not found (no api-version)"}}')
+                return
+            if "api-key" not in self.headers and "Authorization" not in self.headers:
+                self._send(401, b'{"error": {"code": "401", "message": "Access denied due to missing '
+                                b'subscription key."}}')
+                return
+        elif not url.path.rstrip("/").endswith("/chat/completions") or url.path.startswith("/openai/"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
         try:
@@ -176,7 +198,8 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload, headers = self._answer(index, body, fault)
             # recorded before the reply leaves, so a client that has its
             # answer always finds its request in the log
-            self._record(Recorded(self.path, Headers(self.headers.items()), body, status))
+            self._record(Recorded(self.path, Headers(self.headers.items()), body, status, query=query,
+                                  deployment=deployment))
         finally:
             with st.lock:
                 st.in_flight -= 1
@@ -245,6 +268,11 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def endpoint(self) -> str:
+        """The server's root, as an Azure resource endpoint is given."""
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "ScriptedServer":
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
