@@ -5,10 +5,10 @@ carries a natural-language success criterion.  From ``start``, turn t:
 
 1. the model gets o_i of the current node (turn 1: the item's ``intro``
    first: the map, the reference music, the rules; shown once) after the
-   whole conversation so far (``dataset_kwargs.history: full``, the default;
-   ``current`` sends only this turn, an ablation of the memory the intro
-   tests).  A backend without multi-turn input gets the conversation
-   flattened by the core, recorded as an adaptation;
+   whole conversation so far (history: full, always; so turn 3 still holds
+   the intro's media of turn 1: the memory the intro tests).  A backend
+   without multi-turn input gets the conversation flattened by the core,
+   recorded as an adaptation;
 2. its free reply a_t is judged against every outgoing edge, in declared
    order, by the ``edge_criterion`` judge role: J(c_ij, a_t, o_i) -> yes/no,
    fields ``criterion``, ``reply``, ``observation`` (the node's text) and
@@ -33,14 +33,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.errors import UserError
 from avhb.model.messages import AudioPart, ImagePart, Message, TextPart
 
 from .graph import is_fail, out_edges
 from .hooks import check
 
 JUDGE_ROLE = "edge_criterion"
-HISTORY = ("full", "current")
 
 
 def observation_parts(obs: dict[str, Any]) -> list[Any]:
@@ -71,17 +69,9 @@ def first_turn(doc: dict[str, Any], ctx: dict[str, Any]) -> list[Message]:
     return [turn_message(doc, nodes[doc["start"]], True)]
 
 
-def history_mode(ctx: Any) -> str:
-    mode = (ctx.run.task.cfg.get("dataset_kwargs") or {}).get("history", "full")
-    if mode not in HISTORY:
-        raise UserError(f"task {ctx.task!r}: dataset_kwargs.history {mode!r} is not one of {HISTORY}")
-    return mode
-
-
 async def drive(ctx: Any, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``driver`` hook (module docstring)."""
     check(doc)
-    mode = history_mode(ctx)
     nodes = {n["id"]: n for n in doc["nodes"]}
     edges = out_edges(doc)
     here, goal, max_turns = doc["start"], doc["goal"], int(doc["max_turns"])
@@ -114,32 +104,32 @@ async def drive(ctx: Any, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             call = await ctx.ask(request, step=step)
         else:
             message = turn_message(doc, node, False)
-            call = await ctx.ask((history if mode == "full" else []) + [message], step=step)
+            call = await ctx.ask(history + [message], step=step)
         reply = call.text
         history = history + [message, Message("assistant", [TextPart(reply)])]
 
         fired: list[int] = []
-        verdicts: list[str | None] = []
+        judged: list[dict[str, Any]] = []
         for k, edge in edges.get(here, []):
             fields = {"criterion": edge["criterion"], "reply": reply, "observation": (node.get("text") or "").strip(),
                       "description": (node.get("description") or "").strip()}
             verdict = await ctx.judge(JUDGE_ROLE, fields, media=media_parts(node), step=f"{step}.edge{k}")
-            if not verdict.ok or verdict.value not in ("yes", "no"):
+            ok = verdict.ok and verdict.value in ("yes", "no")
+            judged.append({"edge": k, "to": edge["to"], "verdict": verdict.value if ok else None})
+            if not ok:
                 out.update(outcome="excluded",
                            excluded=f"{step}: the {JUDGE_ROLE} judge gave no yes/no verdict on edge {k} "
                                     f"({edge['from']} -> {edge['to']})")
-                verdicts.append(None)
                 break
-            verdicts.append(verdict.value)
             if verdict.value == "yes":
                 fired.append(k)
         if out.get("outcome") == "excluded":
-            ctx.log(step, {"kind": "transition", "node": here, "verdicts": verdicts, "to": None})
+            ctx.log(step, {"kind": "transition", "node": here, "edges": judged, "to": None})
             break
         to = doc["edges"][fired[0]]["to"] if fired else here
         if len(fired) > 1:
             ambiguous += 1
-        ctx.log(step, {"kind": "transition", "node": here, "verdicts": verdicts, "fired": fired, "to": to,
+        ctx.log(step, {"kind": "transition", "node": here, "edges": judged, "fired": fired, "to": to,
                        "ambiguous": len(fired) > 1})
         if fired:
             path.append(to)

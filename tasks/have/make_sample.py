@@ -12,7 +12,7 @@ with audio options, one "human" voice item spoken by another espeak voice as
 a stand-in), and one task graph per interaction scenario: navigation (a map
 and spoken directions, then street views), a rule puzzle with a trap edge
 (solving before learning the rule is a fail node), and music reproduction
-with two parameters (tempo, loudness).  Needs ``espeak-ng`` and ``ffmpeg``.
+with two parameters (tempo, loudness).  Needs ``espeak-ng``, ``sox`` and ``ffmpeg``.
 """
 from __future__ import annotations
 
@@ -202,18 +202,17 @@ def puzzle_screen(lines: list[str], circles: int = 0):
 # ---------------------------------------------------------------- audio
 
 def speech(text: str, voice: str = TTS, speed: int = 165) -> np.ndarray:
-    """espeak-ng speech at RATE, float32 mono."""
+    """espeak-ng speech, resampled to RATE by sox, float32 mono."""
     import soundfile as sf
 
     with tempfile.TemporaryDirectory() as tmp:
-        raw = Path(tmp) / "s.wav"
+        raw, wav = Path(tmp) / "s.wav", Path(tmp) / "r.wav"
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(raw), text], check=True,
                        capture_output=True)
-        data, rate = sf.read(str(raw), dtype="float32")
-    if data.ndim > 1:
-        data = data.mean(axis=1)
-    n = int(round(len(data) * RATE / rate))
-    return np.interp(np.linspace(0, len(data) - 1, n), np.arange(len(data)), data).astype(np.float32)
+        subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(wav)], check=True,
+                       capture_output=True)
+        data, _ = sf.read(str(wav), dtype="float32")
+    return data
 
 
 def tone(freq: float, seconds: float, amp: float = 0.4) -> np.ndarray:
