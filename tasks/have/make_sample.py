@@ -209,7 +209,7 @@ def speech(text: str, voice: str = TTS, speed: int = 165) -> np.ndarray:
         raw, wav = Path(tmp) / "s.wav", Path(tmp) / "r.wav"
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(raw), text], check=True,
                        capture_output=True)
-        subprocess.run(["sox", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(wav)], check=True,
+        subprocess.run(["sox", "-D", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(wav)], check=True,
                        capture_output=True)
         data, _ = sf.read(str(wav), dtype="float32")
     return data
