@@ -399,6 +399,47 @@ def test_killed_mid_trajectory_resumes_without_resending_a_finished_step(tmp_pat
         assert results(out)["results"]["have_puzzle"] == r
 
 
+def test_each_instance_replays_its_own_verdict(tmp_path):
+    """Two instances ask the edge judge the very same question at the same
+    time and a sampling judge answers them differently: each instance keeps
+    its own verdict, live and when ``avhb score`` replays the journal."""
+    data = puzzle_data(tmp_path)
+    rows = [json.loads(l) for l in (data / "items.jsonl").read_text().splitlines()][:2]
+    for row, name in zip(rows, ("q1", "q2")):
+        row["id"], row["intro"]["text"] = name, f"Game {name}. At each screen, say what you do."
+    (data / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    script = ["I want to learn the rule.", "Continue.", "The code is 6.", "Hmm.", "Hmm.", "Hmm."]
+    asked = Counter()
+
+    def reply(body: dict) -> str:
+        if body["model"] == "m":
+            return script[sum(m["role"] == "user" for m in body["messages"]) - 1]
+        prompt = judge_prompt(body)
+        if "learn the rule." in prompt and "<<<REPLY\nI want to learn" in prompt:
+            asked["learn"] += 1
+            return "Yes" if asked["learn"] == 1 else "No"  # a judge that samples: the second time, no
+        return edge_verdict(prompt)
+
+    def slow(index, body):  # keeps both askers in flight together
+        return Fault(sleep=0.5) if body["model"] == "judge" and "<<<REPLY\nI want to learn" in judge_prompt(body) else None
+
+    with ScriptedServer(reply=reply, fault=slow) as srv:
+        out = tmp_path / "run"
+        proc = cli(out, srv, "--tasks", "have_puzzle", "--data", f"have={data}", "--repeats", "1")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert asked["learn"] >= 2
+        first = results(out)["results"]["have_puzzle"]
+        assert first["score"] == 0.5 and first["turn_limit"] == 1  # one moved on to Learn, one stayed
+        paths = sorted(s["outputs"]["path"] for s in samples(out, "have_puzzle"))
+        assert paths == [["menu"], ["menu", "learn", "solve", "solved"]]
+        calls = srv.count
+        proc = run_cli("score", str(out), env=KEY)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert srv.count == calls
+        assert results(out)["results"]["have_puzzle"] == first
+        assert sorted(s["outputs"]["path"] for s in samples(out, "have_puzzle")) == paths
+
+
 # ---------------------------------------------------------------- repeats
 
 def test_three_repeats_report_their_spread(tmp_path):
