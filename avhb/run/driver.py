@@ -13,7 +13,7 @@ conversation so far, so a resumed run replays finished steps with zero
 calls and continues at the first unfinished one, and ``avhb score`` replays
 them all.  ``ctx.judge(role, fields, media=...)`` asks a judge role during
 generation (declare it ``in_loop: true`` so it is bound under
-``--predict-only`` too); the verdict is journaled under the sample, repeat
+``--predict-only`` too); the verdict is journaled under the task, sample, repeat
 and step, so a replay returns the verdict this sample got even when another
 sample asked the same question and a judge that samples answered it
 differently.  ``ctx.log(step, data)`` appends to the sample's
@@ -110,7 +110,7 @@ class SampleContext:
     async def judge(self, role: str, fields: dict[str, Any], *, media: Sequence[Any] = (), step: str | None = None):
         """A judge verdict during generation (``Verdict``: value, ok, raw)."""
         verdict = await self.run.judges.ask(role, fields, media, context={
-            "id": self.sample_id, "repeat": self.repeat, "step": step or role})
+            "task": self.task, "id": self.sample_id, "repeat": self.repeat, "step": step or role})
         self.trajectory.append({"step": step or role, "kind": "judge", "role": role, "value": verdict.value,
                                 "ok": verdict.ok})
         return verdict
