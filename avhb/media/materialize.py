@@ -214,7 +214,7 @@ def _decode_audio(part: AudioPart, plan: MediaPlan, caps: Capabilities, request:
         transcribe = transcriber or load_transcriber(spec.transcriber)
         transcript = transcribe(part.array, rate=part.rate, language=plan.language)
         part.transcript = transcript.text
-        part.array = None
+        part.array = part.path = None  # the transcript replaces the audio, also for a backend that hears
         request.adaptations.append(f"audio -> transcript ({transcript.model})")
 
 

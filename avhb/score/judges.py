@@ -162,16 +162,20 @@ class TaskJudges:
         self.plan = plan
         self.failures: Counter[str] = Counter()
 
-    async def ask(self, role: str, fields: dict[str, Any], media: Sequence[Any] = ()) -> Verdict:
+    async def ask(self, role: str, fields: dict[str, Any], media: Sequence[Any] = (),
+                  context: dict[str, Any] | None = None) -> Verdict:
         """Every panel member's verdict on ``fields`` (the prompt's
         ``{{field}}`` values), combined.  ``media``: image, video or audio
-        parts (or image file paths) sent after the prompt."""
+        parts (or image file paths) sent after the prompt.  ``context``:
+        more key material (a driver's sample, repeat and step: the verdict
+        is then that step's own journal entry, not shared with another
+        sample asking the same question)."""
         if role not in self.roles:
             raise UserError(f"task {self.task!r} uses judge role {role!r} but its YAML does not declare it under 'judges'")
         spec = self.roles[role]
         parts = [_as_part(m) for m in media]
         members = self.pool.panel(spec)
-        results = await asyncio.gather(*(self._ask_one(spec, m, fields, parts) for m in members))
+        results = await asyncio.gather(*(self._ask_one(spec, m, fields, parts, context or {}) for m in members))
         values = [v for v, _ in results]
         raws = [r for _, r in results]
         ok_values = [v for v in values if v is not None]
@@ -185,7 +189,7 @@ class TaskJudges:
         return Verdict(value, True, raws[0] if len(raws) == 1 else json.dumps(raws, ensure_ascii=False), values)
 
     async def _ask_one(self, role: JudgeRole, spec: BackendSpec, fields: dict[str, Any],
-                       media: list[Any]) -> tuple[Any, str | None]:
+                       media: list[Any], context: dict[str, Any]) -> tuple[Any, str | None]:
         caller = self.pool.caller(spec)
         prompt = render(role.prompt, fields)
         messages = ([Message("system", [TextPart(role.system)])] if role.system else []) + \
@@ -196,8 +200,8 @@ class TaskJudges:
             request = Request(messages=list(messages), generation=dict(role.generation),
                               choices=answer_space(role.parser, role.parser_options))
             request.fields = dict(fields, role=role.name)  # structured inputs for non-LLM judges
-            call = await caller.call(request, plan=self.plan if media else None, context={"attempt": attempt},
-                                     log={"task": self.task, "role": role.name, "judge": spec.label})
+            call = await caller.call(request, plan=self.plan if media else None, context={**context, "attempt": attempt},
+                                     log={"task": self.task, "role": role.name, "judge": spec.label, **context})
             raw = call.text
             if call.error is not None:
                 return None, f"error: {call.error}"
