@@ -283,12 +283,14 @@ class LocalBackend(Backend):
     capabilities = Capabilities(text=True, images=0, video=False, audio=True, multi_turn=True,
                                 max_context=N_CTX, tokens_per_frame=0, sees_pixels=False)
     concurrency = 1
+    generation_keys = frozenset({"max_tokens", "stop"})  # greedy decoding: no temperature, top_p...
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
         args = spec.args
         self.llm_name = llm_model_name(spec.name or str(args.get("llm", "gemma-3-270m")))
         self.asr = asr_model_name(str(args.get("asr", "whisper-base")))
+        self.transcribes = self.asr
         self.language = args.get("language")
         self.max_tokens = int(args.get("max_tokens", MAX_TOKENS))
         self.n_ctx = int(args.get("n_ctx", N_CTX))

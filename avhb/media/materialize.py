@@ -192,7 +192,7 @@ def _decode_audio(part: AudioPart, plan: MediaPlan, caps: Capabilities, request:
                             "segment": part.segment})
     if not caps.audio or "audio_as_transcript" in plan.ablations:
         transcribe = transcriber or load_transcriber(spec.transcriber)
-        transcript = transcribe(part.array, rate=part.rate, language=plan.language)
+        transcript = transcribe(part.array, rate=part.rate, language=part.language or plan.language)
         part.transcript = transcript.text
         part.array = None
         request.adaptations.append(f"audio -> transcript ({transcript.model})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import difflib
 import functools
 import itertools
 import json
@@ -55,9 +56,25 @@ class TaskConfig:
     benchmark: str  # the task pack folder name, e.g. "curve"
     config: dict[str, Any]
     lines: dict[tuple, int] = field(default_factory=dict, repr=False)
+    namespace: str = ""  # the plugin's name for a third-party pack; "" for the built-ins
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.config.get(key, default)
+
+    def _ns(self, name: str) -> str:
+        return f"{self.namespace}/{name}" if self.namespace and "/" not in name else name
+
+    @property
+    def tags(self) -> list[str]:
+        """The task's tags, namespaced like its name (``mypack/shapes_tasks``)."""
+        tags = self.config.get("tag") or []
+        return [self._ns(str(t)) for t in ([tags] if isinstance(tags, str) else tags)]
+
+    @property
+    def data_name(self) -> str:
+        """The pack's name for ``--data NAME=PATH``: its folder, namespaced
+        (``mypack/shapes``; bare for the built-ins)."""
+        return self._ns(self.benchmark) if self.benchmark else self.namespace
 
     def hook_path(self, dotted: str) -> str:
         return hook_import_path(self.package, dotted)
@@ -119,22 +136,61 @@ def _validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-def validate_doc(doc: YamlDoc) -> None:
-    """Raise a UserError naming file, line and key for the first schema error."""
+# lm-eval task keys avhb does not implement: named, so a copied file says why
+LM_EVAL_ONLY = {
+    "fewshot_split": "few-shot prompting is not implemented",
+    "num_fewshot": "few-shot prompting is not implemented",
+    "fewshot_config": "few-shot prompting is not implemented",
+    "fewshot_delimiter": "few-shot prompting is not implemented",
+    "training_split": "avhb evaluates one split (test_split)",
+    "validation_split": "avhb evaluates one split (test_split)",
+    "should_decontaminate": "decontamination is not implemented",
+    "doc_to_decontamination_query": "decontamination is not implemented",
+    "target_delimiter": "options are scored as ' ' + choice",
+    "doc_to_visual": "name media files in the media block (video/audio/images) or use doc_to_messages",
+    "lmms_eval_specific_kwargs": "put prompt text in doc_to_text or a hook",
+}
+
+
+class ConfigErrors(UserError):
+    """Every problem found in one task file (``messages``); its text is the
+    first, with a count of the others."""
+
+    def __init__(self, messages: list[str]):
+        self.messages = list(dict.fromkeys(messages))
+        more = len(self.messages) - 1
+        super().__init__(self.messages[0] + (f" (and {more} more; see `avhb validate FILE`)" if more else ""))
+
+
+def schema_errors(doc: YamlDoc) -> list[str]:
+    """Every schema error of a file, each naming file, line and key, in
+    line order."""
     errors = sorted(_validator().iter_errors(doc.data), key=lambda e: (doc.line(tuple(e.absolute_path)), list(e.absolute_path)))
-    if not errors:
-        return
-    err = errors[0]
-    keypath = tuple(err.absolute_path)
-    if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        if extra:
-            raise doc.error(keypath + (extra[0],), f"unknown key {extra[0]!r}")
-    best = err
-    if err.context:  # oneOf: report the most specific alternative
-        best = max(err.context, key=lambda e: len(e.absolute_path))
-        keypath = tuple(best.absolute_path)
-    raise doc.error(keypath, _short(best))
+    out: list[str] = []
+    for err in errors:
+        keypath = tuple(err.absolute_path)
+        if err.validator == "additionalProperties":
+            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+            for key in extra:
+                why = LM_EVAL_ONLY.get(key) if not keypath else None
+                hint = f" (an lm-eval key avhb does not use: {why})" if why else ""
+                out.append(str(doc.error(keypath + (key,), f"unknown key {key!r}{hint}")))
+            if extra:
+                continue
+        best = err
+        if err.context:  # oneOf: report the most specific alternative
+            best = max(err.context, key=lambda e: len(e.absolute_path))
+            keypath = tuple(best.absolute_path)
+        out.append(str(doc.error(keypath, _short(best))))
+    return out
+
+
+def validate_doc(doc: YamlDoc) -> None:
+    """Raise :class:`ConfigErrors` (every schema error, each naming file,
+    line and key) when the file does not match the schema."""
+    errors = schema_errors(doc)
+    if errors:
+        raise ConfigErrors(errors)
 
 
 def _short(err) -> str:
@@ -251,8 +307,73 @@ def package_for(file: Path, root_dir: Path, root_package: str) -> str:
     return ".".join([root_package, *rel.parts]) if rel.parts else root_package
 
 
-def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) -> tuple[list[TaskConfig], list[GroupConfig]]:
-    """All tasks and groups defined by one YAML file (after include/expand)."""
+@dataclass(frozen=True)
+class KnownNames:
+    """Registered metric and filter names, for ``metric:`` / ``filter:``
+    entries (``None`` in a field: not checked)."""
+
+    metrics: frozenset[str] | None = None
+    filters: frozenset[str] | None = None
+
+
+def iter_templates(config: dict[str, Any]):
+    """(key path, template text) of every template a resolved config holds."""
+    for key in ("doc_to_text", "doc_to_target", "doc_to_choice", "system_prompt"):
+        if isinstance(config.get(key), str):
+            yield (key,), config[key]
+    for key, value in (config.get("media") or {}).items():
+        if key in ("video", "audio", "images", "asr_language") and isinstance(value, str):
+            yield ("media", key), value
+    for role, spec in (config.get("judges") or {}).items():
+        if isinstance(spec, dict) and isinstance(spec.get("prompt"), str):
+            yield ("judges", role, "prompt"), spec["prompt"]
+
+
+def member_problems(member: dict[str, Any], package: str, folder: Path,
+                    known: KnownNames | None = None) -> list[tuple[tuple, str]]:
+    """(key path, message) of every problem of one resolved task: hooks
+    (read, never imported), templates (parsed, never rendered), judge
+    prompt files, metric and filter names."""
+    from avhb.taskdef.templates import check_template
+
+    out: list[tuple[tuple, str]] = []
+    for keypath, dotted in iter_hooks(member):
+        problem = check_hook(package, dotted, folder)
+        if problem:
+            out.append((keypath, problem))
+    for keypath, source in iter_templates(member):
+        problem = check_template(source)
+        if problem:
+            out.append((keypath, problem))
+    for role, spec in (member.get("judges") or {}).items():
+        name = spec.get("prompt_file") if isinstance(spec, dict) else None
+        if isinstance(name, str):
+            path = folder / name
+            if not path.is_file():
+                out.append((("judges", role, "prompt_file"), f"prompt file {name!r} not found next to the YAML"))
+            else:
+                problem = check_template(path.read_text(encoding="utf-8"))
+                if problem:
+                    out.append((("judges", role, "prompt_file"), f"{name}: {problem}"))
+    if known is not None:
+        for listkey, field_name, names in (("metric_list", "metric", known.metrics),
+                                           ("filter_list", "filter", known.filters)):
+            if names is None:
+                continue
+            for i, entry in enumerate(member.get(listkey) or []):
+                name = entry.get(field_name) if isinstance(entry, dict) else None
+                if isinstance(name, str) and name not in names:
+                    close = difflib.get_close_matches(name, sorted(names), n=3)
+                    hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
+                    out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
+    return out
+
+
+def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
+                 known: KnownNames | None = None) -> tuple[list[TaskConfig], list[GroupConfig]]:
+    """All tasks and groups defined by one YAML file (after include/expand).
+    Every problem of the file is collected and raised together as
+    :class:`ConfigErrors`."""
     data, lines, file = load_with_includes(file)
     doc = YamlDoc(file, data, lines)
     prefix = f"{namespace}/" if namespace else ""
@@ -269,15 +390,17 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) 
         members = expand_family(data)
     except UserError as exc:
         raise doc.error(("expand",), str(exc).removeprefix("expand: ")) from None
+    problems: list[str] = []
     for member in members:
         name = member.get("task")
         if not name:
-            raise doc.error(("task",), "missing required key 'task'")
+            problems.append(str(doc.error(("task",), "missing required key 'task'")))
+            continue
         if not member.get("doc_to_text") and not member.get("doc_to_messages"):
-            raise doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")
-        for keypath, dotted in iter_hooks(member):
-            problem = check_hook(package, dotted, file.parent)
-            if problem:
-                raise doc.error(keypath, problem)
-        out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines))
+            problems.append(str(doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")))
+        problems += [str(doc.error(keypath, message))
+                     for keypath, message in member_problems(member, package, file.parent, known)]
+        out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines, namespace))
+    if problems:
+        raise ConfigErrors(problems)
     return out, []
