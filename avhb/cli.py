@@ -56,11 +56,9 @@ def _limit(text: str) -> float | int:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more")
     if value.is_integer() and "." not in text:
         return int(value)
-    if value >= 1:
+    if value >= 1 or value < 0:
         raise argparse.ArgumentTypeError(f"{text}: a fraction must be below 1 (a count is a whole number)")
     return value
 
@@ -195,6 +193,8 @@ def _cmd_run(args, argv) -> int:
     from avhb.score.judges import parse_judge_bindings
     from avhb.run.options import parse_ablations
 
+    if args.limit is not None and args.limit < 0:
+        raise UserError(f"--limit {args.limit}: must be 0 or more")
     if args.repeats is not None and args.repeats < 1:
         raise UserError(f"--repeats {args.repeats}: must be 1 or more")
     spec = parse_backend_spec(args.model, args.model_args)
@@ -299,7 +299,11 @@ def _cmd_show(args, argv) -> int:
 
 
 def _cmd_validate(args, argv) -> int:
-    from avhb.taskdef.index import build_index
+    """Every error of every file (schema, templates, hooks read by AST,
+    metric and filter names), one line each."""
+    from avhb.registry import get_registry
+    from avhb.taskdef.config import ConfigErrors
+    from avhb.taskdef.index import build_index, known_names
 
     if not args.paths:
         index = build_index(use_cache=False)
@@ -307,24 +311,28 @@ def _cmd_validate(args, argv) -> int:
             print(err)
         print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(index.errors)} errors")
         return 1 if index.errors else 0
-    from avhb.taskdef.config import resolve_file
+    from avhb.taskdef.config import load_with_includes, resolve_file
 
+    known = known_names(get_registry())
     files: list[Path] = []
     for p in map(Path, args.paths):
-        files += sorted(p.rglob("*.yaml")) if p.is_dir() else [p]
-    bad = 0
+        files += sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")]) if p.is_dir() else [p]
+    bad = errors = 0
     for f in files:
         try:
             if f.name.startswith("_"):  # an include base: schema only
-                from avhb.taskdef.config import load_with_includes
-
                 load_with_includes(f)
-            else:  # schema, includes, family expansion and hooks (read, never imported)
-                resolve_file(f, f.parent, "pack", "")
+            else:  # schema, includes, family expansion, templates, hooks (read, never imported), names
+                resolve_file(f, f.parent, "pack", "", known)
+        except ConfigErrors as exc:
+            bad += 1
+            errors += len(exc.messages)
+            print("\n".join(exc.messages))
         except UserError as exc:
             bad += 1
+            errors += 1
             print(exc)
-    print(f"{len(files)} files, {bad} with errors")
+    print(f"{len(files)} files, {bad} with errors" + (f", {errors} errors" if errors else ""))
     return 1 if bad else 0
 
 

@@ -201,16 +201,22 @@ def _short(err) -> str:
     return err.message[:200]
 
 
-def load_with_includes(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], dict[tuple, int], Path]:
+def load_with_includes(path: Path, seen: tuple[Path, ...] = (),
+                       errors: list[str] | None = None) -> tuple[dict[str, Any], dict[tuple, int], Path]:
     """Returns the merged mapping (child keys override the included file's),
     its line map, and the file that defined each top-level key is not tracked:
-    errors after merging point at the child file."""
+    errors after merging point at the child file.  Schema errors are
+    appended to ``errors`` when given (the caller goes on and reports them
+    with any others), else raised as :class:`ConfigErrors`."""
     path = path.resolve()
     if path in seen:
         chain = " -> ".join(str(p.name) for p in seen + (path,))
         raise UserError(f"{seen[-1]}:1: include: cycle ({chain})")
     doc = read_yaml(path)
-    validate_doc(doc)
+    if errors is None:
+        validate_doc(doc)
+    else:
+        errors += schema_errors(doc)
     data = dict(doc.data)
     parent_name = data.pop("include", None)
     if parent_name is None:
@@ -218,7 +224,7 @@ def load_with_includes(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[st
     parent_path = (path.parent / parent_name)
     if not parent_path.is_file():
         raise doc.error(("include",), f"included file {parent_name!r} not found next to {path.name}")
-    parent, _, _ = load_with_includes(parent_path, seen + (path,))
+    parent, _, _ = load_with_includes(parent_path, seen + (path,), errors)
     merged = {**parent, **data}
     return merged, doc.lines, path
 
@@ -337,6 +343,14 @@ def member_problems(member: dict[str, Any], package: str, folder: Path,
     from avhb.taskdef.templates import check_template
 
     out: list[tuple[tuple, str]] = []
+    try:
+        _member_problems(member, package, folder, known, out, check_template)
+    except (TypeError, AttributeError, ValueError):  # a shape the schema already refused
+        pass
+    return out
+
+
+def _member_problems(member, package, folder, known, out, check_template) -> None:
     for keypath, dotted in iter_hooks(member):
         problem = check_hook(package, dotted, folder)
         if problem:
@@ -366,7 +380,6 @@ def member_problems(member: dict[str, Any], package: str, folder: Path,
                     close = difflib.get_close_matches(name, sorted(names), n=3)
                     hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
                     out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
-    return out
 
 
 def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
@@ -374,25 +387,31 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
     """All tasks and groups defined by one YAML file (after include/expand).
     Every problem of the file is collected and raised together as
     :class:`ConfigErrors`."""
-    data, lines, file = load_with_includes(file)
+    problems: list[str] = []
+    data, lines, file = load_with_includes(file, errors=problems)
     doc = YamlDoc(file, data, lines)
     prefix = f"{namespace}/" if namespace else ""
     package = package_for(file, root_dir.resolve(), root_package)
     rel = file.parent.resolve().relative_to(root_dir.resolve())
     benchmark = rel.parts[0] if rel.parts else ""
     if "group" in data and isinstance(data.get("task"), list):
+        if problems:
+            raise ConfigErrors(problems)
         tasks = [prefix + t if "/" not in t else t for t in data["task"]]
         return [], [GroupConfig(prefix + data["group"], file, tasks, data.get("aggregate_metric_list") or [])]
     if isinstance(data.get("task"), list):
-        raise doc.error(("task",), "a list of tasks needs a 'group' name")
+        raise ConfigErrors(problems + [str(doc.error(("task",), "a list of tasks needs a 'group' name"))])
     out = []
     try:
         members = expand_family(data)
     except UserError as exc:
-        raise doc.error(("expand",), str(exc).removeprefix("expand: ")) from None
-    problems: list[str] = []
+        raise ConfigErrors(problems + [str(doc.error(("expand",), str(exc).removeprefix("expand: ")))]) from None
+    except (TypeError, AttributeError, ValueError):  # a malformed expand block: the schema said why
+        raise ConfigErrors(problems or [str(doc.error(("expand",), "malformed"))]) from None
     for member in members:
         name = member.get("task")
+        if not isinstance(name, str) and name is not None:
+            continue  # the schema error says why
         if not name:
             problems.append(str(doc.error(("task",), "missing required key 'task'")))
             continue

@@ -104,7 +104,9 @@ def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
             print(f"avhb: warning: task package {package!r} not found", file=sys.stderr)
             continue
         roots.append((namespace, package, Path(folder)))
-    return roots
+    from avhb.taskdef.include import include_roots
+
+    return roots + include_roots()
 
 
 def _fingerprint(registry: Registry, files: list[tuple[str, str, Path, list[Path]]]) -> str:

@@ -73,18 +73,25 @@ def check_template(source: str) -> str | None:
         tree = environment().parse(source)
     except TemplateSyntaxError as exc:
         return f"template syntax error at template line {exc.lineno}: {exc.message}"
+    hidden: list[str] = []
     for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter,
                                *(getattr(nodes, n) for n in _LOADER_NODES))):
-        if isinstance(node, nodes.Filter) and node.name == "attr" and node.args and \
-                isinstance(node.args[0], nodes.Const) and str(node.args[0].value).startswith("_"):
-            return f"template reaches attribute {node.args[0].value!r}: attributes starting with '_' are not allowed"
-        if isinstance(node, nodes.Getattr) and node.attr.startswith("_"):
-            return f"template reaches attribute {node.attr!r}: attributes starting with '_' are not allowed"
-        if isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const) and \
-                isinstance(node.arg.value, str) and node.arg.value.startswith("_"):
-            return f"template reaches item {node.arg.value!r}: names starting with '_' are not allowed"
         if type(node).__name__ in _LOADER_NODES:
             return f"template uses {{% {type(node).__name__.lower()} %}}: templates cannot load other files"
+        if isinstance(node, nodes.Getattr):
+            name = node.attr
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
+            name = node.arg.value
+        elif isinstance(node, nodes.Filter) and node.name == "attr" and node.args and isinstance(node.args[0], nodes.Const):
+            name = node.args[0].value
+        else:
+            continue
+        if isinstance(name, str) and name.startswith("_"):
+            hidden.append(name)
+    if hidden:
+        names = sorted(set(hidden), key=lambda n: (source.find(n), n))
+        return (f"template reaches attribute {', '.join(map(repr, names))}: "
+                "attributes starting with '_' are not allowed")
     return None
 
 
