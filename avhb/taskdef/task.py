@@ -121,7 +121,8 @@ class Task:
         out = []
         for entry in self.cfg.get("metric_list") or []:
             options = {k: v for k, v in entry.items()
-                       if k not in ("metric", "function", "aggregation", "higher_is_better", "name")}
+                       if k not in ("metric", "function", "aggregation", "higher_is_better", "name", "kind",
+                                    "description")}
             if "function" in entry:
                 cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
             else:
@@ -129,8 +130,9 @@ class Task:
             check_requirements(f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}",
                                getattr(cls, "requires", ()))
             metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
-            if "higher_is_better" in entry:
-                metric.higher_is_better = entry["higher_is_better"]
+            for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
+                if key in entry:
+                    setattr(metric, key, entry[key])
             out.append(metric)
         return out
 

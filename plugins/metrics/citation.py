@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, HEADLINE, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 
@@ -282,6 +282,11 @@ class Citation(Metric):
     """
 
     name = "citation"
+    outputs = {"recall": (HEADLINE, "citation recall: statements whose cited text entails them"),
+               "precision": (HEADLINE, "citation precision: citations that support their statement"),
+               "f1": (HEADLINE, "harmonic mean of citation recall and precision"),
+               "judge_failures": COUNT, "no_statements": COUNT, "uncited_statements": COUNT,
+               "out_of_range_statements": COUNT, "nontext_citations": COUNT}
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
