@@ -214,7 +214,7 @@ def _cmd_run(args, argv) -> int:
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes)
     results = evaluate(options)
-    _print_results(results)
+    _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)
     return 0
 
@@ -241,10 +241,17 @@ def _default_run_name(tasks: str, model: str) -> str:
     return slug
 
 
-def _print_results(results: dict) -> None:
+def _print_results(results: dict, run_dir: Path | None = None) -> None:
+    """The results table, with the run's notes (run.json) under it."""
     from avhb.report.table import format_results_table
 
-    print(format_results_table(results))
+    notes = []
+    if run_dir is not None and (run_dir / "run.json").is_file():
+        try:
+            notes = list(json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("notes") or [])
+        except (OSError, ValueError, AttributeError):
+            notes = []
+    print(format_results_table(results, notes))
 
 
 def _cmd_list(args, argv) -> int:
@@ -342,7 +349,7 @@ def _cmd_score(args, argv) -> int:
 
     options = options_from_run(Path(args.run_dir), judge_args=args.judge)
     results = evaluate(options)
-    _print_results(results)
+    _print_results(results, Path(args.run_dir))
     if args.pool:
         from avhb.score.pooling import pool_runs
 
