@@ -188,7 +188,7 @@ def render_svg(chart: Chart, max_cols: int = 3, id_prefix: str = "") -> str:
         y += row_h + 6
         heights.append(row_h)
     names = list(dict.fromkeys(s.name for p in panels for s in p.series))
-    if len(names) > 1:
+    if any(len(p.series) > 1 for p in panels):  # one series per panel: its title names it
         legend, h = _legend(names, width, y)
         parts.append(legend)
         y += h

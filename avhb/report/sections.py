@@ -44,7 +44,7 @@ def _task_rows(name: str, result: TaskResult) -> list[str]:
         diag = result.kind(metric) == DIAGNOSTIC
         mine = dict(own.get(metric, {}))
         unparsed = mine.pop("unparsed", None)
-        other = _other({**(rest if i == 0 else {}), **{f"{metric}_{k}": v for k, v in mine.items()}})
+        other = _other({**(rest if i == 0 else {}), **mine})
         about = esc(info.description) if info and info.description else ""
         arrow = {True: " ↑", False: " ↓"}.get(info.higher_is_better if info else None, "")
         cls = ' class="first"' if i == 0 else (' class="diag"' if diag else "")

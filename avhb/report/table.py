@@ -56,7 +56,7 @@ def _task_rows(name: str, r: TaskResult) -> list[tuple[str, ...]]:
         label = metric + (" (diag)" if r.kind(metric) == DIAGNOSTIC else "")
         mine = dict(own.get(metric, {}))
         unparsed = mine.pop("unparsed", None)
-        other = _other({**(rest if i == 0 else {}), **{f"{metric}_{k}": v for k, v in mine.items()}})
+        other = _other({**(rest if i == 0 else {}), **mine})
         rows.append((name if i == 0 else "", label, *_cell(c), *(task_counts if i == 0 else ("", "", "")),
                      "" if unparsed is None else str(unparsed), other))
     return rows

@@ -274,6 +274,7 @@ class McqF1(_Mcq):
     ``<name>_skipped_samples`` (upstream mode; n = samples)."""
 
     stat = "f1"
+    description = "upstream F1: accuracy over the rows counted (unparsed replies count as wrong)"
 
     outputs = {"unparsed": COUNT, "missing": COUNT, "skipped_samples": COUNT}
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:

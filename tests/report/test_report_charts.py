@@ -82,7 +82,7 @@ def test_render_svg_is_inline_svg_with_error_bars():
     ns = "{http://www.w3.org/2000/svg}"
     texts = [t.text or "" for t in root.iter(f"{ns}text")]
     # one bar per value, one whisker per stderr (0.1; 0.05 x 3; 0.01), the value and n beside each bar
-    assert len(root.findall(f"{ns}rect")) == 7 + 3  # 7 bars + 3 legend swatches (acc, run1, run2)
+    assert len(root.findall(f"{ns}rect")) == 7 + 3  # 7 bars + a legend swatch per series (acc, run1, run2)
     assert len([p for p in root.iter(f"{ns}path")]) == 5
     assert "0.5 (n=10)" in texts and "-0.2 (n=1)" in texts and "n/a" in texts
     assert {"acc", "diff", "run1", "run2", "t by category"} <= set(texts)  # titles and the legend

@@ -75,7 +75,7 @@ def test_headline_first_counts_as_integer_columns_and_descriptions():
     body = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines[2:4]]
     assert body == [
         ["mcq", "choice_accuracy", "0.5500", "±", "0.0300", "40", "41", "1", "1", "3",
-         "skipped 2, choice_accuracy_judge_failures 1"],
+         "skipped 2, judge_failures 1"],
         ["", "yes_ratio (diag)", "0.6000", "±", "0.0200", "40", "", "", "", "", ""],
     ]
     assert "choice_accuracy: right options (higher is better)" in lines
