@@ -289,8 +289,37 @@ def _cmd_list(args, argv) -> int:
         for name, preset in sorted(load_presets(registry).items()):
             print(f"{name}\t{preset.get('backend', '')}\t{preset.get('hub_id', '')}\t{preset.get('context', '')}")
         return 0
+    if args.what == "judges":
+        return _list_judges(registry)
     for name in registry.names(args.what):
         print(f"{name}\t{registry.entries[args.what][name]}")
+    return 0
+
+
+def _list_judges(registry) -> int:
+    """Judge kinds from plugins, the fact that any backend judges, the roles
+    the installed tasks declare, and the reply parsers."""
+    from avhb.score.parsers import parser_names
+    from avhb.taskdef.index import build_index
+
+    kinds = registry.names("judges")
+    if kinds:
+        print("judge kinds from plugins:")
+        for name in kinds:
+            print(f"  {name}\t{registry.entries['judges'][name]}")
+    else:
+        print("no judge plugins installed; any backend can judge")
+    print(f"any backend judges a role: --judge ROLE=BACKEND[:NAME] (backends: {', '.join(registry.names('backends'))})")
+    roles: dict[str, list[str]] = {}
+    for task, info in build_index(registry).tasks.items():
+        for role in info.get("judges") or []:
+            roles.setdefault(role, []).append(task)
+    if roles:
+        print("roles the installed tasks declare:")
+        for role, tasks in sorted(roles.items()):
+            shown = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+            print(f"  {role}\t{len(tasks)} tasks ({shown})")
+    print(f"reply parsers: {', '.join(parser_names())}")
     return 0
 
 
@@ -299,7 +328,15 @@ def _cmd_show(args, argv) -> int:
 
     from avhb.taskdef.index import build_index, load_task
 
-    task = load_task(build_index(), args.task)
+    index = build_index()
+    if args.task in index.groups and args.task not in index.tasks:
+        info = index.groups[args.task]
+        members = index.group_members(args.task)
+        print(f"# group {args.task} (from {info['file']})")
+        print(yaml.safe_dump({"group": args.task, "task": list(info["tasks"]), "aggregate_metric_list": info["aggregate"],
+                              "resolved_tasks": members}, sort_keys=False, allow_unicode=True))
+        return 0
+    task = load_task(index, args.task)
     print(f"# {task.name} (from {task.file})")
     print(yaml.safe_dump(task.config, sort_keys=False, allow_unicode=True))
     return 0

@@ -82,7 +82,11 @@ def default_loader(root: Path, task: TaskConfig) -> list[dict[str, Any]]:
     if isinstance(data_files, str) and (root / data_files).is_file():
         return _read_records(root / data_files)
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # read at import: set before it
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # "Generating split" bars are not avhb's output
     import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
 
     try:
         ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)

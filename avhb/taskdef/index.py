@@ -172,6 +172,7 @@ def _scan(files, known=None) -> TaskIndex:
                     "benchmark": t.benchmark, "tags": t.tags,
                     "output_type": t.get("output_type", "generate_until"),
                     "dataset_path": t.get("dataset_path"),
+                    "judges": sorted(t.get("judges") or {}),
                 }
             for g in group_cfgs:
                 groups[g.name] = {"file": str(path), "tasks": g.tasks, "aggregate": g.aggregate}

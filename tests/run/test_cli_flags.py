@@ -125,3 +125,34 @@ def test_version_and_nearest_flag():
     assert typo.returncode == 2 and "did you mean --output_path?" in typo.stderr
     bad = run_cli("--tasks", "x", "--limit", "1.5")
     assert bad.returncode == 2 and "a fraction must be below 1" in bad.stderr
+
+
+def test_list_judges_on_a_base_install_and_show_a_group():
+    base = {"AVHB_PLUGINS": "tasks,metrics,backends"}  # the built-ins only: no judge plugin
+    proc = run_cli("list", "judges", env=base)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("no judge plugins installed; any backend can judge")
+    assert "scorer\t" in proc.stdout and "answer_matcher\t" in proc.stdout and "score_0_2" in proc.stdout
+    shown = run_cli("show", "vidpair_halluc", env=base)
+    assert shown.returncode == 0 and "resolved_tasks:\n- vidpair_binary" in shown.stdout, shown.stderr
+
+
+def test_hub_progress_bars_stay_out_of_the_output(tmp_path):
+    """A local parquet folder read by `datasets` prints no "Generating split" bar."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "pq" / "data"
+    data.mkdir(parents=True)
+    pq.write_table(pa.table({"id": ["a", "b"], "q": ["x?", "y?"], "a": ["x", "y"]}), data / "test-00000.parquet")
+    pack = tmp_path / "pqtasks"
+    pack.mkdir()
+    (pack / "t.yaml").write_text('task: pq\ndoc_id: id\ndoc_to_text: "{{q}}"\ndoc_to_target: a\n'
+                                 "metric_list:\n  - metric: exact_match\n")
+    replies = tmp_path / "r.json"
+    replies.write_text(json.dumps({"x?": "x", "y?": "y"}))
+    proc = run_cli("--tasks", "pqtasks/pq", "--include_path", str(pack), "--data", f"pqtasks={tmp_path / 'pq'}",
+                   "--model", f"scripted,replies={replies}", "--output-dir", str(tmp_path / "run"), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    assert "Generating" not in proc.stderr and "examples/s" not in proc.stderr, proc.stderr
+    assert "| pqtasks/pq | exact_match | 1.0000" in proc.stdout
