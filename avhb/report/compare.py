@@ -20,6 +20,7 @@ from avhb.errors import UserError
 from avhb.report.htmlkit import esc, page
 from avhb.report.numbers import fmt_cell
 from avhb.score.aggregate import Aggregate
+from avhb.score.metric import DIAGNOSTIC, HEADLINE
 from avhb.report.plots import Chart, Panel, Series, render_svg
 from avhb.report.rundata import load_run
 
@@ -167,14 +168,19 @@ def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
     def blocks(run, group: bool):
         return run.typed.groups if group else {n: r.metrics for n, r in run.typed.tasks.items()}
 
+    def kind(run, name: str, metric: str, group: bool) -> str:
+        result = None if group else run.typed.tasks.get(name)
+        return result.kind(metric) if result is not None else HEADLINE
+
     columns: list[Column] = []
     for is_group in (False, True):
-        for run in runs:
-            for name, cells_of_task in blocks(run, is_group).items():
-                for metric in cells_of_task:
-                    col = Column(str(name), metric, is_group)
-                    if col not in columns:
-                        columns.append(col)
+        for wanted in (HEADLINE, DIAGNOSTIC):  # headline columns first; counts are not columns
+            for run in runs:
+                for name, cells_of_task in blocks(run, is_group).items():
+                    for metric in cells_of_task:
+                        col = Column(str(name), metric, is_group)
+                        if kind(run, str(name), metric, is_group) == wanted and col not in columns:
+                            columns.append(col)
     cells: list[list[Aggregate | None]] = []
     for run in runs:
         row: list[Aggregate | None] = []
@@ -183,10 +189,11 @@ def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
         cells.append(row)
     meta = []
     for run in runs:
+        counts = {name: {**r.counts(), **r.count_cells()} for name, r in run.typed.tasks.items()}
         model = run.run.get("model") if isinstance(run.run.get("model"), dict) else {}
         meta.append({"created": run.run.get("created", ""), "avhb_version": run.run.get("avhb_version", ""),
                      "model": f"{model.get('kind', '')} {model.get('name', '')}".strip(),
-                     "problems": run.problems})
+                     "problems": run.problems, "counts": counts})
     dirs = [r.path for r in runs]
     diffs = differences([r.run for r in runs])
     labels = distinguishing_labels([r.label for r in runs], diffs)
@@ -285,13 +292,25 @@ def to_html(table: ComparisonTable) -> str:
         diff_html = ('<section id="differences"><h2>What differs between the runs</h2><p class="muted">The runs were '
                      "asked for the same settings (model, arguments, ablations, media, generation, task versions, "
                      "data).</p></section>")
+    crow = []
+    for label, m in zip(table.labels, table.runs_meta or [{}] * len(table.labels)):
+        for task, counts in (m.get("counts") or {}).items():
+            other = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()
+                              if k not in ("samples", "errors", "judge_failures") and v)
+            crow.append(f"<tr><td>{esc(label)}</td><td>{esc(task)}</td>"
+                        + "".join(f'<td class="num">{esc(counts.get(k, ""))}</td>'
+                                  for k in ("samples", "errors", "judge_failures"))
+                        + f'<td class="muted">{esc(other)}</td></tr>')
+    counts_html = (f'<section id="counts"><h2>Counts</h2><table id="counts-table"><tr><th>Run</th><th>Task</th>'
+                   f"<th>Samples</th><th>Errors</th><th>Judge failures</th><th>Other counts</th></tr>{''.join(crow)}"
+                   "</table></section>") if crow else ""
     body = (
         f"<header><h1>avhb comparison: {len(table.labels)} runs</h1></header><main>{diff_html}"
         f'<section id="results"><h2>Results</h2><div class="scroll"><table id="compare-table">{head}{"".join(rows)}</table></div>'
         f'<p class="muted">Value ± standard error. {UP}/{DOWN}: above/below the baseline '
         f"({esc(table.labels[table.baseline])}) by more than sqrt(se_a² + se_b²); no mark without both "
         "standard errors.</p></section>"
-        f'<section id="plots"><h2>Plots</h2><div class="charts">{figs}</div></section>'
+        f'{counts_html}<section id="plots"><h2>Plots</h2><div class="charts">{figs}</div></section>'
         f'<section id="runs"><h2>Runs</h2><table><tr><th>Label</th><th>Folder</th><th>Model</th><th>Created</th>'
         f"<th>avhb</th></tr>{runs}</table></section></main>"
     )
