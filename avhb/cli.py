@@ -303,10 +303,9 @@ def _list_judges(registry) -> int:
     from avhb.taskdef.index import build_index
 
     kinds = registry.names("judges")
-    if kinds:
-        print("judge kinds from plugins:")
+    if kinds:  # one "name<TAB>import path" line each, as for every other kind
         for name in kinds:
-            print(f"  {name}\t{registry.entries['judges'][name]}")
+            print(f"{name}\t{registry.entries['judges'][name]}")
     else:
         print("no judge plugins installed; any backend can judge")
     print(f"any backend judges a role: --judge ROLE=BACKEND[:NAME] (backends: {', '.join(registry.names('backends'))})")

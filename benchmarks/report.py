@@ -110,7 +110,7 @@ def main() -> int:
     for n in map(int, args.sizes.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             run = make_run(Path(tmp) / "run", n)
-            m = median_of(args.repeat, [sys.executable, "-c", code, str(run)], env=env)
+            m = median_of(args.repeat, [sys.executable, "-c", code, str(run)], env=env, cwd=tmp)  # cwd: no checkout shadows --src
             size = (run / "report.html").stat().st_size / 1e6
             print(f"  {n:>6} samples: {m.seconds:6.2f} s wall (fresh process), {m.peak_mb:5.0f} MB peak, "
                   f"report {size:.1f} MB")
