@@ -31,8 +31,7 @@ def parse_data_flags(items: list[str]) -> dict[str, Path]:
 
 
 def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: list[str] = ()) -> DataSource:
-    tags = task.get("tag") or []
-    names = [task.name, task.benchmark, *([tags] if isinstance(tags, str) else tags), *groups]
+    names = [task.name, task.data_name, *task.tags, *groups]
     for name in names:
         if name in data:
             root = data[name]
@@ -55,7 +54,7 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
             return DataSource(local, "prepared")
         raise UserError(
             f"task {task.name!r}: its data is not on this machine; fetch it with `avhb prepare {task.name}`, "
-            f"point at a local copy with `--data {task.benchmark or task.name}=PATH`, or run the sample pack "
+            f"point at a local copy with `--data {task.data_name or task.name}=PATH`, or run the sample pack "
             "with `--sample-data`")
     repo = task.get("dataset_path")
     if repo:
@@ -67,9 +66,9 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
             return DataSource(local, "hub", revision)
         raise UserError(
             f"task {task.name!r}: data {repo}@{revision} is not on this machine; fetch it with "
-            f"`avhb prepare {task.name}`, point at a local copy with `--data {task.benchmark or task.name}=PATH`, "
+            f"`avhb prepare {task.name}`, point at a local copy with `--data {task.data_name or task.name}=PATH`, "
             f"or run the sample pack with `--sample-data`")
-    raise UserError(f"task {task.name!r}: no data: pass --data {task.benchmark or task.name}=PATH or --sample-data")
+    raise UserError(f"task {task.name!r}: no data: pass --data {task.data_name or task.name}=PATH or --sample-data")
 
 
 def default_loader(root: Path, task: TaskConfig) -> list[dict[str, Any]]:
@@ -83,7 +82,11 @@ def default_loader(root: Path, task: TaskConfig) -> list[dict[str, Any]]:
     if isinstance(data_files, str) and (root / data_files).is_file():
         return _read_records(root / data_files)
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # read at import: set before it
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # "Generating split" bars are not avhb's output
     import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
 
     try:
         ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)

@@ -13,7 +13,10 @@ chunks for drivers), ``boxes`` (a field holding box annotations),
 ``boxes_key_fps`` (the rate of the annotation frame keys, e.g. 10 for a
 10 Hz grid; unset = source frame indices), ``decoder`` ("auto" | "decord" |
 "pyav"), ``transcriber`` (the registered speech-to-text used when audio
-becomes a transcript; default "whisper").
+becomes a transcript; default "whisper"), ``asr_language`` (the speech's
+language for that transcript, a Whisper code or a locale such as
+``ta-IN``, whose language part is used, or a template over the sample's
+fields such as ``"{{locale}}"``; default: detected).
 
 A task's media settings are its YAML block merged with ``--media``, parsed
 once per task into a :class:`MediaSpec` that both request building and
@@ -22,6 +25,7 @@ materialisation read.  :meth:`MediaSpec.frame_spec` builds the
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
@@ -61,6 +65,7 @@ class MediaSpec:
     boxes_key_fps: float | None = None
     decoder: str = "auto"
     transcriber: str = "whisper"
+    asr_language: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, where: str = "media") -> "MediaSpec":
@@ -75,7 +80,7 @@ class MediaSpec:
             raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; "
                             f"expected some of {', '.join(sorted(known))}")
         kw: dict[str, Any] = {}
-        for key in ("video", "audio", "images", "boxes", "transcriber"):
+        for key in ("video", "audio", "images", "boxes", "transcriber", "asr_language"):
             if d.get(key) is not None:
                 kw[key] = _typed(where, key, d[key], str)
         for key in ("frames", "max_frames", "max_side", "max_pixels", "audio_rate"):
@@ -103,13 +108,18 @@ class MediaSpec:
             kw["segment"] = (str(seg[0]), str(seg[1]))
         if d.get("chunks") is not None:
             kw["chunks"] = _chunks(where, d["chunks"])
+        if kw.get("asr_language") and "{" not in kw["asr_language"]:  # a template is rendered per sample
+            kw["asr_language"] = whisper_language(kw["asr_language"], where)
         return cls(**kw)
 
     def to_key(self) -> dict[str, Any]:
         """The settings as plain data, for request keys and run.json."""
         from dataclasses import asdict
 
-        return asdict(self)
+        out = asdict(self)
+        if out.get("asr_language") is None:  # keys made before the setting existed stay valid
+            out.pop("asr_language", None)
+        return out
 
     def frame_spec(self, segment: tuple[float, float] | None = None, frames: int | None = None,
                    default_frames: int | None = None, sampling: Mapping[str, Any] | None = None) -> FrameSpec:
@@ -127,6 +137,15 @@ class MediaSpec:
         return FrameSpec(frames=n, fps=fps, max_frames=self.max_frames, segment=segment,
                          include_last=self.include_last_frame, max_side=self.max_side,
                          max_pixels=self.max_pixels, decoder=self.decoder, size=size)  # type: ignore[arg-type]
+
+
+def whisper_language(value: str, where: str = "media") -> str:
+    """``ta-IN`` / ``ta_IN`` / ``TA`` -> ``ta``: the language part of a
+    locale, lower-cased, as Whisper names languages."""
+    code = re.split(r"[-_]", value.strip())[0].lower()
+    if not re.fullmatch(r"[a-z]{2,3}|haw|yue", code):
+        raise UserError(f"{where}.asr_language: {value!r} is not a language code (e.g. ta, ko, en-GB)")
+    return code
 
 
 def _typed(where: str, key: str, value: Any, typ: type) -> Any:

@@ -106,6 +106,12 @@ class Backend:
     # Optional packages the backend imports when it runs: (module, avhb extra).
     # ``create_backend`` checks them before any model call is made.
     requires: tuple[tuple[str, str], ...] = ()
+    # The speech-to-text model that turns audio into text inside the backend
+    # (``local``, ``cascade``), said once at the start of a run; None: none.
+    transcribes: str | None = None
+    # The generation settings the backend reads; others are dropped (said once
+    # at the start of a run).  None: every setting is passed on.
+    generation_keys: frozenset[str] | None = None
 
     def __init__(self, spec: BackendSpec):
         self.spec = spec

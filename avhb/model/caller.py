@@ -95,7 +95,7 @@ def part_reference(part: Any) -> list[Any]:
     if isinstance(part, VideoPart):
         return ["video", part.path, part.segment] + ([part.sampling] if part.sampling else [])
     if isinstance(part, AudioPart):
-        return ["audio", part.path, part.segment, part.transcript]
+        return ["audio", part.path, part.segment, part.transcript] + ([part.language] if part.language else [])
     if isinstance(part, ImagePart):
         return ["image", part.path, part.label, _image_content(part)]
     return [type(part).__name__]

@@ -33,6 +33,11 @@ def _header(data: RunData) -> str:
         items = "".join(f"<li>{esc(p)}</li>" for p in data.problems[:50])
         more = f"<li>… {len(data.problems) - 50} more</li>" if len(data.problems) > 50 else ""
         problems = f'<div class="problems"><strong>Problems reading this run</strong><ul>{items}{more}</ul></div>'
+    notes = data.run.get("notes") if isinstance(data.run.get("notes"), list) else []
+    if notes:
+        items = "".join(f"<li>{esc(n)}</li>" for n in notes)
+        problems += (f'<div class="notes"><strong>What this run changed from what was asked</strong>'
+                     f"<ul>{items}</ul></div>")
     nav = ("<nav><a href=\"#results\">Results</a><a href=\"#plots\">Plots</a><a href=\"#judges\">Judges</a>"
            "<a href=\"#browser\">Samples</a><a href=\"#config\">Configuration</a></nav>")
     return (f"<header><h1>{esc(data.label)}</h1><div class=\"meta\">{meta} · <code>{esc(data.path.name)}</code>"

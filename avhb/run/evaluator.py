@@ -24,7 +24,8 @@ from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate
 from avhb.run.journal import Journal
 from avhb.run.manifest import build_manifest
-from avhb.run.options import RunOptions, media_plan
+from avhb.run.notes import adaptation_notes, first_request_media, gen_kwargs_notes, plan_notes, said_kinds, samples_notes
+from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.scoring import score, summarize
 from avhb.score.judges import Judges
@@ -40,6 +41,9 @@ class Evaluator:
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
         self.results = RunResults()
+        self._matched: dict[str, set[str]] = {}  # task -> the --samples ids it has
+        self._said: set[str] = set()  # "task|adaptation kind" already said in a note
+        self.manifest: dict[str, Any] = {}
 
     async def run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
@@ -50,8 +54,12 @@ class Evaluator:
         self._check_names_used(tasks)
         for t in tasks:
             self._check_metric_roles(t)
+        records = {t.name: self._records(t, sources[t.name]) for t in tasks}  # data read before any model call
+        notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched)
         recorded = self.folder.read_json("run.json") or {}
         backend = None if self.o.score_only else create_backend(self.o.model)
+        if backend is not None:
+            notes += self._backend_notes(backend, tasks, plans, sources, records)
         journal = Journal(self.folder.journal_dir)
         judges = Judges(self.o.judges, journal, create_backend)
         for t in tasks:  # a judge that cannot be built (or cannot see what it is sent) fails now
@@ -64,17 +72,21 @@ class Evaluator:
         else:
             rec = recorded.get("model") or {}
             model = Caller(journal, "responses", identity=rec.get("identity") or {k: rec.get(k) for k in ("kind", "name", "args")})
+        notes = list(dict.fromkeys([*(getattr(backend, "notes", []) or []), *notes]))
+        for note in notes:
+            print(f"avhb: note: {note}", file=sys.stderr)
+        self._said = {k for t in tasks for k in said_kinds(t.name, notes)}
         try:
-            self.folder.write_run(build_manifest(
+            self.manifest = build_manifest(
                 recorded or None, self.o, tasks, sources, plans,
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
-                self._describe_judges(tasks, judges), self.registry.versions(),
-                list(getattr(backend, "notes", []) or [])))
+                self._describe_judges(tasks, judges), self.registry.versions(), notes)
+            self.folder.write_run(self.manifest)
             for task in tasks:
                 run = TaskRun(task, sources[task.name], plans[task.name], model,
                               judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
                               self.o.seed)
-                await self._run_task(run, judges)
+                await self._run_task(run, judges, records[task.name])
                 self.results.aggregate_groups(self.index.groups, self.index.group_members, self.index.group_entries)
                 self._write_results(judges)  # each task's results land as soon as it finishes
         finally:
@@ -90,8 +102,7 @@ class Evaluator:
         """--data and --judge names that match nothing are typos: say so."""
         known = set()
         for t in tasks:
-            tags = t.cfg.get("tag") or []
-            known |= {t.name, t.cfg.benchmark, *([tags] if isinstance(tags, str) else tags), *self.index.groups_of(t.name)}
+            known |= {t.name, t.cfg.data_name, *t.cfg.tags, *self.index.groups_of(t.name)}
         unused = sorted(set(self.o.data) - known)
         if unused:
             raise UserError(f"--data {unused[0]}=...: no task of this run is named, tagged or grouped {unused[0]!r} "
@@ -123,36 +134,52 @@ class Evaluator:
         return out
 
     # ------------------------------------------------------------------ one task
-    def _records(self, run: TaskRun) -> list[SampleRecord]:
-        task = run.task
-        docs = task.load_docs(run.source)
+    def _backend_notes(self, backend: Any, tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
+                       records: dict[str, list[SampleRecord]]) -> list[str]:
+        """What this backend will not get as asked (:mod:`avhb.run.notes`)."""
+        notes: list[str] = []
+        if self.o.batch_size == "auto":
+            notes.append(f"--batch_size auto: {self.o.model.label} keeps its own concurrency "
+                         f"({backend.concurrency} requests in flight)")
+        elif self.o.batch_size is not None:
+            notes.append(f"--batch_size {self.o.batch_size}: at most {self.o.batch_size} requests in flight to "
+                         f"{self.o.model.label} (the backend's concurrency; it was {backend.concurrency})")
+            backend.concurrency = int(self.o.batch_size)
+        notes += gen_kwargs_notes(self.o.gen_kwargs, backend)
+        for t in tasks:
+            plan = plans[t.name]
+            media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec)
+            notes += plan_notes(t.name, media, plan.spec, plan.ablations, backend.capabilities, self.o.model.label,
+                                getattr(backend, "transcribes", None))
+        return notes
+
+    def _records(self, task: Task, source: DataSource) -> list[SampleRecord]:
+        docs = task.load_docs(source)
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
         if self.o.samples:
             wanted = set(self.o.samples)
-            chosen = [(i, d) for i, d in pairs if i in wanted]
-            if not chosen:
-                print(f"avhb: warning: {task.name}: none of --samples {','.join(self.o.samples)[:200]} is a sample id "
-                      f"of this task (ids look like {pairs[0][0] if pairs else '-'!r})", file=sys.stderr)
-            pairs = chosen
-        if self.o.limit is not None:
-            pairs = pairs[: self.o.limit]
+            pairs = [(i, d) for i, d in pairs if i in wanted]
+            self._matched[task.name] = {i for i, _ in pairs}
+        limit = limit_for(self.o.limit, len(pairs))
+        if limit is not None:
+            pairs = pairs[:limit]
         repeats = self.o.repeats or task.repeats
         records = []
         for sample_id, doc in pairs:
             for rep in range(repeats):
                 record = SampleRecord(id=sample_id, doc=doc, repeat=rep)
                 try:
-                    record.target = task.target(doc)
+                    record.target = task.target(doc, sample_id)
                 except SampleError as exc:
                     record.error = str(exc)
                 records.append(record)
         return records
 
-    async def _run_task(self, run: TaskRun, judges: Judges) -> None:
+    async def _run_task(self, run: TaskRun, judges: Judges, records: list[SampleRecord]) -> None:
         task = run.task
         metrics = [] if self.o.predict_only else task.metrics()
-        records = self._records(run)
         missing = await generate(run, records, lambda: judges.usage.cost + run.model.usage.cost)
+        self._note_adaptations(task, records)
         if missing:
             raise UserError(f"{missing} responses of task {task.name!r} are not in {self.folder.root}'s journal "
                             "(the run is unfinished or failed there): resume it with its original command first; "
@@ -161,6 +188,18 @@ class Evaluator:
             await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.root)
         self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.folder.write_samples(task.name, records)
+
+    def _note_adaptations(self, task: Task, records: list[SampleRecord]) -> None:
+        """Adaptations the plan-time notes did not foresee (a driver's
+        requests, samples unlike the first): said once, kept in run.json."""
+        label = self.o.model.label if self.o.model else "the model"
+        new = adaptation_notes(task.name, records, self._said, label)
+        if not new:
+            return
+        for note in new:
+            print(f"avhb: note: {note}", file=sys.stderr)
+        self.manifest["notes"] = list(dict.fromkeys([*self.manifest.get("notes", []), *new]))
+        self.folder.write_run(self.manifest)
 
     # ------------------------------------------------------------------ outputs
     def _write_results(self, judges: Judges) -> None:

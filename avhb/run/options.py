@@ -19,7 +19,7 @@ class RunOptions:
     judge_args: list[str] = field(default_factory=list)  # the --judge flags as given (kept for `avhb score`)
     data: dict[str, Path] = field(default_factory=dict)
     sample_data: bool = False
-    limit: int | None = None
+    limit: int | float | None = None  # samples per task, or a fraction of each task (0.1)
     samples: list[str] | None = None
     seed: int = 1234
     repeats: int | None = None
@@ -30,6 +30,21 @@ class RunOptions:
     score_only: bool = False  # `avhb score`: no model calls, every answer replayed from the journal
     command: list[str] = field(default_factory=list)
     write_report: bool = True
+    include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
+    batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
+    notes: list[str] = field(default_factory=list)  # said once at the start and kept in run.json
+
+
+def limit_for(limit: int | float | None, total: int) -> int | None:
+    """How many of a task's ``total`` samples ``--limit`` keeps: a count,
+    or a fraction rounded up (lm-eval's reading of ``--limit 0.1``)."""
+    import math
+
+    if limit is None:
+        return None
+    if isinstance(limit, float) and limit < 1:
+        return int(math.ceil(total * limit))
+    return int(limit)
 
 
 def parse_ablations(text: str | None) -> tuple[str, ...]:
@@ -64,6 +79,10 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
     from avhb.score.judges import parse_judge_bindings
 
     run = read_manifest(run_dir)
+    from avhb.taskdef.include import add_include_path
+
+    for folder in run.get("include_paths") or []:  # the run's --include_path folders, again
+        add_include_path(folder)
     model = run.get("model") or {}
     judge_args = list(judge_args or run.get("judge_args") or [])
     return RunOptions(
@@ -72,7 +91,7 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         data={k: Path(v) for k, v in (run.get("data") or {}).items()}, sample_data=bool(run.get("sample_data")),
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
-        score_only=score_only, command=run.get("command", []))
+        score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []))
 
 
 def media_plan(task: Any, options: RunOptions):
@@ -83,4 +102,4 @@ def media_plan(task: Any, options: RunOptions):
 
     merged = {**(task.cfg.get("media") or {}), **options.media}
     spec = MediaSpec.from_dict(merged, where=f"task {task.name}: media")
-    return MediaPlan(spec, tuple(options.ablations), task.name)
+    return MediaPlan(spec, tuple(options.ablations), task.name, language=None if "{" in (spec.asr_language or "") else spec.asr_language)

@@ -9,7 +9,9 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
                         samples, errors, judge_failures}},
      "groups": {group: {m: ..., m_stderr: ..., m_n: ...}},
      "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...}}}},
-     "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...}}
+     "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...},
+     "metrics": {task: {m: {"kind": "headline" | "diagnostic" | "count",
+                            "higher_is_better": true | false | null, "description": "..."}}}}
 
 and :meth:`RunResults.from_json` is the one reader of that flat form (the
 report and the printed table use it).  A key of a flat mapping is a metric
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from avhb.score.aggregate import Aggregate, pooled_mean, weighted_mean
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, MetricInfo
 
 BOOKKEEPING = ("samples", "errors", "judge_failures")
 _COMPANIONS = ("_stderr", "_n", "_runs", "_run_std")
@@ -35,9 +38,25 @@ class TaskResult:
     errors: int = 0
     judge_failures: int = 0
     breakdowns: dict[str, dict[str, dict[str, Aggregate]]] = field(default_factory=dict)
+    info: dict[str, MetricInfo] = field(default_factory=dict)  # metric -> kind, direction, description
 
     def counts(self) -> dict[str, int]:
         return {"samples": self.samples, "errors": self.errors, "judge_failures": self.judge_failures}
+
+    def kind(self, metric: str) -> str:
+        """headline / diagnostic / count; a results.json without the
+        ``metrics`` block reads every number as a headline."""
+        info = self.info.get(metric)
+        return info.kind if info else HEADLINE
+
+    def ordered(self, kinds: tuple[str, ...] = (HEADLINE, DIAGNOSTIC)) -> dict[str, Aggregate]:
+        """The metrics of the given kinds, headline first, in file order within a kind."""
+        return {k: a for kind in kinds for k, a in self.metrics.items() if self.kind(k) == kind}
+
+    def count_cells(self) -> dict[str, int]:
+        """The count outputs as integers (None values left out)."""
+        return {k: int(round(a.value)) for k, a in self.metrics.items()
+                if self.kind(k) == COUNT and a.value is not None}
 
 
 @dataclass
@@ -118,6 +137,7 @@ class RunResults:
             "breakdowns": {name: {dim: {value: flat_cells(cells) for value, cells in values.items()}
                                   for dim, values in r.breakdowns.items()}
                            for name, r in self.tasks.items() if r.breakdowns},
+            "metrics": {name: {k: i.as_dict() for k, i in r.info.items()} for name, r in self.tasks.items() if r.info},
         }
         if self.partial_groups:
             out["partial_groups"] = dict(self.partial_groups)
@@ -146,10 +166,15 @@ class RunResults:
             for dim, values in dims.items():
                 if isinstance(values, Mapping):
                     result.breakdowns[str(dim)] = {str(v): cells_of(c) for v, c in values.items() if isinstance(c, Mapping)}
+            infos = (data.get("metrics") or {}).get(name) if isinstance(data.get("metrics"), Mapping) else None
+            for key, d in (infos or {}).items() if isinstance(infos, Mapping) else ():
+                info = MetricInfo.from_dict(d)
+                if info is not None:
+                    result.info[str(key)] = info
             tasks[str(name)] = result
         groups_raw = data.get("groups") if isinstance(data.get("groups"), Mapping) else {}
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
-        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage"}
+        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics"}
         partial = data.get("partial_groups") if isinstance(data.get("partial_groups"), Mapping) else {}
         usage = data.get("judge_usage") if isinstance(data.get("judge_usage"), Mapping) else {}
         model = data.get("model") if isinstance(data.get("model"), str) else None

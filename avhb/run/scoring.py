@@ -61,10 +61,16 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
               f"first: {crashed[0]}", file=sys.stderr)
 
 
-def _cells(metrics: list[Metric], records: list[SampleRecord]) -> dict[str, Aggregate]:
+def _cells(metrics: list[Metric], records: list[SampleRecord],
+           owners: dict[str, Metric] | None = None) -> dict[str, Aggregate]:
+    """Every metric's aggregates; ``owners`` (when given) learns which
+    metric reported each number."""
     out: dict[str, Aggregate] = {}
     for m in metrics:
-        out.update(m.aggregate(records))
+        cells = m.aggregate(records)
+        out.update(cells)
+        if owners is not None:
+            owners.update(dict.fromkeys(cells, m))
     return out
 
 
@@ -75,8 +81,10 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
     per value of each ``breakdown`` field.  A multi-valued field (a list, or
     a string split at the breakdown's ``separator``) puts a record in the
     cell of each of its values, so those cells overlap."""
-    result = TaskResult(_cells(metrics, records), samples=len(records),
+    owners: dict[str, Metric] = {}
+    result = TaskResult(_cells(metrics, records, owners), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
+    result.info = {key: m.describe(key) for key, m in owners.items()}
     if repeats > 1 and metrics:
         per_run = [_cells(metrics, [r for r in records if r.repeat == k]) for k in range(repeats)]
         for name, agg in result.metrics.items():

@@ -18,7 +18,7 @@ from avhb.errors import UserError
 from avhb.paths import cache_dir
 from avhb.registry import Registry, get_registry
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 
 
 @dataclass
@@ -118,7 +118,9 @@ def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
             print(f"avhb: warning: task package {package!r} not found", file=sys.stderr)
             continue
         roots.append((namespace, package, Path(folder)))
-    return roots
+    from avhb.taskdef.include import include_roots
+
+    return roots + include_roots()
 
 
 def _fingerprint(registry: Registry, files: list[tuple[str, str, Path, list[Path]]]) -> str:
@@ -143,14 +145,21 @@ def build_index(registry: Registry | None = None, use_cache: bool = True) -> Tas
             return TaskIndex(data["tasks"], data["groups"], data.get("errors", []), from_cache=True)
         except (OSError, ValueError, KeyError):
             pass
-    index = _scan(files)
+    index = _scan(files, known_names(registry))
     if use_cache:
         _write_cache(cache_file, index)
     return index
 
 
-def _scan(files) -> TaskIndex:
-    from avhb.taskdef.config import resolve_file
+def known_names(registry: Registry):
+    """The registered metric and filter names a task file may name."""
+    from avhb.taskdef.config import KnownNames
+
+    return KnownNames(frozenset(registry.entries.get("metrics", {})), frozenset(registry.entries.get("filters", {})))
+
+
+def _scan(files, known=None) -> TaskIndex:
+    from avhb.taskdef.config import ConfigErrors, resolve_file
 
     tasks: dict[str, dict[str, Any]] = {}
     groups: dict[str, dict[str, Any]] = {}
@@ -161,7 +170,10 @@ def _scan(files) -> TaskIndex:
             if path.name.startswith("_") or path.suffix == ".py":
                 continue
             try:
-                task_cfgs, group_cfgs = resolve_file(path, root, package, namespace)
+                task_cfgs, group_cfgs = resolve_file(path, root, package, namespace, known)
+            except ConfigErrors as exc:
+                errors.extend(exc.messages)
+                continue
             except UserError as exc:
                 errors.append(str(exc))
                 continue
@@ -169,12 +181,12 @@ def _scan(files) -> TaskIndex:
                 if t.name in tasks:
                     errors.append(f"{path}:1: task {t.name!r} is also defined in {tasks[t.name]['file']}")
                     continue
-                tags = t.get("tag") or []
                 tasks[t.name] = {
                     "file": str(path), "root": str(root), "package": package, "namespace": namespace,
-                    "benchmark": t.benchmark, "tags": [tags] if isinstance(tags, str) else list(tags),
+                    "benchmark": t.benchmark, "tags": t.tags,
                     "output_type": t.get("output_type", "generate_until"),
                     "dataset_path": t.get("dataset_path"),
+                    "judges": sorted(t.get("judges") or {}),
                 }
             for g in group_cfgs:
                 groups[g.name] = {"file": str(path), "tasks": g.tasks, "aggregate": g.aggregate,

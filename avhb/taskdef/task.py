@@ -1,6 +1,7 @@
 """A task at run time: its YAML config plus lazily imported hooks."""
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +14,7 @@ from avhb.score.metric import Filter, Metric
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
-from avhb.taskdef.templates import is_template, lookup, render
+from avhb.taskdef.templates import is_field_name, is_template, lookup, render
 
 
 @dataclass(frozen=True)
@@ -84,23 +85,44 @@ class Task:
                 raise UserError(f"task {self.name!r}: doc_id field {field!r} missing in sample {index}") from None
         return str(index)
 
-    def text(self, doc: dict[str, Any]) -> str:
+    def text(self, doc: dict[str, Any], sample: str | None = None) -> str:
+        """``doc_to_text`` as lm-eval reads it: a hook, a field of the sample
+        (``doc_to_text: question``), or a template."""
         value = self.cfg.get("doc_to_text")
         if isinstance(value, dict):
             return str(self.hook(value["function"])(doc))
-        return render(value or "", doc)
+        if is_field_name(value) and value in doc:
+            return str(doc[value])
+        return render(value or "", doc, sample, "doc_to_text")
 
-    def target(self, doc: dict[str, Any]) -> Any:
+    def target(self, doc: dict[str, Any], sample: str | None = None) -> Any:
+        """``doc_to_target`` as lm-eval reads it: a hook, a field, or a
+        template.  With ``doc_to_choice`` set, an integer target (or a
+        template that renders to digits) is the index of the right choice
+        and becomes that choice's text."""
         value = self.cfg.get("doc_to_target")
         if value is None:
             return None
         if isinstance(value, dict):
-            return self.hook(value["function"])(doc)
-        if is_template(value):
-            return render(value, doc)
-        return lookup(doc, value)
+            out = self.hook(value["function"])(doc)
+        elif is_template(value):
+            out = render(value, doc, sample, "doc_to_target")
+            if out.strip().isdigit() and self.cfg.get("doc_to_choice") is not None:
+                out = int(out.strip())
+        else:
+            out = lookup(doc, value, sample)
+        if isinstance(out, int) and not isinstance(out, bool) and self.cfg.get("doc_to_choice") is not None:
+            choices = self.choices(doc, sample) or []
+            if not 0 <= out < len(choices):
+                raise SampleError(f"sample {sample}: doc_to_target index {out} is not one of the "
+                                  f"{len(choices)} choices")
+            out = choices[out]
+        return out
 
-    def choices(self, doc: dict[str, Any]) -> list[str] | None:
+    def choices(self, doc: dict[str, Any], sample: str | None = None) -> list[str] | None:
+        """``doc_to_choice`` as lm-eval reads it: a list, a hook, a field
+        holding the list, or a template rendering a Python list literal
+        (``"{{[option_a, option_b]}}"``)."""
         value = self.cfg.get("doc_to_choice")
         if value is None:
             return None
@@ -108,16 +130,29 @@ class Task:
             return [str(v) for v in value]
         if isinstance(value, dict):
             out = self.hook(value["function"])(doc)
-            return None if out is None else [str(v) for v in out]
-        out = lookup(doc, value)
-        return None if out is None else [str(v) for v in out]
+        elif is_template(value):
+            text = render(value, doc, sample, "doc_to_choice")
+            try:
+                out = ast.literal_eval(text.strip())
+            except (ValueError, SyntaxError):
+                raise SampleError(f"sample {sample}: doc_to_choice rendered {text[:80]!r}, not a list") from None
+        else:
+            out = lookup(doc, value, sample)
+        if out is None:
+            return None
+        if isinstance(out, dict):  # lm-eval: a mapping's values are the choices
+            out = list(out.values())
+        if not isinstance(out, (list, tuple)):
+            raise SampleError(f"sample {sample}: doc_to_choice gave {type(out).__name__}, not a list")
+        return [str(v) for v in out]
 
     # -- scoring -----------------------------------------------------------
     def metrics(self) -> list[Metric]:
         out = []
         for entry in self.cfg.get("metric_list") or []:
             options = {k: v for k, v in entry.items()
-                       if k not in ("metric", "function", "aggregation", "higher_is_better", "name")}
+                       if k not in ("metric", "function", "aggregation", "higher_is_better", "name", "kind",
+                                    "description")}
             what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
             if "function" in entry:
                 cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
@@ -128,8 +163,9 @@ class Task:
                 continue
             check_requirements(what, getattr(cls, "requires", ()))
             metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
-            if "higher_is_better" in entry:
-                metric.higher_is_better = entry["higher_is_better"]
+            for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
+                if key in entry:
+                    setattr(metric, key, entry[key])
             out.append(metric)
         return out
 

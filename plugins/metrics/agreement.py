@@ -61,7 +61,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from avhb.score.aggregate import Aggregate, bootstrap_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import DIAGNOSTIC, Metric, SampleRecord, ScoreContext
 
 WEIGHTS = (None, "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")
@@ -358,6 +358,8 @@ class JudgeAgreement(Metric):
     """
 
     name = "agreement"
+    kind = DIAGNOSTIC  # how far judges agree says how far a judged score can be trusted
+    outputs = {"kappa_*": DIAGNOSTIC, "fleiss": DIAGNOSTIC, "alpha_*": DIAGNOSTIC}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {}

@@ -67,7 +67,7 @@ from typing import Any
 
 from avhb.score.aggregate import Aggregate
 from avhb.errors import SampleError
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, Metric, SampleRecord, ScoreContext
 
 from ._common import as_text, count, usable, verdict_log
 
@@ -347,6 +347,7 @@ class ExactMatch(Metric):
     with ``record.target``."""
 
     name = "exact_match"
+    description = "1 when the answer equals the target after normalisation (case, white space), else 0"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         pred = record.extracted if record.extracted is not None else record.response
@@ -369,6 +370,9 @@ class ChoiceAccuracy(Metric):
     """
 
     name = "choice_accuracy"
+    description = "share of answers naming the right option (rules, then the answer_matcher judge; never a guess)"
+    outputs = {"unparsed": (COUNT, "replies no rule or judge could map to an option (scored 0)"),
+               "judge_failures": (COUNT, "answer_matcher replies that never parsed")}
 
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)

@@ -72,7 +72,7 @@ from typing import Any, Awaitable, Callable
 from avhb.errors import UserError
 from avhb.model.messages import AudioPart, ImagePart, VideoPart
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 
@@ -342,6 +342,12 @@ class Citation(Metric):
     """
 
     name = "citation"
+    outputs = {"recall": (HEADLINE, "citation recall: statements whose cited text entails them"),
+               "precision": (HEADLINE, "citation precision: citations that support their statement"),
+               "f1": (HEADLINE, "harmonic mean of citation recall and precision, per answer, averaged"),
+               "f1_of_means": (DIAGNOSTIC, "harmonic mean of the mean citation recall and the mean precision"),
+               "judge_failures": COUNT, "no_statements": COUNT, "uncited_statements": COUNT,
+               "out_of_range_statements": COUNT, "nontext_citations": COUNT}
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 
@@ -314,6 +314,8 @@ class TemporalGrounding(_Grounding):
     is a miss (0) but not unparsed; None is unparsed."""
 
     name = "temporal"
+    outputs = {"precision": HEADLINE, "recall": HEADLINE, "f1": HEADLINE, "f1_of_means": DIAGNOSTIC,
+               "bad_reference": COUNT, "unparsed": COUNT}
 
     def _prf(self, record: SampleRecord) -> tuple[float, float, float] | None:
         self._reset(record)
@@ -368,6 +370,7 @@ class TemporalIoU(_Grounding):
     ``pred``, ``gold``, ``errors_count_as_wrong`` (True)."""
 
     name = "temporal_iou"
+    outputs = {"bad_reference": COUNT, "unparsed": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         self._reset(record)
@@ -404,6 +407,7 @@ class BoxIoU(_Grounding):
     ``<name>_at_<threshold>``."""
 
     name = "box_iou"
+    outputs = {"bad_reference": COUNT, "unparsed": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         self._reset(record)

@@ -41,7 +41,7 @@ from __future__ import annotations
 from typing import Any
 
 from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
 
 from ._common import count, judge_fields, usable, verdict_log
 
@@ -136,6 +136,9 @@ class LikertFacet(_JudgedScale):
     judge's rating must be whole)."""
 
     name = "likert"
+    outputs = {"judge_failures": (COUNT, "judge replies that never parsed (excluded)"),
+               "member_failures": (COUNT, "panel members whose reply never parsed"),
+               "errors": (COUNT, "samples that failed before the judge")}
     default_role = "cot_judge"
 
     def __init__(self, name: str | None = None, **options: Any):
@@ -166,6 +169,10 @@ class Judge012(_JudgedScale):
     ``integer`` (True: a single judge's value must be 0, 1 or 2)."""
 
     name = "judge_012"
+    outputs = {"raw": (DIAGNOSTIC, "mean 0/1/2 rating"),
+               "judge_failures": (COUNT, "judge replies that never parsed (excluded)"),
+               "member_failures": (COUNT, "panel members whose reply never parsed"),
+               "errors": (COUNT, "samples that failed before the judge")}
     default_role = "scorer"
     low, high = 0, 2
 

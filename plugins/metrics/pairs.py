@@ -33,7 +33,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import numpy as np
 
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve
 from .choice import normalize_text
@@ -142,6 +142,7 @@ class UnitAccuracy(Metric):
     (see ``unit_accuracy``).  Records whose model call failed are unknown."""
 
     name = "unit_accuracy"
+    outputs = {"excluded_units": COUNT, "incomplete_units": COUNT, "unknown_members": COUNT}
     default_size: int | None = None
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
@@ -205,6 +206,7 @@ class MacroF1(Metric):
     None extractions are unknown."""
 
     name = "macro_f1"
+    outputs = {"unknown": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {}

@@ -15,6 +15,7 @@ from avhb.plugins.metrics.likert import Judge012
 class CurveAccuracy(Judge012):
     name = "accuracy"
     default_role = "scorer"
+    description = "mean 0/1/2 scorer rating / 2 (CURVE's accuracy)"
 
 
 accuracy = CurveAccuracy

@@ -35,7 +35,7 @@ from typing import Any
 
 from avhb.score.aggregate import Aggregate
 from avhb.errors import SampleError, UserError
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
 from avhb.plugins.metrics.choice import check_parser, inline_options, options_from, resolve_choice
 from avhb.plugins.metrics.likert import valid_rating
 
@@ -127,6 +127,9 @@ class YesDiff(_Binary):
 
     stat = "yes_diff"
     higher_is_better = False
+    kind = DIAGNOSTIC
+    description = "(model yes - gold yes) / questions: the yes-bias (0 is unbiased)"
+    outputs = {"model_yes": COUNT, "gt_yes": COUNT}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
@@ -141,6 +144,9 @@ class FPRate(_Binary):
 
     stat = "fp_rate"
     higher_is_better = False
+    kind = DIAGNOSTIC
+    description = "share of questions answered yes where the gold is no"
+    outputs = {"fp": COUNT}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
@@ -155,6 +161,9 @@ class UnknownCount(_Binary):
     ``<name>_skipped_pairs`` (samples skipped whole; n = samples)."""
 
     higher_is_better = False
+    kind = COUNT
+    description = "replies that are neither yes nor no"
+    outputs = {"missing": COUNT, "skipped_pairs": COUNT}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
@@ -272,7 +281,9 @@ class McqF1(_Mcq):
     ``<name>_skipped_samples`` (upstream mode; n = samples)."""
 
     stat = "f1"
+    description = "upstream F1: accuracy over the rows counted (unparsed replies count as wrong)"
 
+    outputs = {"unparsed": COUNT, "missing": COUNT, "skipped_samples": COUNT}
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         items = self.items(records)
         ts = scoring.tally_mcq(items, self.mode, self.unknown)
@@ -296,6 +307,7 @@ class McqPairAcc(_Mcq):
 
     stat = "pair_acc"
 
+    outputs = {"incomplete_pairs": COUNT}
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = scoring.tally_mcq(self.items(records), self.mode, self.unknown)
         return {self.name: scoring.mcq_stat(ts, self.stat, self.iters),
@@ -338,6 +350,8 @@ class OpenScore(Metric):
 
     needs_judges = ("scorer",)
 
+    description = "the scorer judge's 0-2 rating of the description, mapped to [0, 1]"
+    outputs = {"judge_failures": COUNT}
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)
         self.scale = int(options.get("scale", 2))

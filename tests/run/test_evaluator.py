@@ -79,7 +79,7 @@ def test_unparsable_judge_is_counted_not_guessed(testpack, tmp_path):
     rows = [{"id": "a", "q": "q1", "a": "NONSENSE"}, {"id": "b", "q": "q2", "a": "yes"}]
     (data / "easy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "run"
-    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--data", f"qa={data}",
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--data", f"testpack/qa={data}",
                    "--output-dir", str(out), "--no-report")
     assert proc.returncode == 0, proc.stderr
     res = _results(out)["results"]["testpack/qa_judged"]
@@ -128,7 +128,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(testpack, tmp_path):
     (data / "easy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     hard = [dict(r, id=f"h{i}", q=f"hard {i}") for i, r in enumerate(rows[:20])]
     (data / "hard.jsonl").write_text("".join(json.dumps(r) + "\n" for r in hard))
-    common = ["--tasks", "testpack/qa_all", "--data", f"qa={data}", "--no-report"]
+    common = ["--tasks", "testpack/qa_all", "--data", f"testpack/qa={data}", "--no-report"]
 
     ref = tmp_path / "ref"
     proc = run_cli(*common, "--model", "testpack/echo", "--output-dir", str(ref))

@@ -90,6 +90,6 @@ def test_index_invalidated_by_included_base_change(testpack):
         os.utime(base, (time.time() + 5, time.time() + 5))
         index = build_index()
         assert not index.from_cache
-        assert "via_base" in index.tasks["testpack/qa_judged"]["tags"]
+        assert "testpack/via_base" in index.tasks["testpack/qa_judged"]["tags"]  # namespaced like task names
     finally:
         base.write_text(original)

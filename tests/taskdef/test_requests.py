@@ -44,3 +44,29 @@ def test_images_field_lists_image_parts(tmp_path):
                         media_plan(task, _options(tmp_path)).spec)
     assert [(p.type, p.path) for p in req.messages[0].parts[:2]] == [("image", str(tmp_path / "p1.png")),
                                                                      ("image", "/abs/p2.png")]
+
+
+def test_speech_language_comes_from_the_task_and_reaches_whisper(tmp_path, monkeypatch):
+    """CURVE-style `asr_language: "{{locale}}"`: the audio part carries the
+    sample's language, and the transcript path passes it to Whisper unless
+    the backend was given its own `language=`."""
+    import pytest
+
+    from avhb.errors import SampleError
+    from avhb.model.messages import AudioPart
+    from avhb.model_backends import asr
+
+    task = _task(tmp_path, {"video": "{{v}}", "audio_in_video": True, "asr_language": "{{locale}}"})
+    spec = media_plan(task, _options(tmp_path)).spec
+    req = build_request(task, {"q": "?", "v": "a.mp4", "locale": "ta-IN"}, tmp_path, "s1", spec)
+    audio = [p for p in req.messages[0].parts if isinstance(p, AudioPart)]
+    assert [a.language for a in audio] == ["ta"]
+    fixed = media_plan(_task(tmp_path, {"audio": "{{a}}", "asr_language": "ko_KR"}), _options(tmp_path)).spec
+    assert fixed.asr_language == "ko"
+    with pytest.raises(SampleError, match="sample s2: .*not a language code"):
+        build_request(task, {"q": "?", "v": "a.mp4", "locale": "??"}, tmp_path, "s2", spec)
+    seen = []
+    monkeypatch.setattr(asr, "transcribe", lambda *a, language=None, **k: seen.append(language))
+    asr.transcribe_part(audio[0], "whisper-base")
+    asr.transcribe_part(audio[0], "whisper-base", language="en")  # the backend's own setting wins
+    assert seen == ["ta", "en"]
