@@ -377,10 +377,24 @@ def _member_problems(member, package, folder, known, out, check_template) -> Non
                 continue
             for i, entry in enumerate(member.get(listkey) or []):
                 name = entry.get(field_name) if isinstance(entry, dict) else None
-                if isinstance(name, str) and name not in names:
-                    close = difflib.get_close_matches(name, sorted(names), n=3)
-                    hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
-                    out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
+                if not isinstance(name, str) or name in names:
+                    continue
+                close = difflib.get_close_matches(name, sorted(names), n=3)
+                if field_name == "metric" and "evaluate" in names and _evaluate_name(name, folder, close):
+                    continue  # loaded through Hugging Face evaluate at run time (the metric fallback)
+                hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
+                out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
+
+
+def _evaluate_name(name: str, folder: Path, close: list[str]) -> bool:
+    """An unregistered metric name that the ``evaluate`` fallback will load:
+    ``evaluate/NAME``, a module file or folder next to the YAML, or a bare
+    name that resembles no registered metric (a close one is a typo)."""
+    if name.startswith("evaluate/"):
+        return True
+    if name.endswith(".py") or "/" in name:
+        return (folder / name).exists() or (folder / (name + ".py")).exists()
+    return not close
 
 
 def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
