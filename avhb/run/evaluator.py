@@ -7,6 +7,12 @@
 
 ``avhb score`` is the same run with a replaying model caller: every model
 answer comes from the journal, and no backend is built for the model.
+
+The run holds its folder's lock throughout (:mod:`avhb.run.lock`).  When a
+backend's circuit breaker opens (the model's or a judge's), the task in
+progress finishes with its remaining samples recorded as not attempted,
+its results are written, later tasks are not started, and the run raises
+``RunStopped`` naming the backend.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.data.sources import DataSource, resolve_source
-from avhb.errors import SampleError, UserError
+from avhb.errors import RunStopped, SampleError, UserError
 from avhb.model.backend import create_backend
 from avhb.model.caller import Caller
 from avhb.registry import get_registry
@@ -40,8 +46,17 @@ class Evaluator:
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
         self.results = RunResults()
+        self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
+        self.not_attempted = 0  # samples an open breaker never sent
 
     async def run(self) -> dict[str, Any]:
+        self.folder.open()  # the lock: one process writes a run folder
+        try:
+            return await self._run()
+        finally:
+            self.folder.close()
+
+    async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
@@ -77,13 +92,33 @@ class Evaluator:
                 await self._run_task(run, judges)
                 self.results.aggregate_groups(self.index.groups, self.index.group_members)
                 self._write_results(judges)  # each task's results land as soon as it finishes
+                self.stopped = self._stop_reason(model, judges)
+                if self.stopped:
+                    break
         finally:
-            journal.close()
-            await judges.close()
-            await model.aclose()
+            try:
+                journal.close()
+            finally:
+                await judges.close()
+                await model.aclose()
         if self.o.write_report:
             self._write_report()
+        if self.stopped:
+            done = [t.name for t in tasks if t.name in self.results.tasks]
+            skipped = len(tasks) - len(done)
+            not_tried = self.not_attempted
+            raise RunStopped(f"{self.stopped}; {not_tried} samples not attempted"
+                             + (f", {skipped} tasks not started" if skipped else "")
+                             + "; re-running the command retries them", self.results.to_json())
         return self.results.to_json()
+
+    @staticmethod
+    def _stop_reason(model: Caller, judges: Judges) -> str | None:
+        for caller in [model, *judges.callers()]:
+            message = caller.stop_message()
+            if message:
+                return message
+        return None
 
     # ------------------------------------------------------------------ checks
     def _check_names_used(self, tasks: list[Task]) -> None:
@@ -126,7 +161,17 @@ class Evaluator:
     def _records(self, run: TaskRun) -> list[SampleRecord]:
         task = run.task
         docs = task.load_docs(run.source)
+        if not docs:
+            raise UserError(f"task {task.name!r}: its data ({run.source.root}) has no samples")
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
+        first: dict[str, int] = {}
+        for i, (sample_id, _) in enumerate(pairs):
+            if sample_id in first:
+                field = task.cfg.get("doc_id")
+                raise UserError(f"task {task.name!r}: sample id {sample_id!r} appears twice in {run.source.root} "
+                                f"(samples {first[sample_id]} and {i}"
+                                + (f"; doc_id field {field!r} must be unique)" if field else ")"))
+            first[sample_id] = i
         if self.o.samples:
             wanted = set(self.o.samples)
             chosen = [(i, d) for i, d in pairs if i in wanted]
@@ -158,8 +203,9 @@ class Evaluator:
                             "(the run is unfinished or failed there): resume it with its original command first; "
                             "avhb score makes no model calls")
         if metrics:
-            await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.root)
+            await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
         self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
+        self.not_attempted += sum(1 for r in records if r.error and "not attempted: " in r.error)
         self.folder.write_samples(task.name, records)
 
     # ------------------------------------------------------------------ outputs

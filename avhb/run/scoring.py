@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.errors import SampleError, UserError
+from avhb.errors import EnvironmentFailure, SampleError, UserError
 from avhb.run.generate import run_all
 from avhb.run.progress import Progress
 from avhb.run.results import TaskResult
@@ -45,7 +45,7 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
                     except SampleError as exc:  # e.g. a sample whose target is not among its options
                         record.error = f"scoring: {exc}"
                         record.scores = {}
-                    except (UserError, AssertionError):
+                    except (UserError, AssertionError, EnvironmentFailure):
                         raise
                     except Exception as exc:  # a metric/filter bug fails this sample, not the run
                         record.error = f"scoring failed: {type(exc).__name__}: {exc}"
@@ -72,7 +72,9 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
               repeats: int) -> TaskResult:
     """The task's ``TaskResult``: every metric over all records; with
     ``repeats > 1`` also each repeat's value (``Aggregate.runs``); one cell
-    per value of each ``breakdown`` field."""
+    per value of each ``breakdown`` field, with its ``samples`` and
+    ``errors``.  Failed records (``errors``) are left to each metric's
+    ``aggregate``, which excludes them (docs/errors.md)."""
     result = TaskResult(_cells(metrics, records), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
     if repeats > 1 and metrics:
@@ -86,4 +88,6 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
                 key = r.doc.get(dim)
                 values.setdefault("(none)" if key is None else str(key), []).append(r)
             result.breakdowns[dim] = {value: _cells(metrics, subset) for value, subset in sorted(values.items())}
+            result.breakdown_counts[dim] = {value: {"samples": len(subset), "errors": sum(1 for r in subset if r.error)}
+                                            for value, subset in sorted(values.items())}
     return result

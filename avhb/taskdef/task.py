@@ -1,4 +1,11 @@
-"""A task at run time: its YAML config plus lazily imported hooks."""
+"""A task at run time: its YAML config plus lazily imported hooks.
+
+Hook failures: a hook that cannot be imported (its module raises, the name
+is missing) or a load-time hook that raises (``data_loader``,
+``process_docs``) is a ``UserError`` naming the YAML file and the function;
+a per-sample hook that raises (``doc_to_text``, ``doc_to_target``,
+``doc_to_choice``, ``doc_to_messages``) fails that sample only, with a
+``SampleError`` naming the hook and the exception."""
 from __future__ import annotations
 
 import functools
@@ -27,22 +34,62 @@ class Task:
     def hook(self, dotted: str) -> Callable:
         try:
             return import_path(self.cfg.hook_path(dotted))
-        except (ImportError, AttributeError) as exc:
-            raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {exc}") from None
+        except UserError:
+            raise
+        except Exception as exc:  # ImportError, AttributeError, or whatever the module raised at import
+            raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
 
-    def _hook_or_none(self, key: str) -> Callable | None:
+    def call_hook(self, key: str, dotted: str, *args: Any) -> Any:
+        """A per-sample hook: an exception fails the sample, naming the hook."""
+        fn = self.hook(dotted)
+        try:
+            return fn(*args)
+        except (SampleError, UserError):
+            raise
+        except Exception as exc:
+            raise SampleError(f"{key} hook {dotted} failed: {_describe(exc)}") from None
+
+    def _load_hook(self, key: str, *args: Any) -> Any:
+        """Run a load-time hook; an exception is a user error naming the file
+        and the function."""
+        dotted = self.cfg.get(key)["function"]
+        fn = self.hook(dotted)
+        try:
+            return fn(*args)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise UserError(f"{self.cfg.file}: {key} hook {dotted} failed: {_describe(exc)}") from None
+
+    def _has_hook(self, key: str) -> bool:
         value = self.cfg.get(key)
-        if isinstance(value, dict) and "function" in value:
-            return self.hook(value["function"])
-        return None
+        return isinstance(value, dict) and "function" in value
 
     # -- data --------------------------------------------------------------
     def load_docs(self, source: DataSource) -> list[dict[str, Any]]:
-        loader = self._hook_or_none("data_loader")
-        docs = list(loader(source.root, self.cfg.config) if loader else default_loader(source.root, self.cfg))
-        process = self._hook_or_none("process_docs")
-        if process:
-            docs = list(process(docs))
+        """The task's samples: its data loader (or the default one), then
+        ``process_docs``.  Every sample must be a mapping."""
+        if self._has_hook("data_loader"):
+            docs = self._load_hook("data_loader", source.root, self.cfg.config)
+            where = f"{self.cfg.file}: data_loader hook {self.cfg.get('data_loader')['function']}"
+        else:
+            docs = default_loader(source.root, self.cfg)
+            where = str(source.root)
+        docs = self._listed(docs, where)
+        if self._has_hook("process_docs"):
+            docs = self._listed(self._load_hook("process_docs", docs),
+                                f"{self.cfg.file}: process_docs hook {self.cfg.get('process_docs')['function']}")
+        return docs
+
+    @staticmethod
+    def _listed(docs: Any, where: str) -> list[dict[str, Any]]:
+        try:
+            docs = list(docs)
+        except TypeError:
+            raise UserError(f"{where}: returned {type(docs).__name__}, not a list of samples") from None
+        for i, d in enumerate(docs):
+            if not isinstance(d, dict):
+                raise UserError(f"{where}: sample {i} is {type(d).__name__} {str(d)[:60]!r}, not a mapping of fields")
         return docs
 
     def doc_id(self, doc: dict[str, Any], index: int) -> str:
@@ -57,7 +104,7 @@ class Task:
     def text(self, doc: dict[str, Any]) -> str:
         value = self.cfg.get("doc_to_text")
         if isinstance(value, dict):
-            return str(self.hook(value["function"])(doc))
+            return str(self.call_hook("doc_to_text", value["function"], doc))
         return render(value or "", doc)
 
     def target(self, doc: dict[str, Any]) -> Any:
@@ -65,7 +112,7 @@ class Task:
         if value is None:
             return None
         if isinstance(value, dict):
-            return self.hook(value["function"])(doc)
+            return self.call_hook("doc_to_target", value["function"], doc)
         if is_template(value):
             return render(value, doc)
         return lookup(doc, value)
@@ -77,10 +124,18 @@ class Task:
         if isinstance(value, list):
             return [str(v) for v in value]
         if isinstance(value, dict):
-            out = self.hook(value["function"])(doc)
-            return None if out is None else [str(v) for v in out]
-        out = lookup(doc, value)
-        return None if out is None else [str(v) for v in out]
+            out = self.call_hook("doc_to_choice", value["function"], doc)
+        else:
+            out = lookup(doc, value)
+        if out is None:
+            return None
+        if isinstance(out, (str, bytes)) or not hasattr(out, "__iter__"):
+            raise SampleError(f"doc_to_choice gave {type(out).__name__} {str(out)[:60]!r}, not a list of choices")
+        return [str(v) for v in out]
+
+    def messages(self, doc: dict[str, Any], context: dict[str, Any]) -> Any:
+        """The ``doc_to_messages`` hook's messages for one sample."""
+        return self.call_hook("doc_to_messages", self.cfg.get("doc_to_messages")["function"], doc, context)
 
     # -- scoring -----------------------------------------------------------
     def metrics(self) -> list[Metric]:
@@ -92,9 +147,14 @@ class Task:
                 cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
             else:
                 cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
-            check_requirements(f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}",
-                               getattr(cls, "requires", ()))
-            metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
+            label = entry.get("metric") or entry.get("function")
+            check_requirements(f"task {self.name!r}: metric {label}", getattr(cls, "requires", ()))
+            try:
+                metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
+            except UserError:
+                raise
+            except Exception as exc:  # bad options: the metric's constructor refused them
+                raise UserError(f"{self.cfg.file}: metric_list: {label}: {_describe(exc)}") from None
             if "higher_is_better" in entry:
                 metric.higher_is_better = entry["higher_is_better"]
             out.append(metric)
@@ -105,7 +165,13 @@ class Task:
         for entry in self.cfg.get("filter_list") or []:
             options = {k: v for k, v in entry.items() if k not in ("filter", "function")}
             cls = self.hook(entry["function"]) if "function" in entry else self.registry.load("filters", entry["filter"])
-            out.append(cls(**options))
+            try:
+                out.append(cls(**options))
+            except UserError:
+                raise
+            except Exception as exc:
+                raise UserError(f"{self.cfg.file}: filter_list: {entry.get('filter') or entry.get('function')}: "
+                                f"{_describe(exc)}") from None
         return out
 
     def judge_roles(self) -> dict[str, JudgeRole]:
@@ -129,3 +195,8 @@ class Task:
     @property
     def pack_dir(self) -> Path:
         return self.cfg.pack_dir
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__

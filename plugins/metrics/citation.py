@@ -278,7 +278,8 @@ class Citation(Metric):
     ``meta.citation_units`` then ``doc.context``), ``role`` ("entailment"),
     ``precision`` ("loo" | "alce"), ``dedup`` (True), ``max_citations`` (3),
     ``out_of_range`` ("zero" | "drop"), ``empty_answer`` ("skip" | "zero"),
-    ``max_statements`` (None), ``errors_count_as_wrong`` (True).
+    ``max_statements`` (None).  Samples that failed outside the model are
+    excluded (docs/errors.md).
     """
 
     name = "citation"
@@ -327,11 +328,10 @@ class Citation(Metric):
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
-        n_err = (len(records) - len(ok)) if self.options.get("errors_count_as_wrong", True) else 0
         out = {}
         for part in ("recall", "precision", "f1"):
             key = f"{self.name}_{part}"
-            out[key] = mean_stderr([r.scores.get(key) for r in ok] + [0.0] * n_err)
+            out[key] = mean_stderr([r.scores.get(key) for r in ok])
         metas = [r.meta.get(self.name) or {} for r in ok]
         out[f"{self.name}_judge_failures"] = count(sum(bool(m.get("judge_failed")) for m in metas), len(ok))
         out[f"{self.name}_no_statements"] = count(sum(m.get("n_statements", 0) == 0 for m in metas), len(ok))

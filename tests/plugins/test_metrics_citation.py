@@ -126,10 +126,10 @@ async def test_citation_metric():
     assert records[1].scores["citation_f1"] is None
     assert records[0].meta["citation"]["judge_calls"] == 9
     agg = m.aggregate(records)
-    # answers: (0.75, 0.5, 0.6), skipped, (0, 0, 0), error -> 0
-    assert agg["citation_recall"].value == pytest.approx(0.25) and agg["citation_recall"].n == 3
-    assert agg["citation_precision"].value == pytest.approx(0.5 / 3)
-    assert agg["citation_f1"].value == pytest.approx(0.2)
+    # answers: (0.75, 0.5, 0.6), skipped, (0, 0, 0); the failed sample is excluded
+    assert agg["citation_recall"].value == pytest.approx(0.375) and agg["citation_recall"].n == 2
+    assert agg["citation_precision"].value == pytest.approx(0.25)
+    assert agg["citation_f1"].value == pytest.approx(0.3)
     assert agg["citation_no_statements"].value == 1
     assert agg["citation_uncited_statements"].value == 2
     assert agg["citation_out_of_range_statements"].value == 1

@@ -43,14 +43,15 @@ def test_table_rows_groups_and_notes():
     assert lines[0].split("|")[1:-1] == [" Task           ", " Metric   ", "  Value ", "   ", " Stderr ", "   N "]
     body = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines[2:6]]
     assert body == [
-        ["curve_ta_IN", "accuracy", "0.6250", "±", "0.2394", "4"],
+        ["curve_ta_IN *", "accuracy", "0.6250", "±", "0.2394", "4"],  # * = has errors
         ["vidpair_binary", "vAcc", "0.4000", "", "", "500"],
         ["", "qAcc", "-", "", "", "0"],
         ["empty", "-", "-", "", "", "0"],
     ]
     assert lines[6] == ""
     assert [c.strip() for c in lines[9].split("|")[1:-1]] == ["curve", "accuracy", "0.7000", "±", "0.0500", "11"]
-    assert lines[-1] == "curve_ta_IN: 1 errors, 2 judge failures of 5 samples"
+    assert lines[-2] == "curve_ta_IN: 1 errors, 2 judge failures of 5 samples"
+    assert lines[-1].startswith("* some samples failed outside the model") and "excluded" in lines[-1]
     # every table line of one block has the same width
     assert len({len(ln) for ln in lines[:6]}) == 1
 

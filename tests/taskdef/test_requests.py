@@ -11,8 +11,9 @@ from avhb.taskdef.requests import build_request
 from avhb.taskdef.task import Task
 
 
-def _task(tmp_path, media):
-    cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "bench", {"task": "t", "doc_to_text": "{{q}}", "media": media})
+def _task(tmp_path, media, **extra):
+    cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "bench",
+                     {"task": "t", "doc_to_text": "{{q}}", "media": media, **extra})
     return Task(cfg, get_registry())
 
 
@@ -39,7 +40,7 @@ def test_frames_override_replaces_the_yaml_fps(tmp_path):
 
 
 def test_images_field_lists_image_parts(tmp_path):
-    task = _task(tmp_path, {"images": "pages"})
+    task = _task(tmp_path, {"images": "pages"}, allow_outside_root=True)  # /abs/p2.png is outside the data root
     req = build_request(task, {"q": "?", "pages": ["p1.png", "/abs/p2.png"]}, tmp_path, "s",
                         media_plan(task, _options(tmp_path)).spec)
     assert [(p.type, p.path) for p in req.messages[0].parts[:2]] == [("image", str(tmp_path / "p1.png")),
