@@ -170,9 +170,7 @@ class Caller:
         if self.replaying:
             raise NotInJournal(key)
         if self.breaker.open:
-            self.breaker.not_attempted += 1
-            return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True,
-                        error=f"not attempted: {self.label} stopped answering ({self.breaker.opened_with})")
+            return self._not_attempted(key, request)
         sent = reference_copy(request)  # the caller's own copy: the driver's history keeps references
         call = Call(key=key, text="", prompt=prompt_text(request))
         try:
@@ -181,6 +179,9 @@ class Caller:
             call.error = f"media: {exc}"
         else:
             response = await self._send(sent)
+            if response is None:  # the breaker opened while this call waited: nothing was sent
+                sent.messages = []
+                return self._not_attempted(key, request)
             self.usage.add(response)
             call.text, call.error, call.usage, call.cost, call.meta = (
                 response.text, response.error, dict(response.usage), response.cost, dict(response.meta or {}))
@@ -205,9 +206,18 @@ class Caller:
         async with self._decode_limit:
             return await asyncio.to_thread(materialize, request, plan, caps)
 
-    async def _send(self, request: Request) -> Response:
+    def _not_attempted(self, key: str, request: Request) -> Call:
+        self.breaker.not_attempted += 1
+        return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True,
+                    error=f"not attempted: {self.label} stopped answering ({self.breaker.opened_with})")
+
+    async def _send(self, request: Request) -> Response | None:
+        """The backend's response; None when the breaker refused the call
+        before anything was sent."""
         assert self.backend is not None and self._limit is not None
         async with self._limit:
+            if self.breaker.open:
+                return None
             probe = CallProbe(self.breaker)
             token = current_probe.set(probe)
             try:
@@ -220,6 +230,8 @@ class Caller:
                 response = Response(text="", error=f"{type(exc).__name__}: {exc}")
             finally:
                 current_probe.reset(token)
+            if probe.refused:
+                return None
             self._counts_attempts = self._counts_attempts or probe.reported
             if not self._counts_attempts:  # a backend without Resilient: counted per call
                 if response.error is None:

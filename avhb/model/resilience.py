@@ -309,6 +309,7 @@ class CallProbe:
     def __init__(self, breaker: CircuitBreaker):
         self.breaker = breaker
         self.reported = False
+        self.refused = False  # the breaker was open before this call's first attempt: nothing was sent
 
     def success(self) -> None:
         self.reported = True
@@ -324,6 +325,13 @@ current_probe: contextvars.ContextVar[CallProbe | None] = contextvars.ContextVar
 
 class Resilient:
     """Runs one call with the retry policy under the shared limiter."""
+
+    @staticmethod
+    def _refused(probe: CallProbe, attempt: int, waited: float) -> Outcome:
+        if attempt == 1:
+            probe.refused = True
+        return Outcome(error=f"not sent: the backend stopped answering ({probe.breaker.opened_with})",
+                       attempts=attempt - 1, retry_wait=waited)
 
     def __init__(self, policy: RetryPolicy | None = None, limiter: AdaptiveLimiter | None = None, *,
                  classify: Callable[[BaseException], Failure] = classify_exception,
@@ -344,13 +352,11 @@ class Resilient:
         attempt = 0
         for attempt in range(1, attempts + 1):
             if probe is not None and probe.breaker.open:
-                return Outcome(error=f"not sent: the backend stopped answering ({probe.breaker.opened_with})",
-                               attempts=attempt - 1, retry_wait=waited)
+                return self._refused(probe, attempt, waited)
             epoch = await self.limiter.acquire()
             if probe is not None and probe.breaker.open:  # opened while this call waited for a slot
                 self.limiter.release()
-                return Outcome(error=f"not sent: the backend stopped answering ({probe.breaker.opened_with})",
-                               attempts=attempt - 1, retry_wait=waited)
+                return self._refused(probe, attempt, waited)
             try:
                 value = await fn()
             except asyncio.CancelledError:
