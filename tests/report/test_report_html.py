@@ -179,3 +179,18 @@ def test_element_ids_unique_and_references_resolve(full_report):
     refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', text))
     nav = {"results", "plots", "judges", "browser", "config"}
     assert refs - nav and (refs - set(ids)) == set()
+
+
+def test_report_caps_huge_texts_and_the_samples_file_keeps_them(tmp_path):
+    """Issue 15, defect 13: a 120 MB field made a 126 MB report.html."""
+    run = tmp_path / "big"
+    (run / "samples").mkdir(parents=True)
+    huge = "word " * 2_000_000  # 10 MB
+    row = {"id": "s0", "repeat": 0, "doc": {"q": "x"}, "prompt": huge, "response": huge, "target": "t",
+           "extracted": huge, "scores": {}, "judgements": {"scorer": {"value": 1, "ok": True, "raw": huge}},
+           "error": None}
+    (run / "samples" / "t.jsonl").write_text(json.dumps(row) + "\n")
+    (run / "results.json").write_text(json.dumps({"results": {"t": {"samples": 1, "errors": 0}}}))
+    size = write_report(run).stat().st_size
+    assert size < 1_000_000, size
+    assert "more characters: the full text is in samples/&lt;task&gt;.jsonl" in (run / "report.html").read_text()

@@ -112,6 +112,15 @@ def test_backend_error_is_recorded_and_run_goes_on(testpack, tmp_path):
     (["--tasks", "testpack/qa_easy"], "avhb prepare testpack/qa_easy"),
     (["--tasks", "testpack/qa_easy", "--sample-data", "--ablate", "no_smell"], "unknown switch"),
     (["--tasks", "testpack/qa_easy", "--sample-data", "--model", "nosuch:thing"], "unknown backend 'nosuch'"),
+    # issue 15, defect 13: a bad generation setting fails the command, not every sample
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--gen-kwargs", "max_tokens=lots"],
+     "--gen-kwargs max_tokens='lots': must be a whole number >= 1"),
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--gen-kwargs", "temperature=-1"],
+     "--gen-kwargs temperature=-1: must be a number >= 0"),
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--max-errors", "lots"], "--max-errors 'lots': give a share"),
+    # argparse's own errors are one line too
+    (["--tasks", "testpack/qa_easy", "--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    (["--tasks", ",", "--sample-data"], "--tasks names no task"),
 ])
 def test_user_errors_exit_2_with_one_line(testpack, tmp_path, args, message):
     proc = run_cli(*args, "--output-dir", str(tmp_path / "run"))

@@ -45,3 +45,39 @@ def test_images_field_lists_image_parts(tmp_path):
                         media_plan(task, _options(tmp_path)).spec)
     assert [(p.type, p.path) for p in req.messages[0].parts[:2]] == [("image", str(tmp_path / "p1.png")),
                                                                      ("image", "/abs/p2.png")]
+
+
+# ---------------------------------------------------------------- issue 15, defect 10: confined media paths
+
+import pytest
+
+from avhb.errors import SampleError
+
+
+@pytest.mark.parametrize("path", ["../../outside/private.mp4", "/etc/private.mp4", "sub/../../x.mp4"])
+def test_media_outside_the_data_root_fails_the_sample(tmp_path, path):
+    root = tmp_path / "data"
+    task = _task(tmp_path, {"video": "{{v}}"})
+    with pytest.raises(SampleError, match="is outside the data root .* allow_outside_root: true"):
+        build_request(task, {"q": "?", "v": path}, root, "s", media_plan(task, _options(tmp_path)).spec)
+
+
+def test_media_inside_the_root_and_the_explicit_option(tmp_path):
+    root = tmp_path / "data"
+    task = _task(tmp_path, {"video": "{{v}}", "audio": "{{a}}"})
+    spec = media_plan(task, _options(tmp_path)).spec
+    req = build_request(task, {"q": "?", "v": "sub/../clip.mp4", "a": str(root / "a.wav")}, root, "s", spec)
+    assert req.messages[0].parts[0].path == str(root / "sub/../clip.mp4")
+    allowed = _task(tmp_path, {"video": "{{v}}"}, allow_outside_root=True)
+    req = build_request(allowed, {"q": "?", "v": "../outside.mp4"}, root, "s", media_plan(allowed, _options(tmp_path)).spec)
+    assert req.messages[0].parts[0].path == str(root / "../outside.mp4")
+
+
+def test_hook_built_messages_are_confined_too(tmp_path, monkeypatch):
+    from avhb.model.messages import Message, TextPart, VideoPart
+
+    task = _task(tmp_path, {}, doc_to_messages={"function": "hooks.msgs"})
+    monkeypatch.setattr(Task, "messages", lambda self, doc, ctx: [Message("user", [VideoPart(path="/secret.mp4"),
+                                                                                    TextPart("?")])])
+    with pytest.raises(SampleError, match="'/secret.mp4' is outside the data root"):
+        build_request(task, {"q": "?"}, tmp_path / "data", "s", media_plan(task, _options(tmp_path)).spec)
