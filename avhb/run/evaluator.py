@@ -206,7 +206,13 @@ class Evaluator:
             await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
         self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.not_attempted += sum(1 for r in records if r.error and "not attempted: " in r.error)
-        self.folder.write_samples(task.name, records)
+        path = self.folder.write_samples(task.name, records)
+        failed = [r for r in records if r.error]
+        if failed:
+            first = failed[0]
+            print(f"avhb: warning: task {task.name}: {len(failed)} of {len(records)} samples failed and are excluded "
+                  f"from its metrics (first: sample {first.id!r}: {' '.join(first.error.split())[:300]}); "
+                  f"see {path}", file=sys.stderr)
 
     # ------------------------------------------------------------------ outputs
     def _write_results(self, judges: Judges) -> None:
