@@ -21,7 +21,8 @@ raises :class:`NotInJournal` for a call that was never made.
 
 Circuit breaker: each caller owns one :class:`CircuitBreaker` for its
 backend (:mod:`avhb.model.resilience`).  Once it opens (the backend failed
-``BREAKER_THRESHOLD`` times in a row the same way), calls are no longer
+``BREAKER_THRESHOLD`` times the same way, with no success, for at least
+``BREAKER_QUIET`` seconds), calls are no longer
 sent: they return at once with a "not attempted" error and are not
 journaled, so a re-run sends them.  The evaluator stops the run after the
 task in progress and names the backend (:meth:`Caller.stop_message`).
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,6 +222,7 @@ class Caller:
                 return None
             probe = CallProbe(self.breaker)
             token = current_probe.set(probe)
+            sent = time.monotonic()
             try:
                 response = await self.backend.generate(request)
             except UserError:
@@ -237,7 +240,7 @@ class Caller:
                 if response.error is None:
                     self.breaker.success()
                 else:
-                    self.breaker.failure(failure_kind(response.error), response.error)
+                    self.breaker.failure(failure_kind(response.error), response.error, sent)
             return response
 
     @property
@@ -260,7 +263,7 @@ class Caller:
             return None
         where = self.endpoint
         name = self.label if where == self.label else f"{self.label} at {where}"
-        return (f"stopped sending to {name} after {b.threshold} consecutive failures "
+        return (f"stopped sending to {name}: {b.streak} failed attempts and no answer for {b.silent_for:.1f}s "
                 f"(last: {(b.last_error or '')[:300]})")
 
     async def aclose(self) -> None:

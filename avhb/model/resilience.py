@@ -17,9 +17,11 @@ Definitions:
   ``increase_after`` consecutive successes raise it by one, up to ``max_limit``.
   A 429 carrying Retry-After also pauses new acquisitions until then.
 - The *circuit breaker* (:class:`CircuitBreaker`, one per backend, shared by
-  all its calls; the caller owns it) opens after ``threshold`` consecutive
+  all its calls; the caller owns it) opens after ``threshold`` (10)
   failures of one kind (``HTTP 503``, ``ClientConnectorError``, ...) with no
-  success in between, counting every attempt.  Once open, nothing more is
+  success in between, counting every attempt, spread over at least
+  ``quiet`` (5) seconds since the first of them was sent (429s are not
+  counted).  Once open, nothing more is
   sent: ``Resilient.call`` stops before its next attempt and the caller
   records the remaining calls as not attempted.  A backend that retries
   through :class:`Resilient` reports each attempt to the breaker of the
@@ -239,7 +241,8 @@ class AdaptiveLimiter:
             self.decreases += 1
 
 
-BREAKER_THRESHOLD = 10  # consecutive failures of one kind, with no success, that open a breaker
+BREAKER_THRESHOLD = 10  # failures of one kind since the last success ...
+BREAKER_QUIET = 5.0  # ... over at least this many seconds without a success, open a breaker
 
 
 def failure_kind(message: str, status: int | None = None) -> str:
@@ -255,17 +258,28 @@ def failure_kind(message: str, status: int | None = None) -> str:
 
 
 class CircuitBreaker:
-    """Opens after ``threshold`` consecutive failures of one kind (module
-    docstring).  ``opened_with`` is the last error once open."""
+    """Opens when the backend has not answered for a while (module
+    docstring): at least ``threshold`` failures of one kind since the last
+    success, *and* at least ``quiet`` seconds since the first of them was
+    sent.  Both are needed: under a fault storm a burst of ten time-outs
+    can arrive together while other requests keep succeeding; a dead
+    server fails everything, for as long as one keeps asking.  Rate
+    limiting (429) is not counted: the server is alive and the limiter
+    slows down.  ``opened_with`` is the last error once open."""
 
-    def __init__(self, threshold: int = BREAKER_THRESHOLD):
+    def __init__(self, threshold: int = BREAKER_THRESHOLD, quiet: float = BREAKER_QUIET,
+                 clock: Callable[[], float] = time.monotonic):
         self.threshold = max(1, int(threshold))
+        self.quiet = float(quiet)
         self.streak = 0  # failures since the last success
         self._kinds: Counter[str] = Counter()
+        self._since: float | None = None  # when the earliest failed attempt of the streak was sent
         self.last_error: str | None = None
         self.opened_with: str | None = None
+        self.silent_for = 0.0  # seconds without an answer when it opened
         self.not_attempted = 0  # calls refused while open
         self._waiters: set[asyncio.Future] = set()
+        self._clock = clock
 
     @property
     def open(self) -> bool:
@@ -275,13 +289,20 @@ class CircuitBreaker:
         if not self.open:
             self.streak = 0
             self._kinds.clear()
+            self._since = None
 
-    def failure(self, kind: str, message: str) -> None:
+    def failure(self, kind: str, message: str, started: float | None = None) -> None:
+        """One failed attempt of ``kind``; ``started``: when it was sent
+        (``clock`` time; default now)."""
+        now = self._clock()
+        started = now if started is None else min(started, now)
         self.streak += 1
         self._kinds[kind] += 1
         self.last_error = message
-        if not self.open and self._kinds[kind] >= self.threshold:
+        self._since = started if self._since is None else min(self._since, started)
+        if not self.open and self._kinds[kind] >= self.threshold and now - self._since >= self.quiet:
             self.opened_with = message
+            self.silent_for = now - self._since
             for waiter in self._waiters:
                 if not waiter.done():
                     waiter.set_result(None)
@@ -315,9 +336,9 @@ class CallProbe:
         self.reported = True
         self.breaker.success()
 
-    def failure(self, kind: str, message: str) -> None:
+    def failure(self, kind: str, message: str, started: float | None = None) -> None:
         self.reported = True
-        self.breaker.failure(kind, message)
+        self.breaker.failure(kind, message, started)
 
 
 current_probe: contextvars.ContextVar[CallProbe | None] = contextvars.ContextVar("avhb_call_probe", default=None)
@@ -357,14 +378,15 @@ class Resilient:
             if probe is not None and probe.breaker.open:  # opened while this call waited for a slot
                 self.limiter.release()
                 return self._refused(probe, attempt, waited)
+            sent = time.monotonic()
             try:
                 value = await fn()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # classified below; never escapes
                 failure = self.classify(exc)
-                if probe is not None:
-                    probe.failure(failure_kind(failure.message, failure.status), failure.message)
+                if probe is not None and not failure.rate_limited:
+                    probe.failure(failure_kind(failure.message, failure.status), failure.message, sent)
             else:
                 self.limiter.on_success()
                 if probe is not None:

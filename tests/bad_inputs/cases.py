@@ -139,6 +139,7 @@ def build_world(world: Path) -> dict[str, str]:
     (files / "noid.jsonl").write_text(jsonl([{"q": "q", "a": "a"}]))
     (files / "notarray.json").write_text(json.dumps({"id": "s0"}))
     (files / "data.txt").write_text("id,q,a\n")
+    (files / "many.jsonl").write_text(jsonl([{"id": f"m{i}", "q": f"q{i}", "a": "a"} for i in range(200)]))
     (files / "nofield.jsonl").write_text(jsonl([ROWS[0], {"id": "s1", "a": "a1"}, ROWS[2]]))
     with open(files / "huge.jsonl", "w") as fh:  # a 100 MB field
         fh.write(json.dumps({"id": "s0", "q": "lorem ipsum " * (100 * 1024 * 1024 // 12), "a": "a0"}) + "\n")
@@ -391,8 +392,8 @@ CASES: list[Case] = [
     Case("disk_full_mid_run", ["--tasks", "bad/qa,bad/vid", *RUN], 1,
          ["cannot write the journal", "File too large", "re-run the command to resume"],
          setup=_fill_journal, preexec=_small_disk, check=_resumes),
-    Case("dead_server", ["--tasks", "bad/qa", "--sample-data", "--no-report", "--output-dir", "{run}", "--model",
-                         "openai:m,base_url=http://127.0.0.1:{port}/v1"], 1,
+    Case("dead_server", ["--tasks", "bad/qa", "--data", "bad/qa={world}/files/many.jsonl", "--no-report",
+                         "--output-dir", "{run}", "--model", "openai:m,base_url=http://127.0.0.1:{port}/v1"], 1,
          ["stopped sending to openai:m at http://127.0.0.1:", "ClientConnectorError",
           "re-running the command retries them"], keep=False, max_seconds=30),
 ]

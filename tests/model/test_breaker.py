@@ -19,7 +19,7 @@ from tests.conftest import run_cli
 
 
 def test_breaker_opens_after_n_failures_of_one_kind_and_a_success_resets_it():
-    b = CircuitBreaker(threshold=3)
+    b = CircuitBreaker(threshold=3, quiet=0)
     b.failure("HTTP 503", "HTTP 503: busy")
     b.failure("HTTP 503", "HTTP 503: busy")
     b.success()
@@ -30,7 +30,24 @@ def test_breaker_opens_after_n_failures_of_one_kind_and_a_success_resets_it():
     b.failure("HTTP 503", "HTTP 503: still busy")
     assert b.open and b.opened_with == "HTTP 503: still busy"
     assert failure_kind("ClientConnectorError: Cannot connect to host", None) == "ClientConnectorError"
+    assert failure_kind("whatever 12 went wrong 34") == "whatever # went wrong #"
     assert failure_kind("whatever 12 went wrong 34", 500) == "HTTP 500"
+
+
+def test_a_burst_of_failures_does_not_open_it_until_nothing_answered_for_the_quiet_time():
+    now = [100.0]
+    b = CircuitBreaker(threshold=10, quiet=5, clock=lambda: now[0])
+    for _ in range(30):  # thirty time-outs arrive at once (a fault storm), each sent a second ago
+        b.failure("TimeoutError", "TimeoutError", started=99.0)
+    assert not b.open
+    b.success()  # other requests still answer
+    now[0] = 104.0
+    for _ in range(30):
+        b.failure("TimeoutError", "TimeoutError", started=103.0)
+    assert not b.open
+    now[0] = 108.5  # nothing has answered since the attempts sent at 103.0
+    b.failure("TimeoutError", "TimeoutError", started=107.0)
+    assert b.open and b.silent_for == 5.5
 
 
 async def test_resilient_stops_retrying_every_call_once_the_breaker_opens():
@@ -42,7 +59,7 @@ async def test_resilient_stops_retrying_every_call_once_the_breaker_opens():
         await asyncio.sleep(0)
         raise ConnectionRefusedError("Connection refused")
 
-    breaker = CircuitBreaker(threshold=5)
+    breaker = CircuitBreaker(threshold=5, quiet=0)
     resilient = Resilient(RetryPolicy(max_attempts=6, base_delay=0.05), AdaptiveLimiter(4))
 
     async def one():
@@ -75,6 +92,7 @@ async def test_caller_refuses_calls_once_open_and_does_not_journal_them(tmp_path
     backend = Failing()
     journal = Journal(tmp_path)
     caller = Caller(journal, "responses", backend, label="failing:x")
+    caller.breaker = CircuitBreaker(quiet=0)
     calls = []
     for i in range(BREAKER_THRESHOLD + 5):
         request = Request(messages=[Message("user", [TextPart(f"q{i}")])])
@@ -84,7 +102,7 @@ async def test_caller_refuses_calls_once_open_and_does_not_journal_them(tmp_path
     assert calls[-1].error.startswith("not attempted: failing:x stopped answering (RuntimeError: engine died)")
     journal.close()
     assert len((tmp_path / "responses.jsonl").read_text().splitlines()) == BREAKER_THRESHOLD
-    assert caller.stop_message().startswith("stopped sending to failing:x after 10 consecutive failures")
+    assert caller.stop_message().startswith("stopped sending to failing:x: 10 failed attempts and no answer for")
 
 
 def _dead_port() -> int:
@@ -110,7 +128,8 @@ def test_dead_server_stops_the_run_fast_with_exit_1(testpack, tmp_path):
     assert len(errors) == 1 and "Traceback" not in proc.stderr
     line = errors[0]
     assert "stopped sending to openai:m at http://user:***@127.0.0.1:" in line and "hunter2secret" not in line
-    assert "consecutive failures (last: ClientConnectorError" in line and "re-running the command retries them" in line
+    assert "failed attempts and no answer for" in line and "(last: ClientConnectorError" in line
+    assert "re-running the command retries them" in line
     res = json.loads((out / "results.json").read_text())["results"]["testpack/qa_easy"]
     assert res["samples"] == 500 and res["errors"] == 500 and res["exact_n"] == 0
     samples = [json.loads(x) for x in (out / "samples" / "testpack__qa_easy.jsonl").read_text().splitlines()]
