@@ -1,5 +1,9 @@
 """``avhb`` command line.  Listing and validation import no hooks, backends
-or torch; a user error prints one line and exits 2."""
+or torch.  Exit codes: 0 done; 2 a user error (one line: a bad flag, task
+file, data file or folder); 1 the environment failed the run (a full disk,
+an unwritable folder; one line) or the run stopped early or finished over
+its error budget (the results of what finished are written and printed
+first); 130 interrupted.  Re-running the same command resumes."""
 from __future__ import annotations
 
 import argparse
@@ -7,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from avhb.errors import UserError
+from avhb.errors import EnvironmentFailure, RunStopped, UserError
 
 SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare")
 
@@ -28,7 +32,7 @@ class Parser(argparse.ArgumentParser):
                 message = f"unknown flag {flag}; did you mean {close[0]}?"
             else:
                 message = f"unknown flag {flag} (see `{self.prog} --help`)"
-        super().error(message)
+        self.exit(2, f"avhb: error: {message}\n")  # one line, no usage block
 
 
 def _flags(parser: argparse.ArgumentParser) -> set[str]:
@@ -98,6 +102,9 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
     _flag(p, "--gen-kwargs", default=None, metavar="k=v,...",
           help="override generation settings, e.g. max_tokens=4096,temperature=0.3")
     _flag(p, "--no-report", action="store_true", help="skip report.html")
+    _flag(p, "--max-errors", default="5%", metavar="SHARE",
+          help="error budget: exit 1 when more samples than this failed outside the model (e.g. 5%% or "
+               "0.05, default 5%%); they are excluded from the metrics and retried by re-running")
     _flag(p, "--include-path", dest="include_path", action="append", default=[], metavar="DIR",
           help="also load task YAML and hooks from DIR (tasks named DIR's-name/task)")
     _flag(p, "--batch-size", type=_batch_size, default=None, metavar="N",
@@ -164,11 +171,25 @@ def main(argv: list[str] | None = None) -> int:
             add_include_path(folder)
         return COMMANDS[args.command](args, argv)
     except UserError as exc:
-        print(f"avhb: error: {exc}", file=sys.stderr)
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except RunStopped as exc:
+        if exc.results:
+            _print_results(exc.results)
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except EnvironmentFailure as exc:
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("avhb: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    from avhb.redact import redact_text
+
+    return " ".join(redact_text(str(exc)).split())
 
 
 def _plugin_command(argv: list[str]) -> int:
@@ -182,8 +203,11 @@ def _plugin_command(argv: list[str]) -> int:
             raise UserError(f"unknown command {argv[0]!r} (commands: {known}; a run starts with --tasks)")
         return int(registry.load("commands", argv[0])(argv[1:]) or 0)
     except UserError as exc:
-        print(f"avhb: error: {exc}", file=sys.stderr)
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except EnvironmentFailure as exc:
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
 
 
 def _cmd_run(args, argv) -> int:
@@ -192,8 +216,9 @@ def _cmd_run(args, argv) -> int:
     from avhb.run.evaluator import evaluate
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
-    from avhb.run.options import parse_ablations
+    from avhb.run.options import check_gen_kwargs, parse_ablations, parse_error_budget
 
+    budget = parse_error_budget(args.max_errors)
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit {args.limit}: must be 0 or more")
     if args.repeats is not None and args.repeats < 1:
@@ -211,13 +236,28 @@ def _cmd_run(args, argv) -> int:
         judges=parse_judge_bindings(args.judge), judge_args=list(args.judge), data=parse_data_flags(args.data), sample_data=args.sample_data,
         limit=args.limit, samples=[s for s in (args.samples or "").split(",") if s] or None, seed=args.seed,
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
-        media=_media_overrides(args.media), gen_kwargs=parse_kv(args.gen_kwargs),
+        media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes)
     results = evaluate(options)
     _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)
+    over = _over_budget(results, budget, args.max_errors)
+    if over:
+        print(f"avhb: error: {over}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _over_budget(results: dict, budget: float, flag: str) -> str | None:
+    """The error-budget line when the share of failed samples exceeds it."""
+    rows = [r for r in (results.get("results") or {}).values() if isinstance(r, dict)]
+    samples = sum(int(r.get("samples") or 0) for r in rows)
+    errors = sum(int(r.get("errors") or 0) for r in rows)
+    if not samples or errors / samples <= budget:
+        return None
+    return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}); they are "
+            "excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
 
 
 def _media_overrides(text: str | None) -> dict:

@@ -18,6 +18,10 @@ language for that transcript, a Whisper code or a locale such as
 ``ta-IN``, whose language part is used, or a template over the sample's
 fields such as ``"{{locale}}"``; default: detected).
 
+Every number is bounded by what media can hold (:data:`LIMITS`: e.g. at
+most 1000 frames per second, 100,000 frames, 16,384 pixels a side); a
+value past its bound is a ``UserError`` naming the key, never a hang.
+
 A task's media settings are its YAML block merged with ``--media``, parsed
 once per task into a :class:`MediaSpec` that both request building and
 materialisation read.  :meth:`MediaSpec.frame_spec` builds the
@@ -31,6 +35,16 @@ from typing import Any, Mapping
 
 from avhb.errors import UserError
 from avhb.media.frames import FrameSpec
+
+
+# upper bounds of the media numbers (inclusive)
+LIMITS: dict[str, float] = {
+    "frames": 100_000, "max_frames": 100_000, "max_side": 16_384, "max_pixels": 16_384 * 16_384,
+    "audio_rate": 384_000, "fps": 1000.0, "boxes_key_fps": 1000.0,
+    "chunks.seconds": 7 * 24 * 3600.0, "chunks.fps": 1000.0, "chunks.width": 16_384, "chunks.height": 16_384,
+}
+_UNITS = {"fps": "frames per second", "boxes_key_fps": "keys per second", "audio_rate": "samples per second",
+          "chunks.seconds": "seconds", "chunks.fps": "frames per second"}
 
 
 @dataclass(frozen=True)
@@ -154,15 +168,25 @@ def _typed(where: str, key: str, value: Any, typ: type) -> Any:
     return value
 
 
+def _bounded(where: str, key: str, value: float) -> None:
+    name = f"{where.rpartition('.')[2]}.{key}" if where.endswith(".chunks") else key
+    limit = LIMITS.get(name)
+    if limit is not None and value > limit:
+        unit = f" {_UNITS[name]}" if name in _UNITS else ""
+        raise UserError(f"{where}.{key}: must be at most {limit:g}{unit}, got {value:g}")
+
+
 def _positive_int(where: str, key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise UserError(f"{where}.{key}: must be a positive integer, got {value!r}")
+    _bounded(where, key, value)
     return value
 
 
 def _positive_float(where: str, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
         raise UserError(f"{where}.{key}: must be a positive number, got {value!r}")
+    _bounded(where, key, float(value))
     return float(value)
 
 

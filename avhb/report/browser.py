@@ -10,6 +10,7 @@ from avhb.report.htmlkit import esc
 from avhb.report.rundata import RunData
 
 MAX_DOC_VALUE = 2000  # characters shown per doc field
+MAX_TEXT = 20000  # characters shown of a prompt, target, response or judge reply (the samples file keeps all)
 
 
 def _text(value: Any) -> str:
@@ -24,6 +25,14 @@ def _text(value: Any) -> str:
 def _short(value: Any, limit: int = MAX_DOC_VALUE) -> str:
     text = _text(value)
     return text if len(text) <= limit else text[:limit] + f"… [{len(text) - limit} more characters]"
+
+
+def _capped(value: Any) -> str:
+    """Long texts cut for the report; the samples file has them whole."""
+    text = _text(value)
+    if len(text) <= MAX_TEXT:
+        return text
+    return text[:MAX_TEXT] + f"… [{len(text) - MAX_TEXT} more characters: the full text is in samples/<task>.jsonl]"
 
 
 def fmt_times(timestamps: Any) -> str:
@@ -125,7 +134,7 @@ def _judgements(judgements: Any) -> str:
         ok = v.get("ok") is True
         status = '<span class="good">ok</span>' if ok else '<span class="bad">unparsable</span>'
         raw = v.get("raw")
-        raw_html = f"<pre>{esc(raw)}</pre>" if raw else ""
+        raw_html = f"<pre>{esc(_capped(raw))}</pre>" if raw else ""
         rows.append(f"<tr><td>{esc(role)}</td><td>{esc(_text(v.get('value')))}</td><td>{status}</td>"
                     f"<td>{raw_html}</td></tr>")
     return f"<table><tr><th>Role</th><th>Verdict</th><th>Parsed</th><th>Raw reply</th></tr>{''.join(rows)}</table>"
@@ -146,7 +155,7 @@ def sample_html(task: str, row: Mapping[str, Any]) -> str:
             f'<span class="muted">{esc(_score_text(row.get("scores")))}</span>{"".join(badges)}')
     fields = []
     if error:
-        fields.append(_field("error", f'<pre class="bad">{esc(error)}</pre>'))
+        fields.append(_field("error", f'<pre class="bad">{esc(_capped(error))}</pre>'))
     doc = row.get("doc")
     if isinstance(doc, dict) and doc:
         q = doc.get("question")
@@ -156,7 +165,7 @@ def sample_html(task: str, row: Mapping[str, Any]) -> str:
         if rest:
             fields.append(_field("doc", f'<details><summary>fields</summary><dl class="kv">{rest}</dl></details>'))
     if row.get("prompt"):
-        fields.append(_field("prompt", f"<details><summary>text sent</summary><pre>{esc(row['prompt'])}</pre>"
+        fields.append(_field("prompt", f"<details><summary>text sent</summary><pre>{esc(_capped(row['prompt']))}</pre>"
                                        f"</details>"))
     media = _media(row.get("media"))
     if media:
@@ -165,9 +174,9 @@ def sample_html(task: str, row: Mapping[str, Any]) -> str:
     if adaptations:
         fields.append(_field("adaptations", esc("; ".join(map(_text, adaptations)) if isinstance(adaptations, list)
                                                  else _text(adaptations))))
-    fields.append(_field("target", f"<pre>{esc(_text(row.get('target')))}</pre>"))
-    fields.append(_field("response", f"<pre>{esc(_text(row.get('response')))}</pre>"))
-    fields.append(_field("extracted", f"<pre>{esc(_text(row.get('extracted')))}</pre>"))
+    fields.append(_field("target", f"<pre>{esc(_capped(row.get('target')))}</pre>"))
+    fields.append(_field("response", f"<pre>{esc(_capped(row.get('response')))}</pre>"))
+    fields.append(_field("extracted", f"<pre>{esc(_capped(row.get('extracted')))}</pre>"))
     scores = row.get("scores")
     if isinstance(scores, dict) and scores:
         fields.append(_field("scores", esc(_score_text(scores))))

@@ -7,7 +7,6 @@ and versions. No network resource is referenced; charts are inline SVG.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from avhb.report.browser import browser_section
@@ -67,8 +66,8 @@ def write_report(run_dir: Path, *, max_samples_per_task: int | None = DEFAULT_MA
     run_dir = Path(run_dir)
     data = load_run(run_dir, max_samples_per_task=max_samples_per_task)
     text = render_report(data)
+    from avhb.run.folder import write_atomic
+
     out = run_dir / REPORT_NAME
-    tmp = out.with_name(f".{REPORT_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(out, lambda fh: fh.write(text))
     return out

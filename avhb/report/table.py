@@ -46,6 +46,7 @@ def _cell(c: Aggregate) -> tuple[str, str, str, str]:
 
 
 def _task_rows(name: str, r: TaskResult) -> list[tuple[str, ...]]:
+    name = f"{name} *" if r.errors else name  # some samples failed outside the model (excluded, counted)
     metrics = r.ordered()
     own, rest = metric_counts(r, list(metrics))
     task_counts = (str(r.samples), str(r.errors), str(r.judge_failures))
@@ -104,6 +105,8 @@ def format_results_table(results: RunResults | Mapping[str, Any], notes: list[st
     if typed.groups:
         grows = []
         for name, cells in typed.groups.items():
+            if (typed.group_counts.get(name) or {}).get("errors"):
+                name = f"{name} *"
             if not cells:
                 grows.append((str(name), "-", "-", "", "", ""))
             for i, (metric, c) in enumerate(cells.items()):
@@ -112,6 +115,10 @@ def format_results_table(results: RunResults | Mapping[str, Any], notes: list[st
     about = describe_metrics(typed)
     if about:
         lines += ["", *about]
+    notes = list(notes or [])
+    if any(r.errors for r in typed.tasks.values()):
+        notes.append("* some samples failed outside the model (missing media, data, hook or backend errors): they "
+                     "are excluded from the metrics and counted in Errors (docs/errors.md)")
     if notes:
         lines += ["", "Notes:", *(f"- {n}" for n in notes)]
     return "\n".join(lines)

@@ -7,6 +7,12 @@
 
 ``avhb score`` is the same run with a replaying model caller: every model
 answer comes from the journal, and no backend is built for the model.
+
+The run holds its folder's lock throughout (:mod:`avhb.run.lock`).  When a
+backend's circuit breaker opens (the model's or a judge's), the task in
+progress finishes with its remaining samples recorded as not attempted,
+its results are written, later tasks are not started, and the run raises
+``RunStopped`` naming the backend.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.data.sources import DataSource, resolve_source
-from avhb.errors import SampleError, UserError
+from avhb.errors import RunStopped, SampleError, UserError
 from avhb.model.backend import create_backend
 from avhb.model.caller import Caller
 from avhb.registry import get_registry
@@ -44,8 +50,17 @@ class Evaluator:
         self._matched: dict[str, set[str]] = {}  # task -> the --samples ids it has
         self._said: set[str] = set()  # "task|adaptation kind" already said in a note
         self.manifest: dict[str, Any] = {}
+        self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
+        self.not_attempted = 0  # samples an open breaker never sent
 
     async def run(self) -> dict[str, Any]:
+        self.folder.open()  # the lock: one process writes a run folder
+        try:
+            return await self._run()
+        finally:
+            self.folder.close()
+
+    async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
@@ -89,13 +104,33 @@ class Evaluator:
                 await self._run_task(run, judges, records[task.name])
                 self.results.aggregate_groups(self.index.groups, self.index.group_members, self.index.group_entries)
                 self._write_results(judges)  # each task's results land as soon as it finishes
+                self.stopped = self._stop_reason(model, judges)
+                if self.stopped:
+                    break
         finally:
-            journal.close()
-            await judges.close()
-            await model.aclose()
+            try:
+                journal.close()
+            finally:
+                await judges.close()
+                await model.aclose()
         if self.o.write_report:
             self._write_report()
+        if self.stopped:
+            done = [t.name for t in tasks if t.name in self.results.tasks]
+            skipped = len(tasks) - len(done)
+            not_tried = self.not_attempted
+            raise RunStopped(f"{self.stopped}; {not_tried} samples not attempted"
+                             + (f", {skipped} tasks not started" if skipped else "")
+                             + "; re-running the command retries them", self.results.to_json())
         return self.results.to_json()
+
+    @staticmethod
+    def _stop_reason(model: Caller, judges: Judges) -> str | None:
+        for caller in [model, *judges.callers()]:
+            message = caller.stop_message()
+            if message:
+                return message
+        return None
 
     # ------------------------------------------------------------------ checks
     def _check_names_used(self, tasks: list[Task]) -> None:
@@ -155,7 +190,17 @@ class Evaluator:
 
     def _records(self, task: Task, source: DataSource) -> list[SampleRecord]:
         docs = task.load_docs(source)
+        if not docs:
+            raise UserError(f"task {task.name!r}: its data ({source.root}) has no samples")
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
+        first: dict[str, int] = {}
+        for i, (sample_id, _) in enumerate(pairs):
+            if sample_id in first:
+                field = task.cfg.get("doc_id")
+                raise UserError(f"task {task.name!r}: sample id {sample_id!r} appears twice in {source.root} "
+                                f"(samples {first[sample_id]} and {i}"
+                                + (f"; doc_id field {field!r} must be unique)" if field else ")"))
+            first[sample_id] = i
         if self.o.samples:
             wanted = set(self.o.samples)
             pairs = [(i, d) for i, d in pairs if i in wanted]
@@ -185,9 +230,16 @@ class Evaluator:
                             "(the run is unfinished or failed there): resume it with its original command first; "
                             "avhb score makes no model calls")
         if metrics:
-            await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.root)
+            await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
         self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
-        self.folder.write_samples(task.name, records)
+        self.not_attempted += sum(1 for r in records if r.error and "not attempted: " in r.error)
+        path = self.folder.write_samples(task.name, records)
+        failed = [r for r in records if r.error]
+        if failed:
+            first = failed[0]
+            print(f"avhb: warning: task {task.name}: {len(failed)} of {len(records)} samples failed and are excluded "
+                  f"from its metrics (first: sample {first.id!r}: {' '.join(first.error.split())[:300]}); "
+                  f"see {path}", file=sys.stderr)
 
     def _note_adaptations(self, task: Task, records: list[SampleRecord]) -> None:
         """Adaptations the plan-time notes did not foresee (a driver's

@@ -55,6 +55,48 @@ def parse_ablations(text: str | None) -> tuple[str, ...]:
     return items
 
 
+# generation settings whose type is known: (type, lowest allowed value or None)
+_GEN_NUMBERS: dict[str, tuple[type, float | None]] = {
+    "max_tokens": (int, 1), "max_new_tokens": (int, 1), "max_gen_toks": (int, 1), "max_completion_tokens": (int, 1),
+    "temperature": (float, 0), "top_p": (float, 0), "top_k": (int, 0), "min_p": (float, 0), "seed": (int, None),
+    "n": (int, 1), "presence_penalty": (float, None), "frequency_penalty": (float, None),
+    "repetition_penalty": (float, 0), "top_logprobs": (int, 0),
+}
+
+
+def check_gen_kwargs(gen: dict[str, Any], where: str = "--gen-kwargs") -> dict[str, Any]:
+    """Refuse generation settings of the wrong type before any call
+    (``max_tokens=lots`` would otherwise fail every sample); other keys pass
+    through to the backend as given."""
+    import math
+
+    for key, value in gen.items():
+        if key not in _GEN_NUMBERS:
+            continue
+        typ, low = _GEN_NUMBERS[key]
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if ok and typ is int and value != int(value):
+            ok = False
+        if not ok or (low is not None and value < low):
+            kind = "a whole number" if typ is int else "a number"
+            bound = f" >= {low:g}" if low is not None else ""
+            raise UserError(f"{where} {key}={value!r}: must be {kind}{bound}")
+    return gen
+
+
+def parse_error_budget(text: str) -> float:
+    """``--max-errors``: ``5%`` or a share ``0.05`` (0 allows no failed
+    sample, ``100%`` any number)."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:  # NaN fails too
+        raise UserError(f"--max-errors {text!r}: give a share of samples, e.g. 5% or 0.05")
+    return value
+
+
 def read_manifest(run_dir: Path) -> dict[str, Any]:
     """A run folder's ``run.json`` (a ``UserError`` when there is none)."""
     import json

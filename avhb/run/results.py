@@ -7,8 +7,9 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
     {"results": {task: {m: value, m_stderr: ..., m_n: ...,
                         [m_runs: [...], m_run_std: ...,]
                         samples, errors, judge_failures}},
-     "groups": {group: {m: ..., m_stderr: ..., m_n: ...}},
-     "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...}}}},
+     "groups": {group: {m: ..., m_stderr: ..., m_n: ..., samples, errors}},
+     "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...,
+                                           samples, errors}}}},
      "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...},
      "metrics": {task: {m: {"kind": "headline" | "diagnostic" | "count",
                             "higher_is_better": true | false | null, "description": "..."}}}}
@@ -17,6 +18,10 @@ and :meth:`RunResults.from_json` is the one reader of that flat form (the
 report and the printed table use it).  A key of a flat mapping is a metric
 unless it is a bookkeeping count or the ``_stderr`` / ``_n`` / ``_runs`` /
 ``_run_std`` companion of another key in the same mapping.
+
+``errors`` counts samples that failed outside the model (excluded from
+every metric, docs/errors.md): per task, per breakdown value, and per group
+(summed over its member tasks).
 """
 from __future__ import annotations
 
@@ -39,6 +44,8 @@ class TaskResult:
     judge_failures: int = 0
     breakdowns: dict[str, dict[str, dict[str, Aggregate]]] = field(default_factory=dict)
     info: dict[str, MetricInfo] = field(default_factory=dict)  # metric -> kind, direction, description
+    # field -> value -> {"samples": n, "errors": k}
+    breakdown_counts: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         return {"samples": self.samples, "errors": self.errors, "judge_failures": self.judge_failures}
@@ -67,6 +74,7 @@ class RunResults:
     model: str | None = None
     judge_usage: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept as they are
+    group_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # group -> {"samples", "errors"}
 
     # ------------------------------------------------------------ groups
     def aggregate_groups(self, groups: Mapping[str, Mapping[str, Any]], members_of, entries_of=None) -> None:
@@ -125,16 +133,21 @@ class RunResults:
             if len(members) < len(members_all):
                 self.partial_groups[group] = f"{len(members)}/{len(members_all)} tasks run"
                 self.groups.pop(group, None)
+                self.group_counts.pop(group, None)
                 continue
             self.partial_groups.pop(group, None)
             self.groups[group] = score(group) or {}
+            self.group_counts[group] = {"samples": sum(self.tasks[t].samples for t in members),
+                                        "errors": sum(self.tasks[t].errors for t in members)}
 
     # ------------------------------------------------------------ flat form
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "results": {name: {**flat_cells(r.metrics), **r.counts()} for name, r in self.tasks.items()},
-            "groups": {name: flat_cells(cells) for name, cells in self.groups.items()},
-            "breakdowns": {name: {dim: {value: flat_cells(cells) for value, cells in values.items()}
+            "groups": {name: {**flat_cells(cells), **self.group_counts.get(name, {})}
+                       for name, cells in self.groups.items()},
+            "breakdowns": {name: {dim: {value: {**flat_cells(cells), **r.breakdown_counts.get(dim, {}).get(value, {})}
+                                        for value, cells in values.items()}
                                   for dim, values in r.breakdowns.items()}
                            for name, r in self.tasks.items() if r.breakdowns},
             "metrics": {name: {k: i.as_dict() for k, i in r.info.items()} for name, r in self.tasks.items() if r.info},
@@ -165,7 +178,9 @@ class RunResults:
             dims = breakdowns.get(name) if isinstance(breakdowns.get(name), Mapping) else {}
             for dim, values in dims.items():
                 if isinstance(values, Mapping):
-                    result.breakdowns[str(dim)] = {str(v): cells_of(c) for v, c in values.items() if isinstance(c, Mapping)}
+                    cells = {str(v): c for v, c in values.items() if isinstance(c, Mapping)}
+                    result.breakdowns[str(dim)] = {v: cells_of(c) for v, c in cells.items()}
+                    result.breakdown_counts[str(dim)] = {v: _counts_of(c) for v, c in cells.items() if _counts_of(c)}
             infos = (data.get("metrics") or {}).get(name) if isinstance(data.get("metrics"), Mapping) else None
             for key, d in (infos or {}).items() if isinstance(infos, Mapping) else ():
                 info = MetricInfo.from_dict(d)
@@ -174,11 +189,17 @@ class RunResults:
             tasks[str(name)] = result
         groups_raw = data.get("groups") if isinstance(data.get("groups"), Mapping) else {}
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
+        group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
         known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics"}
         partial = data.get("partial_groups") if isinstance(data.get("partial_groups"), Mapping) else {}
         usage = data.get("judge_usage") if isinstance(data.get("judge_usage"), Mapping) else {}
         model = data.get("model") if isinstance(data.get("model"), str) else None
-        return cls(tasks, groups, dict(partial), model, dict(usage), {k: v for k, v in data.items() if k not in known})
+        return cls(tasks, groups, dict(partial), model, dict(usage),
+                   {k: v for k, v in data.items() if k not in known}, group_counts)
+
+
+def _counts_of(mapping: Mapping[str, Any]) -> dict[str, int]:
+    return {k: n for k in ("samples", "errors") if (n := _count(mapping.get(k))) is not None}
 
 
 def flat_cells(cells: Mapping[str, Aggregate]) -> dict[str, Any]:

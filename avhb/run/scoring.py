@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.errors import SampleError, UserError
+from avhb.errors import EnvironmentFailure, SampleError, UserError
 from avhb.run.generate import run_all
 from avhb.run.progress import Progress
 from avhb.run.results import TaskResult
@@ -45,7 +45,7 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
                     except SampleError as exc:  # e.g. a sample whose target is not among its options
                         record.error = f"scoring: {exc}"
                         record.scores = {}
-                    except (UserError, AssertionError):
+                    except (UserError, AssertionError, EnvironmentFailure):
                         raise
                     except Exception as exc:  # a metric/filter bug fails this sample, not the run
                         record.error = f"scoring failed: {type(exc).__name__}: {exc}"
@@ -78,9 +78,11 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
               repeats: int) -> TaskResult:
     """The task's ``TaskResult``: every metric over all records; with
     ``repeats > 1`` also each repeat's value (``Aggregate.runs``); one cell
-    per value of each ``breakdown`` field.  A multi-valued field (a list, or
-    a string split at the breakdown's ``separator``) puts a record in the
-    cell of each of its values, so those cells overlap."""
+    per value of each ``breakdown`` field, with its ``samples`` and
+    ``errors``.  A multi-valued field (a list, or a string split at the
+    breakdown's ``separator``) puts a record in the cell of each of its
+    values, so those cells overlap.  Failed records (``errors``) are left to
+    each metric's ``aggregate``, which excludes them (docs/errors.md)."""
     owners: dict[str, Metric] = {}
     result = TaskResult(_cells(metrics, records, owners), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
@@ -96,4 +98,7 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
                 for key in axis.values(r.doc):
                     values.setdefault(key, []).append(r)
             result.breakdowns[axis.field] = {value: _cells(metrics, subset) for value, subset in sorted(values.items())}
+            result.breakdown_counts[axis.field] = {value: {"samples": len(subset),
+                                                           "errors": sum(1 for r in subset if r.error)}
+                                                   for value, subset in sorted(values.items())}
     return result

@@ -20,6 +20,12 @@ an output it does not declare is a diagnostic.  Its one-line description is
 ``description``, else the first line of its class docstring; a task's YAML
 may override ``kind``, ``higher_is_better`` and ``description`` of the
 metric's own value.
+Error policy (docs/errors.md): a sample that failed for a reason outside
+the model (``record.error``: missing or corrupt media, a hook or data error,
+a backend that never answered) is never a wrong answer.  It is not scored,
+is excluded from every aggregate, and is counted in the task's ``errors``
+(per breakdown value and per group too).  An answer the model gave that is
+unusable (empty, unparsable) is scored by each metric's own rule.
 """
 from __future__ import annotations
 
@@ -109,6 +115,11 @@ class Metric:
     def __init__(self, name: str | None = None, **options: Any):
         if name:
             self.name = name
+        if "errors_count_as_wrong" in options:
+            from avhb.errors import UserError
+
+            raise UserError(f"metric {self.name!r}: option errors_count_as_wrong was removed: a sample that failed "
+                            "outside the model is excluded and counted in 'errors' (docs/errors.md)")
         self.options = options
 
     def describe(self, key: str) -> MetricInfo:
@@ -129,8 +140,9 @@ class Metric:
         raise NotImplementedError
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
-        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None] +
-                                       [0.0 for r in records if r.error is not None and self.options.get("errors_count_as_wrong", True)])}
+        """The mean of the per-sample values over samples that did not fail
+        (``None`` values excluded too)."""
+        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None])}
 
 
 # A metric may also define ``pool(runs: list[list[SampleRecord]]) ->

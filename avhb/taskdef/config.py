@@ -24,7 +24,23 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data)."""
+    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data); a key
+    given twice in one mapping is an error naming both lines (PyYAML keeps
+    the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = key_node.value
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping (first at line {seen[key]})",
+                        key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_constructor("!function", lambda loader, node: {"function": loader.construct_scalar(node)})

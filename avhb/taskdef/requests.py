@@ -8,9 +8,16 @@ block merged with ``--media``, parsed once per task into a ``MediaSpec``):
 a list of image paths (or one template),
 ``audio_in_video`` adds the video's own track, ``segment`` clips both,
 ``boxes`` attaches the sample's box annotations to the video.
+
+Media paths are confined to the data root: a path that leaves it (``..``
+components, an absolute path elsewhere) fails its sample, whether a
+template or a ``doc_to_messages`` hook named it, unless the task sets
+``allow_outside_root: true``.  The check is lexical (symbolic links inside
+the root, as in a Hub snapshot, are the data owner's and are followed).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +33,24 @@ def media_path(template: str, doc: dict[str, Any], root: Path, sample: str | Non
     absolute."""
     path = Path(render(template, doc, sample, where))
     return str(path if path.is_absolute() else Path(root) / path)
+
+
+def outside_root(path: str, root: Path) -> bool:
+    """Whether ``path`` (absolute, or relative to ``root``) lies outside
+    ``root``, comparing normalised paths (no symlink is resolved)."""
+    base = os.path.normpath(os.path.abspath(root))
+    full = os.path.normpath(os.path.abspath(os.path.join(base, path)))
+    return os.path.commonpath([base, full]) != base
+
+
+def check_confined(messages: list[Message], root: Path, task: str) -> None:
+    """``SampleError`` for the first media part outside the data root."""
+    for m in messages:
+        for part in getattr(m, "parts", None) or []:
+            path = getattr(part, "path", None)
+            if isinstance(part, (VideoPart, AudioPart, ImagePart)) and path and outside_root(str(path), root):
+                raise SampleError(f"media path {str(path)!r} is outside the data root {root} (task {task}: set "
+                                  "allow_outside_root: true in its YAML to allow it)")
 
 
 def segment_of(doc: dict[str, Any], fields: tuple[str, str] | None) -> tuple[tuple[float, float] | None, str | None]:
@@ -74,7 +99,7 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     hook = task.cfg.get("doc_to_messages")
     notes: list[str] = []
     if hook:
-        messages = task.hook(hook["function"])(doc, {"root": root, "media": media})
+        messages = task.messages(doc, {"root": root, "media": media})
     else:
         parts: list[Any] = []
         language = speech_language(media, doc, sample_id)
@@ -98,6 +123,8 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
         if task.cfg.get("system_prompt"):
             messages.append(Message("system", [TextPart(task.cfg.get("system_prompt"))]))
         messages.append(Message("user", parts))
+    if not task.cfg.get("allow_outside_root", False):
+        check_confined(messages, Path(root), task.name)
     request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id))
     request.fields = {"task": task.name, "sample_id": sample_id}
     request.adaptations.extend(notes)

@@ -1,4 +1,11 @@
-"""A task at run time: its YAML config plus lazily imported hooks."""
+"""A task at run time: its YAML config plus lazily imported hooks.
+
+Hook failures: a hook that cannot be imported (its module raises, the name
+is missing) or a load-time hook that raises (``data_loader``,
+``process_docs``) is a ``UserError`` naming the YAML file and the function;
+a per-sample hook that raises (``doc_to_text``, ``doc_to_target``,
+``doc_to_choice``, ``doc_to_messages``) fails that sample only, with a
+``SampleError`` naming the hook and the exception."""
 from __future__ import annotations
 
 import ast
@@ -58,22 +65,62 @@ class Task:
     def hook(self, dotted: str) -> Callable:
         try:
             return import_path(self.cfg.hook_path(dotted))
-        except (ImportError, AttributeError) as exc:
-            raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {exc}") from None
+        except UserError:
+            raise
+        except Exception as exc:  # ImportError, AttributeError, or whatever the module raised at import
+            raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
 
-    def _hook_or_none(self, key: str) -> Callable | None:
+    def call_hook(self, key: str, dotted: str, *args: Any) -> Any:
+        """A per-sample hook: an exception fails the sample, naming the hook."""
+        fn = self.hook(dotted)
+        try:
+            return fn(*args)
+        except (SampleError, UserError):
+            raise
+        except Exception as exc:
+            raise SampleError(f"{key} hook {dotted} failed: {_describe(exc)}") from None
+
+    def _load_hook(self, key: str, *args: Any) -> Any:
+        """Run a load-time hook; an exception is a user error naming the file
+        and the function."""
+        dotted = self.cfg.get(key)["function"]
+        fn = self.hook(dotted)
+        try:
+            return fn(*args)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise UserError(f"{self.cfg.file}: {key} hook {dotted} failed: {_describe(exc)}") from None
+
+    def _has_hook(self, key: str) -> bool:
         value = self.cfg.get(key)
-        if isinstance(value, dict) and "function" in value:
-            return self.hook(value["function"])
-        return None
+        return isinstance(value, dict) and "function" in value
 
     # -- data --------------------------------------------------------------
     def load_docs(self, source: DataSource) -> list[dict[str, Any]]:
-        loader = self._hook_or_none("data_loader")
-        docs = list(loader(source.root, self.cfg.config) if loader else default_loader(source.root, self.cfg))
-        process = self._hook_or_none("process_docs")
-        if process:
-            docs = list(process(docs))
+        """The task's samples: its data loader (or the default one), then
+        ``process_docs``.  Every sample must be a mapping."""
+        if self._has_hook("data_loader"):
+            docs = self._load_hook("data_loader", source.root, self.cfg.config)
+            where = f"{self.cfg.file}: data_loader hook {self.cfg.get('data_loader')['function']}"
+        else:
+            docs = default_loader(source.root, self.cfg)
+            where = str(source.root)
+        docs = self._listed(docs, where)
+        if self._has_hook("process_docs"):
+            docs = self._listed(self._load_hook("process_docs", docs),
+                                f"{self.cfg.file}: process_docs hook {self.cfg.get('process_docs')['function']}")
+        return docs
+
+    @staticmethod
+    def _listed(docs: Any, where: str) -> list[dict[str, Any]]:
+        try:
+            docs = list(docs)
+        except TypeError:
+            raise UserError(f"{where}: returned {type(docs).__name__}, not a list of samples") from None
+        for i, d in enumerate(docs):
+            if not isinstance(d, dict):
+                raise UserError(f"{where}: sample {i} is {type(d).__name__} {str(d)[:60]!r}, not a mapping of fields")
         return docs
 
     def doc_id(self, doc: dict[str, Any], index: int) -> str:
@@ -90,7 +137,7 @@ class Task:
         (``doc_to_text: question``), or a template."""
         value = self.cfg.get("doc_to_text")
         if isinstance(value, dict):
-            return str(self.hook(value["function"])(doc))
+            return str(self.call_hook("doc_to_text", value["function"], doc))
         if is_field_name(value) and value in doc:
             return str(doc[value])
         return render(value or "", doc, sample, "doc_to_text")
@@ -104,7 +151,7 @@ class Task:
         if value is None:
             return None
         if isinstance(value, dict):
-            out = self.hook(value["function"])(doc)
+            out = self.call_hook("doc_to_target", value["function"], doc)
         elif is_template(value):
             out = render(value, doc, sample, "doc_to_target")
             if out.strip().isdigit() and self.cfg.get("doc_to_choice") is not None:
@@ -129,7 +176,7 @@ class Task:
         if isinstance(value, list):
             return [str(v) for v in value]
         if isinstance(value, dict):
-            out = self.hook(value["function"])(doc)
+            out = self.call_hook("doc_to_choice", value["function"], doc)
         elif is_template(value):
             text = render(value, doc, sample, "doc_to_choice")
             try:
@@ -145,6 +192,10 @@ class Task:
         if not isinstance(out, (list, tuple)):
             raise SampleError(f"sample {sample}: doc_to_choice gave {type(out).__name__}, not a list")
         return [str(v) for v in out]
+
+    def messages(self, doc: dict[str, Any], context: dict[str, Any]) -> Any:
+        """The ``doc_to_messages`` hook's messages for one sample."""
+        return self.call_hook("doc_to_messages", self.cfg.get("doc_to_messages")["function"], doc, context)
 
     # -- scoring -----------------------------------------------------------
     def metrics(self) -> list[Metric]:
@@ -162,7 +213,13 @@ class Task:
                 out.append(self._fallback_metric(entry, options, what))
                 continue
             check_requirements(what, getattr(cls, "requires", ()))
-            metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
+            try:
+                metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
+            except UserError:
+                raise
+            except Exception as exc:  # bad options: the metric's constructor refused them
+                raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
+                                f"{_describe(exc)}") from None
             for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
                 if key in entry:
                     setattr(metric, key, entry[key])
@@ -202,7 +259,13 @@ class Task:
         for entry in self.cfg.get("filter_list") or []:
             options = {k: v for k, v in entry.items() if k not in ("filter", "function")}
             cls = self.hook(entry["function"]) if "function" in entry else self.registry.load("filters", entry["filter"])
-            out.append(cls(**options))
+            try:
+                out.append(cls(**options))
+            except UserError:
+                raise
+            except Exception as exc:
+                raise UserError(f"{self.cfg.file}: filter_list: {entry.get('filter') or entry.get('function')}: "
+                                f"{_describe(exc)}") from None
         return out
 
     def judge_roles(self) -> dict[str, JudgeRole]:
@@ -234,3 +297,8 @@ class Task:
     @property
     def pack_dir(self) -> Path:
         return self.cfg.pack_dir
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__

@@ -395,7 +395,7 @@ def requery_block(established: list[str], hints: list[str]) -> str:
 def check_fields(doc: dict[str, Any], graph: EvidenceGraph, node: EvidenceNode, reasoning: str) -> dict[str, str]:
     premises = "\n".join(f"- {graph.node(p).text}" for p in node.premises) or "(none)"
     return {"locale": str(doc.get("locale", "")), "question": str(doc.get("question", "")),
-            "node_type": node.type, "node_timestamp": f", {node.timestamp}" if node.timestamp else "",
+            "node_type": node.type, "node_timestamp": node.timestamp or "none",
             "node_text": node.text, "premises": premises, "model_reasoning": reasoning}
 
 

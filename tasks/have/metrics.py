@@ -45,8 +45,7 @@ class StaticScore(Metric):
 
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)
-        self.choice = ChoiceAccuracy(name=self.name, question_field="query", role=self.matcher,
-                                     errors_count_as_wrong=False)
+        self.choice = ChoiceAccuracy(name=self.name, question_field="query", role=self.matcher)
 
     @property
     def matcher(self) -> str:

@@ -17,10 +17,10 @@ options (every entry of one task should use the same values):
   option is indicated, ``mmmu`` is MMMU's rule (last candidate wins);
 * ``bootstrap_iters`` (1000): resamples of pairs for every stderr.
 
-A sample whose model call failed (e.g. its video is missing) has no reply:
-binary metrics treat it as a missing answer (excluded by default, wrong under
-``unknown: wrong``), MCQ as unparsed, the open score as 0 (``errors: wrong``,
-default) or excluded (``errors: exclude``).
+A sample that failed outside the model (e.g. its video is missing) has no
+reply and is never a wrong answer (docs/errors.md): binary and MCQ metrics
+count it as ``missing`` and leave it out of every unit and share (a pair
+with a failed member is an incomplete pair), the open score excludes it.
 
 ``open_score``: the ``scorer`` judge's 0-2 rating / 2 (``scale: 2``, parser
 ``score_0_2``) or (rating - 1) / 4 (``scale: 5``, parser ``rating_json`` or
@@ -357,7 +357,9 @@ class OpenScore(Metric):
         self.scale = int(options.get("scale", 2))
         if self.scale not in SCALES:
             raise ValueError(f"{self.name}: scale must be 2 (0-2) or 5 (1-5), not {self.scale!r}")
-        self.errors = scoring.check_option("errors", options.get("errors", "wrong"), ("exclude", "wrong"))
+        if "errors" in options:
+            raise UserError(f"{self.name}: option 'errors' was removed: a failed sample is excluded and counted in "
+                            "the task's errors (docs/errors.md)")
         self.iters = int(options.get("bootstrap_iters", 1000))
         self._checked: set[int] = set()
 
@@ -389,10 +391,8 @@ class OpenScore(Metric):
             d = r.doc
             key = (r.repeat, d.get("level"), d.get("pair_id") or d.get("id"))
             if r.error is not None:
-                value = 0.0 if self.errors == "wrong" else None
-            else:
-                value = r.scores.get(self.name)
-            units.setdefault(key, []).append(value)
+                continue  # failed outside the model: excluded
+            units.setdefault(key, []).append(r.scores.get(self.name))
         answered = [r for r in records if r.error is None]
         failures = sum(1 for r in answered if r.scores.get(self.name) is None)
         return {self.name: scoring.clustered_mean(units, self.iters),

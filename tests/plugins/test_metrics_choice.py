@@ -163,7 +163,8 @@ async def test_choice_accuracy_metric():
     assert records[2].meta["choice"] == {"letter": "B", "by": "judge", "judge_failed": False}
     assert records[3].meta["choice"]["judge_failed"] is True
     agg = m.aggregate(records)
-    assert agg["choice_accuracy"].value == pytest.approx(2 / 6) and agg["choice_accuracy"].n == 6  # error counts wrong
+    # the failed sample is excluded (docs/errors.md), not a wrong answer
+    assert agg["choice_accuracy"].value == pytest.approx(2 / 5) and agg["choice_accuracy"].n == 5
     assert agg["choice_accuracy_unparsed"].value == 2 and agg["choice_accuracy_unparsed"].n == 5
     assert agg["choice_accuracy_judge_failures"].value == 1
 

@@ -187,3 +187,18 @@ def test_a_task_note_is_shown_under_the_results(tmp_path):
     (run / "run.json").write_text(json.dumps(manifest))
     html = write_report(run).read_text()
     assert '<p class="note">vidpair_mcq: this scorer is &lt;ours&gt;</p>' in html
+
+
+def test_report_caps_huge_texts_and_the_samples_file_keeps_them(tmp_path):
+    """Issue 15, defect 13: a 120 MB field made a 126 MB report.html."""
+    run = tmp_path / "big"
+    (run / "samples").mkdir(parents=True)
+    huge = "word " * 2_000_000  # 10 MB
+    row = {"id": "s0", "repeat": 0, "doc": {"q": "x"}, "prompt": huge, "response": huge, "target": "t",
+           "extracted": huge, "scores": {}, "judgements": {"scorer": {"value": 1, "ok": True, "raw": huge}},
+           "error": None}
+    (run / "samples" / "t.jsonl").write_text(json.dumps(row) + "\n")
+    (run / "results.json").write_text(json.dumps({"results": {"t": {"samples": 1, "errors": 0}}}))
+    size = write_report(run).stat().st_size
+    assert size < 1_000_000, size
+    assert "more characters: the full text is in samples/&lt;task&gt;.jsonl" in (run / "report.html").read_text()

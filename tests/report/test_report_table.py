@@ -44,13 +44,14 @@ def test_table_rows_groups_and_notes():
         "Task", "Metric", "Value", "", "Stderr", "N", "Samples", "Errors", "Judge fail.", "Unparsed"]
     body = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines[2:6]]
     assert body == [
-        ["curve_ta_IN", "accuracy", "0.6250", "±", "0.2394", "4", "5", "1", "2", ""],
+        ["curve_ta_IN *", "accuracy", "0.6250", "±", "0.2394", "4", "5", "1", "2", ""],
         ["vidpair_binary", "vAcc", "0.4000", "", "", "500", "6", "0", "0", ""],
         ["", "qAcc", "-", "", "", "0", "", "", "", ""],
         ["empty", "-", "-", "", "", "", "0", "0", "0", ""],
     ]
     assert lines[6] == ""
     assert [c.strip() for c in lines[9].split("|")[1:-1]] == ["curve", "accuracy", "0.7000", "±", "0.0500", "11"]
+    assert any(line.startswith("- * some samples failed outside the model") and "excluded" in line for line in lines)
     # every table line of one block has the same width
     assert len({len(ln) for ln in lines[:6]}) == 1
 

@@ -22,6 +22,8 @@ Scripting:
 - ``hang_next(n, seconds)``: the next ``n`` requests sleep before replying
   (a client with a shorter timeout sees a timeout).
 - ``malformed_next(n)``: the next ``n`` replies are 200 with invalid JSON.
+- ``Fault(empty=True)``: 200 with an empty body; ``Fault(drop=True)``: the
+  connection is closed with no reply at all.
 - ``fault(index, body) -> Fault | None``: a function deciding per request
   (``index`` counts completion requests from 0); consulted after the queue.
 - ``delay``: seconds every completion waits (to measure concurrency).
@@ -60,6 +62,8 @@ class Fault:
     body: str | None = None
     sleep: float = 0.0  # seconds before answering (timeouts)
     malformed: bool = False  # 200 with a body that is not JSON
+    empty: bool = False  # 200 with an empty body
+    drop: bool = False  # close the connection without any reply
 
 
 class Headers(dict):
@@ -203,6 +207,9 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with st.lock:
                 st.in_flight -= 1
+        if status is None:  # a dropped connection
+            self.close_connection = True
+            return
         self._send(status, payload, headers)
 
     def _answer(self, index: int, body: dict, fault: Fault | None) -> tuple[int, bytes, dict[str, str]]:
@@ -210,6 +217,10 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None:
             if fault.sleep:
                 time.sleep(fault.sleep)
+            if fault.drop:
+                return None, b"", {}  # type: ignore[return-value]
+            if fault.empty:
+                return 200, b"", {}
             if fault.malformed:
                 return 200, b'{"id": "x", "choices": [ {"mess', {}
             if fault.status and fault.status != 200:

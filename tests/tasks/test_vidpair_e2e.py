@@ -166,21 +166,23 @@ def test_missing_video_fails_its_samples_only(tmp_path, replay):
     data = tmp_path / "release"
     shutil.copytree(SAMPLE, data)
     (data / "VidPair-Halluc" / "object_0004" / "M_object_0004_101.mp4").unlink()
-    res = _run(tmp_path, replay, "--data", f"vidpair_halluc={data}")
+    res = _run(tmp_path, replay, "--data", f"vidpair_halluc={data}", "--max-errors", "100%")
     b = res["results"]["vidpair_binary"]
     assert b["errors"] == 2 and b["unknown_missing"] == 2
     # pair4 keeps its two answers on the positive video (both wrong): vp 0/2; qp on it wrong, the other excluded
     assert b["vAcc"] == pytest.approx(5 / 8)
     assert b["qAcc"] == pytest.approx(4 / 6)
     assert b["wAcc"] == pytest.approx(9 / 14)
-    # 13 answers, 7 yes, 8 gold yes (all rows of the scored pairs), 2 FP
-    assert b["yes_diff"] == pytest.approx((7 - 8) / 13)
+    # 13 answers, 7 yes, 7 gold yes (all rows of the scored pairs but the failed ones: docs/errors.md), 2 FP
+    assert b["yes_diff"] == pytest.approx((7 - 7) / 13)
     assert b["fp_rate"] == pytest.approx(2 / 13)
     m = res["results"]["vidpair_mcq"]
     assert m["errors"] == 1 and m["mcq_f1_missing"] == 1 and m["mcq_f1_unparsed"] == 0
-    assert m["mcq_f1"] == pytest.approx(5 / 8)  # the failed row counts as wrong (it was wrong anyway)
+    assert m["mcq_f1"] == pytest.approx(5 / 7) and m["mcq_f1_n"] == 7  # the failed row is not an answer
     o = res["results"]["vidpair_open"]
-    assert o["errors"] == 1 and o["open_score"] == pytest.approx((1 + 1 + 0.5 + 0 + 1 + 0 + 0) / 7)
+    # the failed sample is excluded (it is never scored 0), the other six parsed ratings remain
+    assert o["errors"] == 1 and o["open_score"] == pytest.approx((1 + 1 + 0.5 + 0 + 1 + 0) / 6)
+    assert o["open_score_n"] == 6
     lines = [json.loads(x) for x in (res["_out"] / "samples" / "vidpair_binary.jsonl").read_text().splitlines()]
     failed = [x for x in lines if x.get("error")]
     assert sorted(x["id"] for x in failed) == ["binary_00014", "binary_00016"]
