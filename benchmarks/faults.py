@@ -119,7 +119,7 @@ class World:
         model = f"openai:m,base_url={self.base_url},max_retries=10" + (f",timeout={timeout}" if timeout else "")
         judge = f"scorer=openai:j,base_url={self.base_url},max_retries=10" + (f",timeout={timeout}" if timeout else "")
         return [sys.executable, "-m", "avhb.cli", "--tasks", TASK, "--model", model, "--judge", judge,
-                "--data", f"qa={self.data}", "--output-dir", str(out), "--max-errors", "0%"]
+                "--data", f"testpack/qa={self.data}", "--output-dir", str(out), "--max-errors", "0%"]
 
 
 def make_world(root: Path, samples: int, base_url: str) -> World:

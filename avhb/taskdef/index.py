@@ -215,6 +215,7 @@ def _scan(files, known=None) -> TaskIndex:
                 task_cfgs, group_cfgs = resolve_file(path, root, package, namespace, known)
             except ConfigErrors as exc:
                 errors.extend(exc.messages)
+                broken[str(path)] = str(exc)
                 continue
             except UserError as exc:
                 errors.append(str(exc))

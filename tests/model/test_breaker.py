@@ -119,7 +119,7 @@ def test_dead_server_stops_the_run_fast_with_exit_1(testpack, tmp_path):
     url = f"http://user:hunter2secret@127.0.0.1:{_dead_port()}/v1"
     out = tmp_path / "run"
     start = time.perf_counter()
-    proc = run_cli("--tasks", "testpack/qa_easy", "--model", f"openai:m,base_url={url}", "--data", f"qa={data}",
+    proc = run_cli("--tasks", "testpack/qa_easy", "--model", f"openai:m,base_url={url}", "--data", f"testpack/qa={data}",
                    "--output-dir", str(out), "--no-report", timeout=120, unset=("OPENAI_API_KEY",))
     elapsed = time.perf_counter() - start
     assert proc.returncode == 1, proc.stderr[-2000:]

@@ -20,7 +20,7 @@ def test_failed_samples_are_excluded_and_counted_everywhere(testpack, tmp_path):
     (data / "hard.jsonl").write_text("".join(json.dumps(r) + "\n" for r in hard))
     out = tmp_path / "run"
     # the backend fails the prompt of "easy 1" (a failure outside the model)
-    proc = run_cli("--tasks", "testpack/qa_all", "--model", "testpack/echo,fail_on=easy 1", "--data", f"qa={data}",
+    proc = run_cli("--tasks", "testpack/qa_all", "--model", "testpack/echo,fail_on=easy 1", "--data", f"testpack/qa={data}",
                    "--output-dir", str(out), "--no-report", "--max-errors", "100%")
     assert proc.returncode == 0, proc.stderr
     res = json.loads((out / "results.json").read_text())

@@ -434,3 +434,11 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main(sys.argv[1:])
+
+
+def unfence(text: str) -> str:
+    """A judge prompt with avhb's data fences (``<data-B>``...``</data-B>``,
+    avhb/score/judges.py) removed: what a scripted judge parses."""
+    import re
+
+    return re.sub(r"</?data-[0-9a-f]+>", "", text)

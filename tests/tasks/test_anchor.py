@@ -3,6 +3,8 @@ agreement, difficulty grades, grounding and the ablation arms' request parts,
 each on hand-computed cases."""
 from __future__ import annotations
 
+import re
+
 import asyncio
 import functools
 import json
@@ -215,7 +217,9 @@ def test_gold_facets_skip_format_b_and_answer_acc(tmp_path):
     assert len(halluc) == 1 and "Annotated objects (bounding boxes)" in halluc[0] and "bell: 0-3.4 s" in halluc[0]
     assert "reasoning 0\nFinal Answer: answer 0" in halluc[0]  # the whole output, not only the final answer
     acc = [p for p in prompts if "Reply with Yes" in p][0]
-    assert "<<<answer 0>>>" in acc and "<<<The red bell rings, at about 00:01.>>>" in acc
+    # the judge's fields arrive fenced as data (docs/design.md: judge prompts fence their fields)
+    assert re.search(r"<<<<data-(\w+)>answer 0</data-\1>>>>", acc)
+    assert re.search(r"<<<<data-(\w+)>The red bell rings, at about 00:01\.</data-\1>>>>", acc)
 
 
 def test_answer_extraction_is_upstreams_first_marker():

@@ -59,9 +59,11 @@ GROUNDING = {  # shown frames are 80x60 (--media max_side=80): boxes in those pi
 }
 
 
-def text_of(body: dict) -> str:
+def text_of(body: dict, roles: tuple[str, ...] = ("system", "user", "assistant")) -> str:
     out = []
     for m in body["messages"]:
+        if m["role"] not in roles:
+            continue
         c = m["content"]
         out.append(c if isinstance(c, str) else "\n".join(p.get("text", "") for p in c if p.get("type") == "text"))
     return "\n".join(out)
@@ -92,7 +94,7 @@ def model_reply(model: str, body: dict) -> str:
 
 
 def judge_reply(judge: str, body: dict) -> str:
-    text = text_of(body)
+    text = text_of(body, ("user", "assistant"))  # the system line is the judges' fence note
     if text.startswith("Several models answered"):
         return '{"rating": %d}' % DISPERSION["s3" if "drum" in text else "s2"]
     tag = re.search(r"\[(alpha|beta):(s\d)", text)

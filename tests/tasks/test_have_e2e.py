@@ -28,7 +28,7 @@ import pytest
 from PIL import Image
 
 from tests.conftest import ROOT, run_cli
-from tests.servers.openai_server import Fault, ScriptedServer
+from tests.servers.openai_server import Fault, ScriptedServer, unfence
 
 SAMPLE = ROOT / "tasks" / "have" / "sample"
 KEY = {"OPENAI_API_KEY": "sk-test-have"}
@@ -61,7 +61,7 @@ def between(text: str, start: str, end: str) -> str:
 
 def judge_prompt(body: dict) -> str:
     first_user = next(m for m in body["messages"] if m["role"] == "user")
-    return texts(first_user["content"])[0]
+    return unfence(texts(first_user["content"])[0])
 
 
 def signature(img: Image.Image) -> np.ndarray:
@@ -251,7 +251,7 @@ def test_interaction_sample_pack_end_to_end(tmp_path):
         assert intro_audio.startswith("audio:") and media(third["messages"][0]["content"])[0] == intro_audio
         # the edge judge heard the node's audio
         judged = [r.body for r in srv.completions() if r.body["model"] == "judge"]
-        assert all(any(u.startswith("audio:") for u in media(b["messages"][0]["content"]))
+        assert all(any(u.startswith("audio:") for u in media(next(m for m in b["messages"] if m["role"] == "user")["content"]))
                    for b in judged if "This is the current version." in judge_prompt(b))
 
         calls = srv.count
@@ -303,7 +303,8 @@ def test_driver_success_fail_node_turn_limit_and_exclusion(tmp_path):
     data = puzzle_data(tmp_path)
     with ScriptedServer(reply=game_reply) as srv:
         out = tmp_path / "run"
-        proc = cli(out, srv, "--tasks", "have_puzzle", "--data", f"have={data}", "--repeats", "1")
+        proc = cli(out, srv, "--tasks", "have_puzzle", "--data", f"have={data}", "--repeats", "1",
+                   "--max-errors", "25%")  # the rejected item is a deliberate error
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "1 of 5 items" in proc.stderr and "dangling" in proc.stderr
         r = results(out)["results"]["have_puzzle"]
@@ -353,7 +354,7 @@ def test_killed_mid_trajectory_resumes_without_resending_a_finished_step(tmp_pat
         model = f"openai:m,base_url={srv.base_url},audio=true,timeout=60"
         judge = f"openai:judge,base_url={srv.base_url},audio=true"
         cmd = ["--tasks", "have_puzzle", "--data", f"have={data}", "--repeats", "1", "--model", model,
-               "--judge", f"*={judge}", "--output-dir", str(out), "--no-report"]
+               "--judge", f"*={judge}", "--output-dir", str(out), "--no-report", "--max-errors", "25%"]
         victim = subprocess.Popen([sys.executable, "-m", "avhb.cli", *cmd], env=dict(os.environ, **KEY),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         verdicts = out / "journal" / "judges.jsonl"
@@ -419,7 +420,8 @@ def test_each_instance_replays_its_own_verdict(tmp_path):
 
     with ScriptedServer(reply=reply, fault=slow) as srv:
         out = tmp_path / "run"
-        proc = cli(out, srv, "--tasks", "have_puzzle", "--data", f"have={data}", "--repeats", "1")
+        proc = cli(out, srv, "--tasks", "have_puzzle", "--data", f"have={data}", "--repeats", "1",
+                   "--max-errors", "25%")  # the rejected item is a deliberate error
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert asked["learn"] >= 2
         first = results(out)["results"]["have_puzzle"]

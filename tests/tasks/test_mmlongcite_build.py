@@ -138,7 +138,8 @@ def test_build_command_against_a_local_judge(tmp_path):
     pool_file = _write(tmp_path / "pool.jsonl", pool(tmp_path))
 
     def reply(body):
-        content = body["messages"][0]["content"]  # the question (a re-ask after "hmm" appends turns)
+        # the question: the first user turn (the system line is the judges' fence note; a re-ask appends turns)
+        content = next(m for m in body["messages"] if m["role"] == "user")["content"]
         parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
         text = "\n".join(p["text"] for p in parts if p["type"] == "text")
         images = [p for p in parts if p["type"] == "image_url"]
