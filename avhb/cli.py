@@ -26,10 +26,10 @@ class Parser(argparse.ArgumentParser):
         m = re.search(r"unrecognized arguments: (\S+)", message)
         if m and m.group(1).startswith("-"):
             flag = m.group(1).split("=", 1)[0]
-            known = sorted(_flags(self))
-            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+            known = {f[2:]: f for f in _flags(self)}  # compared without the dashes every flag shares
+            close = difflib.get_close_matches(flag.lstrip("-"), sorted(known), n=1, cutoff=0.6)
             if close:
-                message = f"unknown flag {flag}; did you mean {close[0]}?"
+                message = f"unknown flag {flag}; did you mean {known[close[0]]}?"
             else:
                 message = f"unknown flag {flag} (see `{self.prog} --help`)"
         self.exit(2, f"avhb: error: {message}\n")  # one line, no usage block

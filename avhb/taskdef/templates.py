@@ -112,7 +112,7 @@ def render(template: str, doc: Mapping[str, Any], sample: str | None = None, whe
     try:
         return compiled.render(dict(doc))
     except UndefinedError as exc:
-        raise SampleError(f"{who}{where}: template field not in the sample ({_undefined(exc)}; "
+        raise SampleError(f"{who}{where}: template {_undefined(exc)} not in the sample ("
                           f"fields: {', '.join(sorted(map(str, doc)))[:200]})") from None
     except SecurityError as exc:
         raise SampleError(f"{who}{where}: template refused by the sandbox: {exc}") from None
@@ -121,8 +121,11 @@ def render(template: str, doc: Mapping[str, Any], sample: str | None = None, whe
 
 
 def _undefined(exc: Exception) -> str:
-    """Jinja's "'x' is undefined" / "'dict object' has no attribute 'y'"."""
-    return str(exc).replace("'dict object' has no attribute", "no field").replace("'list object' has no", "no")
+    """Jinja's "'x' is undefined" / "'dict object' has no attribute 'y'",
+    said as the field that is missing."""
+    text = str(exc)
+    m = re.fullmatch(r"'([^']*)' is undefined", text) or re.fullmatch(r"'\w+ object' has no attribute '([^']*)'", text)
+    return f"field '{m.group(1)}'" if m else text
 
 
 def lookup(doc: Mapping[str, Any], dotted: str, sample: str | None = None) -> Any:

@@ -75,13 +75,14 @@ def test_headline_first_counts_as_integer_columns_and_descriptions():
     lines = format_results_table(doc, notes=["mcq: video not sent to local"]).splitlines()
     body = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines[2:4]]
     assert body == [
-        ["mcq", "choice_accuracy", "0.5500", "±", "0.0300", "40", "41", "1", "1", "3",
-         "skipped 2, judge_failures 1"],
+        ["mcq *", "choice_accuracy", "0.5500", "±", "0.0300", "40", "41", "1", "1", "3",
+         "skipped 2, judge_failures 1"],  # * : the task has errors (one sample failed outside the model)
         ["", "yes_ratio (diag)", "0.6000", "±", "0.0200", "40", "", "", "", "", ""],
     ]
     assert "choice_accuracy: right options (higher is better)" in lines
     assert "yes_ratio: share of yes" in lines
-    assert lines[-2:] == ["Notes:", "- mcq: video not sent to local"]
+    assert lines[-3:-1] == ["Notes:", "- mcq: video not sent to local"]
+    assert lines[-1].startswith("- * some samples failed outside the model") and "counted in Errors" in lines[-1]
 
 
 def test_table_accepts_bare_task_mapping():
