@@ -43,6 +43,26 @@ def testpack(monkeypatch):
     _clear_registry()
 
 
+@pytest.fixture
+def testpack_copy(tmp_path, monkeypatch):
+    """A private copy of the test plugin, installed instead of the source
+    one: for tests that edit its files (a killed run cannot leave an edit
+    behind in the repository)."""
+    import shutil
+
+    copy = tmp_path / "testpack_src"
+    shutil.copytree(TESTPACK, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in [m for m in sys.modules if m == "avhb_testpack" or m.startswith("avhb_testpack.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(copy))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(copy), os.environ.get("PYTHONPATH", "")]))
+    _clear_registry()
+    yield copy
+    for name in [m for m in sys.modules if m == "avhb_testpack" or m.startswith("avhb_testpack.")]:
+        sys.modules.pop(name, None)
+    _clear_registry()
+
+
 def run_cli(*args: str, env: dict | None = None, cwd: Path | None = None, timeout: float = 300,
             unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
     """Run ``avhb`` in a fresh process (as a user would); ``unset`` names

@@ -28,6 +28,7 @@ request raises ``SampleError``: that sample fails, the run goes on.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable
 
 from avhb.errors import SampleError
@@ -50,7 +51,16 @@ class MediaPlan:
     language: str | None = None  # speech language for transcripts, when the task knows it
 
     def key(self) -> dict[str, Any]:
-        return {"media": self.spec.to_key(), "ablations": sorted(self.ablations)}
+        """What the plan contributes to a request key (computed once)."""
+        return self._key
+
+    @cached_property
+    def _key(self) -> dict[str, Any]:
+        import hashlib
+        import json
+
+        settings = json.dumps({"media": self.spec.to_key(), "ablations": sorted(self.ablations)}, sort_keys=True)
+        return {"media": hashlib.sha256(settings.encode()).hexdigest()[:32]}
 
 
 def materialize(request: Request, plan: MediaPlan, caps: Capabilities,
@@ -76,6 +86,14 @@ def has_media(request: Request) -> bool:
     return any(not isinstance(p, TextPart) for m in request.messages for p in m.parts)
 
 
+def needs_materializing(request: Request, caps: Capabilities) -> bool:
+    """False for a text request the backend takes as it is (the common
+    case: no copy, no thread hop)."""
+    if has_media(request):
+        return True
+    return not caps.multi_turn and sum(1 for m in request.messages if m.role != "system") > 1
+
+
 # ---------------------------------------------------------------- steps
 
 
@@ -97,7 +115,8 @@ def _adapt_parts(request: Request, plan: MediaPlan, caps: Capabilities, log: dic
             if isinstance(p, ImagePart) and not caps.takes_images:
                 why = "sees no pixels" if not caps.sees_pixels else "takes no images"
                 request.adaptations.append(f"image not sent: the backend {why}")
-                log.setdefault("images", []).append({"path": p.path, "label": p.label, "sent": False})
+                log.setdefault("images", []).append({"path": p.path, "label": p.label, "size": _image_size(p),
+                                                     "sent": False})
                 continue
             if isinstance(p, AudioPart) and drop_audio:
                 request.adaptations.append(f"audio removed (--ablate {switch or 'no_audio'})")
@@ -142,7 +161,9 @@ def _budget(request: Request, plan: MediaPlan, caps: Capabilities) -> None:
     planned = {id(v): _frames_planned(v, plan, caps) for v in videos}
     counted = [v for v in videos if planned[id(v)]]
     if images and text_tokens + image_tokens > caps.max_context:
-        check_budget(plan.task, len(images), caps.tokens_per_frame, text_tokens, caps.max_context, policy="refuse")
+        raise SampleError(f"task {plan.task}: {len(images)} images x {caps.tokens_per_frame} tokens + {text_tokens} "
+                          f"text tokens = {text_tokens + image_tokens} > max context {caps.max_context} (images are "
+                          "not dropped: they may be numbered units; use a model with a longer context)")
     if not counted:
         return
     total = sum(planned[id(v)] for v in counted)
@@ -192,9 +213,9 @@ def _decode_audio(part: AudioPart, plan: MediaPlan, caps: Capabilities, request:
                             "segment": part.segment})
     if not caps.audio or "audio_as_transcript" in plan.ablations:
         transcribe = transcriber or load_transcriber(spec.transcriber)
-        transcript = transcribe(part.array, rate=part.rate, language=plan.language)
+        transcript = transcribe(part.array, rate=part.rate, language=part.language or plan.language)
         part.transcript = transcript.text
-        part.array = None
+        part.array = part.path = None  # the transcript replaces the audio, also for a backend that hears
         request.adaptations.append(f"audio -> transcript ({transcript.model})")
 
 
@@ -215,6 +236,19 @@ def _decode_image(part: ImagePart, spec: MediaSpec, log: dict[str, Any]) -> None
     if size != source:
         entry["source_size"] = list(source)
     log.setdefault("images", []).append(entry)
+
+
+def _image_size(part: ImagePart) -> list[int] | None:
+    """An image's width and height without decoding it (the header only)."""
+    if part.array is not None:
+        return [int(part.array.shape[1]), int(part.array.shape[0])]
+    try:
+        from PIL import Image
+
+        with Image.open(part.path) as im:
+            return [int(im.width), int(im.height)]
+    except Exception:  # noqa: BLE001 - a missing or broken image: its size is simply unknown
+        return None
 
 
 def read_image(path: str | None):

@@ -14,7 +14,6 @@ import fnmatch
 import itertools
 import json
 import os
-import stat
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,8 +22,9 @@ from typing import Any
 from avhb.errors import UserError
 from avhb.paths import cache_dir
 from avhb.registry import Registry, get_registry
+from avhb.taskdef.filestats import FileStats
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 
 @dataclass
 class TaskIndex:
@@ -33,16 +33,25 @@ class TaskIndex:
     errors: list[str] = field(default_factory=list)
     from_cache: bool = False  # True: no YAML file was read (every entry was fresh)
     refreshed: list[str] = field(default_factory=list)  # the YAML files read this time
+    broken: dict[str, str] = field(default_factory=dict)  # YAML file -> its error (file:line: key: message)
+    duplicates: dict[str, list[str]] = field(default_factory=dict)  # task or group -> every file that defines it
 
     def resolve(self, names: list[str]) -> tuple[list[str], list[str]]:
         """Expand group, tag and glob names to task names (order kept);
-        returns (tasks, groups asked for)."""
+        returns (tasks, groups asked for).  A name that matches nothing
+        because the file defining it is broken gets that file's error; a
+        task defined in two files is refused, naming both."""
         tasks: list[str] = []
         groups: list[str] = []
+        if not names:
+            raise UserError("--tasks names no task (give comma-separated task, group or tag names)")
         for name in names:
             if name in self.tasks:
                 found = [name]
             elif name in self.groups:
+                if name in self.duplicates:
+                    raise UserError(f"group {name!r} is defined twice: in {' and in '.join(self.duplicates[name])} "
+                                    "(rename one)")
                 groups.append(name)
                 found = self.group_members(name)
             else:
@@ -50,15 +59,59 @@ class TaskIndex:
                 if not found and any(ch in name for ch in "*?["):
                     found = sorted(fnmatch.filter(self.tasks, name))
             if not found:
+                problem = self.broken_file_for(name)
+                if problem:
+                    raise UserError(f"task {name!r} cannot be loaded: {problem}")
                 close = [t for t in list(self.tasks) + list(self.groups) if name.split("_")[0] in t][:5]
                 hint = f"; did you mean {', '.join(close)}?" if close else "; see `avhb list tasks`"
+                if self.broken:
+                    first = next(iter(self.broken.values()))
+                    hint += f" ({len(self.broken)} task file(s) have errors, see `avhb validate`; first: {first})"
                 raise UserError(f"unknown task or group {name!r}{hint}")
+            for t in found:
+                if t in self.duplicates:
+                    raise UserError(f"task {t!r} is defined twice: in {' and in '.join(self.duplicates[t])} "
+                                    "(rename one)")
             tasks.extend(t for t in found if t not in tasks)
         return tasks, groups
+
+    def broken_file_for(self, name: str) -> str | None:
+        """The error of a broken YAML file that seems to define ``name``:
+        a ``task:``/``group:`` line names it (``${var}`` matching anything),
+        or the file is named after it."""
+        import re
+
+        bare = name.rpartition("/")[2]
+        for path, error in self.broken.items():
+            p = Path(path)
+            try:
+                text = p.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                text = ""
+            declared = re.findall(r"^\s*(?:task|group)\s*:\s*['\"]?([^'\"\s#\[]+)", text, flags=re.M)
+            patterns = [re.escape(d).replace(r"\$\{", "${").replace(r"\}", "}") for d in declared]
+            patterns = [re.sub(r"\$\{[^}]*\}", ".+", d) for d in patterns]
+            if p.stem == bare or any(re.fullmatch(d, bare) for d in patterns):
+                return error
+        return None
 
     def groups_of(self, task: str) -> list[str]:
         """The groups that contain a task (directly or through a subgroup)."""
         return [g for g in self.groups if task in self.group_members(g)]
+
+    def group_entries(self, group: str) -> list[tuple[str, str]]:
+        """A group's direct members as ``("group", name)`` or ``("task",
+        name)`` (globs expanded to tasks), in file order."""
+        out: list[tuple[str, str]] = []
+        for entry in self.groups[group]["tasks"]:
+            if entry in self.groups:
+                found = [("group", entry)]
+            elif any(ch in entry for ch in "*?["):
+                found = [("task", t) for t in sorted(fnmatch.filter(self.tasks, entry))]
+            else:
+                found = [("task", entry)] if entry in self.tasks else []
+            out.extend(f for f in found if f not in out)
+        return out
 
     def group_members(self, group: str, _seen: frozenset = frozenset()) -> list[str]:
         out: list[str] = []
@@ -76,7 +129,9 @@ class TaskIndex:
 _SKIP_DIRS = ("sample", "sample_data", "data")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # the code and schema whose verdicts the entries hold: editing them (a checkout) re-validates
-_VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "checker.py", "schema/task.schema.json")]
+_VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "checker.py", "templates.py",
+                                                     "schema/task.schema.json")]
+_NCOLS = 7  # task columns: name, file id, benchmark, tags, output_type, dataset_path, judge roles
 
 
 def _yaml_files(root: Path) -> tuple[list[str], list[int], list[int]]:
@@ -128,15 +183,18 @@ def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
             print(f"avhb: warning: task package {package!r} not found", file=sys.stderr)
             continue
         roots.append((namespace, package, Path(folder)))
-    return roots
+    from avhb.taskdef.include import include_roots
+
+    return roots + include_roots()
 
 
 def _part_key(registry: Registry, namespace: str, package: str, root: Path) -> str:
     """What a package's entries depend on besides its files: where it is, the
-    plugin that ships it (name, distribution, version) and the validator's code."""
+    plugin that ships it (name, distribution, version), the validator's code
+    and the registered metric and filter names (a file may name them)."""
     plugin = next((p for p in registry.plugins if package in p.provides.get("task_packages", [])), None)
     parts = [str(INDEX_VERSION), namespace, package, str(root),
-             f"{plugin.name}={plugin.distribution}:{plugin.version}" if plugin else "?"]
+             f"{plugin.name}={plugin.distribution}:{plugin.version}" if plugin else "?", _names_key(registry)]
     for f in _VALIDATOR_FILES:
         try:
             st = os.stat(f)
@@ -146,27 +204,15 @@ def _part_key(registry: Registry, namespace: str, package: str, root: Path) -> s
     return "|".join(parts)
 
 
+def _names_key(registry: Registry) -> str:
+    names = "\n".join(sorted(registry.entries.get("metrics", {}))) + "\0" + "\n".join(
+        sorted(registry.entries.get("filters", {})))
+    return f"{zlib.crc32(names.encode()):08x}"
+
+
 def _part_file(namespace: str, package: str, root: Path) -> Path:
     # crc32 only names the file (the key inside is compared whole); hashlib would load OpenSSL
     return cache_dir() / "task-index" / f"{package}-{zlib.crc32(f'{namespace}|{root}'.encode()):08x}.json"
-
-
-class _Stats:
-    """[mtime_ns, size] of a regular file (None: none there), once per build;
-    shared with the resolver so a file is judged by one look."""
-
-    def __init__(self) -> None:
-        self.seen: dict[str, list[int] | None] = {}
-
-    def __call__(self, path: str) -> list[int] | None:
-        seen = self.seen
-        if path not in seen:
-            try:
-                st = os.stat(path)
-                seen[path] = [st.st_mtime_ns, st.st_size] if stat.S_ISREG(st.st_mode) else None
-            except OSError:
-                seen[path] = None
-        return seen[path]
 
 
 # A package's cache file ("part"), columns so that reading it makes few objects:
@@ -186,7 +232,7 @@ _COLUMNS = ("rels", "mtimes", "sizes", "deps", "depsets", "file_depset", "file_c
 
 def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
     registry = registry or get_registry()
-    stats = _Stats()
+    stats = FileStats()
     sources: list = []  # the one config.Sources of this build, made at the first file to read (warm: none)
     parts = []
     refreshed: list[str] = []
@@ -194,11 +240,18 @@ def build_index(registry: Registry | None = None, use_cache: bool = True) -> Tas
         cache_file = _part_file(namespace, package, root)
         key = _part_key(registry, namespace, package, root)
         old = _read_part(cache_file, key) if use_cache else None
-        part, changed = _refresh(namespace, package, root, old, stats, sources, refreshed)
+        part, changed = _refresh(namespace, package, root, old, stats, sources, refreshed, registry)
         if use_cache and changed:
             _write_part(cache_file, key, part)
         parts.append((namespace, package, str(root), part))
     return _merge(parts, refreshed)
+
+
+def known_names(registry: Registry):
+    """The registered metric and filter names a task file may name."""
+    from avhb.taskdef.config import KnownNames
+
+    return KnownNames(frozenset(registry.entries.get("metrics", {})), frozenset(registry.entries.get("filters", {})))
 
 
 def _read_part(cache_file: Path, key: str) -> dict | None:
@@ -209,7 +262,7 @@ def _read_part(cache_file: Path, key: str) -> dict | None:
             return None
         n, tasks, file_depset = len(data["rels"]), data["tasks"], data["file_depset"]
         if (len(data["mtimes"]) == len(data["sizes"]) == len(file_depset) == len(data["file_count"]) == n
-                and len(tasks) == 6 and all(len(col) == sum(data["file_count"]) for col in tasks)
+                and len(tasks) == _NCOLS and all(len(col) == sum(data["file_count"]) for col in tasks)
                 and _within(file_depset, len(data["depsets"])) and _within(tasks[1], n)
                 and all(_within(col, len(data["values"])) for col in tasks[2:])
                 and all(_within(ids, len(data["deps"])) for ids in data["depsets"])):
@@ -224,8 +277,8 @@ def _within(ids: list, size: int) -> bool:
     return not ids or (min(ids) >= 0 and max(ids) < size)
 
 
-def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: _Stats, sources: list,
-             refreshed: list[str]) -> tuple[dict, bool]:
+def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: FileStats, sources: list,
+             refreshed: list[str], registry: Registry) -> tuple[dict, bool]:
     """The package's part now: the old one if no file or dependency changed
     (no per-file work), else the unchanged files' entries kept and the rest
     resolved.  Returns (part, whether it changed)."""
@@ -245,7 +298,7 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
     values: list = old["values"] if old is not None else []
     value_ids = {_value_key(v): i for i, v in enumerate(values)}
     new = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "deps": deps, "depsets": depsets, "file_depset": [],
-           "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[], [], [], [], [], []],
+           "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[] for _ in range(_NCOLS)],
            "values": values, "dups": [], "errors": []}
     columns = new["tasks"]
     top = str(root) + os.sep
@@ -260,7 +313,7 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
             groups, errors = old["file_groups"].get(str(i)), old["file_errors"].get(str(i))
         else:
             path = top + rel
-            consulted, rows, groups, errors = _resolve(path, root, package, namespace, stats, sources)
+            consulted, rows, groups, errors = _resolve(path, root, package, namespace, stats, sources, registry)
             rows[1] = [fid] * len(rows[0])
             for col in rows[2:]:
                 for j, value in enumerate(col):
@@ -319,30 +372,34 @@ def _package_errors(part: dict, top: str) -> None:
         part["errors"] += part["file_errors"].get(str(fid), []) + dups_at.get(fid, [])
 
 
-def _resolve(path: str, root: Path, package: str, namespace: str, stats: _Stats, sources: list):
+def _resolve(path: str, root: Path, package: str, namespace: str, stats: FileStats, sources: list,
+             registry: Registry):
     """Resolve one file: (the bases and hook modules it consulted, its task
     columns, its groups, its errors)."""
-    from avhb.taskdef.config import Sources, resolve_file
+    from avhb.taskdef.config import ConfigErrors, Sources, resolve_file
 
     if not sources:
-        sources.append(Sources(stats=stats.seen))
+        sources.append(Sources(stats=stats))
+        sources.append(known_names(registry))
     src = sources[0]
     src.consulted = {}
-    rows: list[list] = [[], [], [], [], [], []]
+    rows: list[list] = [[] for _ in range(_NCOLS)]
     groups: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     try:
-        task_cfgs, group_cfgs = resolve_file(Path(path), root, package, namespace, sources=src)
+        task_cfgs, group_cfgs = resolve_file(Path(path), root, package, namespace, sources[1], sources=src)
+    except ConfigErrors as exc:
+        errors.extend(exc.messages)
     except UserError as exc:
         errors.append(str(exc))
     else:
         for t in task_cfgs:
-            tags = t.get("tag") or []
-            for col, value in zip(rows, (t.name, 0, t.benchmark, [tags] if isinstance(tags, str) else list(tags),
-                                         t.get("output_type", "generate_until"), t.get("dataset_path"))):
+            for col, value in zip(rows, (t.name, 0, t.benchmark, t.tags, t.get("output_type", "generate_until"),
+                                         t.get("dataset_path"), sorted(t.get("judges") or {}))):
                 col.append(value)
         for g in group_cfgs:
-            groups[g.name] = {"file": path, "tasks": g.tasks, "aggregate": g.aggregate}
+            groups[g.name] = {"file": path, "tasks": g.tasks, "aggregate": g.aggregate,
+                              "aggregate_over": g.aggregate_over}
     consulted, src.consulted = src.consulted, {}
     return consulted, rows, groups, errors
 
@@ -353,34 +410,52 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
     tasks: dict[str, dict[str, Any]] = {}
     groups: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
+    broken: dict[str, str] = {}
+    duplicates: dict[str, list[str]] = {}
     for namespace, package, root, part in parts:
         top = root + os.sep
         paths = [top + rel for rel in part["rels"]]
         values = part["values"]
         rows = zip(*part["tasks"])
-        if part["dups"]:
-            skip = set(part["dups"])
-            rows = (r for i, r in enumerate(rows) if i not in skip)
-        infos = {name: {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
-                        "benchmark": values[benchmark], "tags": values[tag], "output_type": values[output_type],
-                        "dataset_path": values[dataset]}
-                 for name, fid, benchmark, tag, output_type, dataset in rows}
+        infos: dict[str, dict[str, Any]] = {}
+        for name, fid, benchmark, tag, output_type, dataset, judges in rows:
+            if name in infos or name in tasks:
+                first = (infos.get(name) or tasks[name])["file"]
+                files = duplicates.setdefault(name, [first])
+                if paths[fid] not in files:
+                    files.append(paths[fid])
+                if name in tasks and name not in infos:
+                    errors.append(f"{paths[fid]}:1: task {name!r} is also defined in {first}")
+                continue
+            infos[name] = {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
+                           "benchmark": values[benchmark], "tags": values[tag], "output_type": values[output_type],
+                           "dataset_path": values[dataset], "judges": values[judges]}
         errors += part["errors"]
-        if tasks.keys().isdisjoint(infos):
-            tasks.update(infos)
-        else:
-            for name, info in infos.items():
-                if name in tasks:
-                    errors.append(f"{info['file']}:1: task {name!r} is also defined in {tasks[name]['file']}")
-                else:
-                    tasks[name] = info
-        for file_groups in part["file_groups"].values():
-            groups.update(file_groups)
+        tasks.update(infos)
+        for fid_text, messages in part["file_errors"].items():
+            broken[paths[int(fid_text)]] = _file_error(messages)
+        for fid_text in sorted(part["file_groups"], key=int):
+            for name, info in part["file_groups"][fid_text].items():
+                if name in groups:
+                    other = groups[name]["file"]
+                    errors.append(f"{info['file']}:1: group {name!r} is also defined in {other}")
+                    files = duplicates.setdefault(name, [other])
+                    files.append(info["file"])
+                    continue
+                groups[name] = info
     for name, info in groups.items():
         for entry in info["tasks"]:
             if entry not in tasks and entry not in groups and not any(ch in entry for ch in "*?["):
                 errors.append(f"{info['file']}:1: group {name!r} lists {entry!r}, which is no task or group")
-    return TaskIndex(tasks, groups, errors, from_cache=not refreshed, refreshed=refreshed)
+    return TaskIndex(tasks, groups, errors, from_cache=not refreshed, refreshed=refreshed, broken=broken,
+                     duplicates=duplicates)
+
+
+def _file_error(messages: list[str]) -> str:
+    """A broken file's one-line error: its first problem, with a count of the others."""
+    from avhb.taskdef.config import ConfigErrors
+
+    return str(ConfigErrors(messages))
 
 
 def _write_part(cache_file: Path, key: str, part: dict) -> None:

@@ -22,12 +22,11 @@ are expanded.  Per statement, in this order:
 
 Scoring (``score_citations``)
 -----------------------------
-Let C(s) be a statement's citations and E(S) "the units in S, joined,
-entail s" as judged by the ``entailment`` role (fields ``premise`` = the
-cited units' texts in index order joined by blank lines, ``hypothesis`` =
-the statement without citation markers; value "yes"/"no").  The empty set
-entails nothing (no judge call).  Identical queries within one answer are
-asked once.
+Let C(s) be a statement's citations and E(S) "the units in S, together,
+entail s" as judged by the ``entailment`` role (fields ``premise`` and
+``hypothesis`` = the statement without citation markers; value "yes"/"no").
+The empty set entails nothing (no judge call).  Identical queries within
+one answer are asked once.
 
 * statement recall = 1 if C(s) is non-empty, in range and E(C(s)); else 0.
   A statement without citations has recall 0.
@@ -42,11 +41,24 @@ asked once.
   ``<name>_no_statements``) or scores 0 with ``empty_answer="zero"``.
 * If any needed entailment reply never parsed, the answer's scores are
   None (excluded, counted in ``<name>_judge_failures``) — never guessed.
-* Non-text units (images, video, audio) reach the text-only judge as a
-  placeholder naming the file, which it cannot verify.  Statements sent to
-  the judge (cited, in range) whose citations include such a unit are
-  counted in ``<name>_nontext_citations``, and ``aggregate`` prints one
-  warning on stderr when that count is not zero.
+
+The premise (``Citation`` metric)
+---------------------------------
+The cited units in index order, each on its own paragraph: a text unit as
+``[i] text``; an image (video, audio) unit as ``[i] (image [i], attached)``
+in the text, and the file itself sent to the judge AS AN IMAGE (an
+``ImagePart`` labelled ``[i]``, path resolved against the task's data
+root; ``VideoPart`` / ``AudioPart`` for video and audio units).  The judge
+role must declare the media it is sent (``media: [image]`` in the task's
+YAML), so that a judge which cannot see images is refused before the run
+(``Judges.prepare``); a role that does not declare them is a ``UserError``
+here, never a silent text-only judgement.  Statements judged with at least
+one non-text unit are counted in ``<name>_nontext_citations``.
+
+Aggregates: ``<name>_recall``, ``<name>_precision`` and ``<name>_f1`` are
+per-answer values averaged over answers; ``<name>_f1_of_means`` is the F1
+of the mean precision and the mean recall (stderr by bootstrap over
+answers).
 
 Correctness of the answer itself is a separate metric.
 """
@@ -54,12 +66,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.errors import UserError
+from avhb.model.messages import AudioPart, ImagePart, VideoPart
+from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 
@@ -71,7 +84,8 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*\u2022]|\d+[.)])\s+")
 _STATEMENT_TAG = re.compile(r"<statement>(.*?)</statement>", re.S)
 _MAX_RANGE = 100
 
-Entails = Callable[[str, str], Awaitable["bool | None"]]
+Entails = Callable[[Any, str], Awaitable["bool | None"]]  # (premise, hypothesis) -> verdict
+MEDIA_KINDS = ("image", "video", "audio")
 
 
 @dataclass
@@ -171,13 +185,23 @@ def join_units(units: list[str], subset: tuple[int, ...]) -> str:
     return "\n\n".join(units[i - 1] for i in sorted(subset))
 
 
+@dataclass
+class Premise:
+    """What the entailment judge is shown for one set of cited units."""
+
+    text: str
+    media: list[Any] = field(default_factory=list)  # ImagePart / VideoPart / AudioPart, in index order
+    kinds: tuple[str, ...] = ()  # media kinds among them
+
+
 async def score_citations(
-    statements: list[Statement], units: list[str], entails: Entails, precision: str = "loo",
-    empty_answer: str = "skip",
+    statements: list[Statement], units: list[Any], entails: Entails, precision: str = "loo",
+    empty_answer: str = "skip", join: Callable[[list[Any], tuple[int, ...]], Any] = join_units,
 ) -> CitationScores:
     """Recall, precision and F1 of one answer (see module docstring).
     ``entails(premise, hypothesis)`` returns True, False or None (judge
-    failure)."""
+    failure); ``premise = join(units, subset)`` (default: the units' texts
+    joined by blank lines)."""
     if precision not in ("loo", "alce"):
         raise ValueError(f"precision must be 'loo' or 'alce', not {precision!r}")
     if not statements:
@@ -191,7 +215,7 @@ async def score_citations(
             if not k[0]:
                 cache[k] = False
         todo = [k for k in todo if k[0]]
-        replies = await asyncio.gather(*(entails(join_units(units, k[0]), k[1]) for k in todo))
+        replies = await asyncio.gather(*(entails(join(units, k[0]), k[1]) for k in todo))
         cache.update(zip(todo, replies))
 
     def key(s: Statement, subset: Any) -> tuple[tuple[int, ...], str]:
@@ -250,38 +274,81 @@ def parse_yes_no(value: Any) -> bool | None:
     return None
 
 
+def unit_kind(unit: Any) -> str:
+    """``text`` for a string or a dict with ``text``; else the first of
+    ``image``, ``video``, ``audio`` the dict names (``type`` first)."""
+    if isinstance(unit, str):
+        return "text"
+    if isinstance(unit, dict):
+        kind = unit.get("type")
+        if kind in MEDIA_KINDS and unit.get(kind) is not None:
+            return kind
+        if unit.get("text") is not None:
+            return "text"
+        for key in MEDIA_KINDS:
+            if unit.get(key) is not None:
+                return key
+    return "text"
+
+
 def is_text_unit(unit: Any) -> bool:
-    """True for a unit the judge can read: a string or a dict with ``text``."""
-    return isinstance(unit, str) or (isinstance(unit, dict) and unit.get("text") is not None)
+    """True for a unit the judge reads as text."""
+    return unit_kind(unit) == "text"
 
 
 def unit_text(unit: Any) -> str:
-    """A context unit as premise text.  Image units become a placeholder
-    naming the file: the judge contract passes text fields only, so such a
-    premise cannot really be judged (see ``<name>_nontext_citations``)."""
+    """A text unit's text (other units: their file reference)."""
     if isinstance(unit, str):
         return unit
     if isinstance(unit, dict):
-        if unit.get("text") is not None:
+        kind = unit_kind(unit)
+        if kind == "text" and unit.get("text") is not None:
             return str(unit["text"])
-        for key in ("image", "video", "audio"):
-            if unit.get(key) is not None:
-                return f"<{key}: {unit[key]}>"
+        if kind != "text":
+            return f"<{kind}: {unit[kind]}>"
     return str(unit)
 
 
+def build_premise(units: list[Any], subset: tuple[int, ...],
+                  media_path: Callable[[str], str] = lambda p: p) -> Premise:
+    """The premise for the cited ``subset`` (1-based) of ``units`` (module
+    docstring): text units as ``[i] text``, media units attached as parts."""
+    lines: list[str] = []
+    media: list[Any] = []
+    kinds: list[str] = []
+    for i in sorted(subset):
+        unit = units[i - 1]
+        kind = unit_kind(unit)
+        if kind == "text":
+            lines.append(f"[{i}] {unit_text(unit)}")
+            continue
+        lines.append(f"[{i}] ({kind} [{i}], attached)")
+        path = media_path(str(unit[kind]))
+        media.append(ImagePart(path=path, label=f"[{i}]") if kind == "image"
+                     else VideoPart(path=path) if kind == "video" else AudioPart(path=path))
+        kinds.append(kind)
+    return Premise("\n\n".join(lines), media, tuple(dict.fromkeys(kinds)))
+
+
 class Citation(Metric):
-    """Reports ``<name>_recall``, ``<name>_precision`` and ``<name>_f1``
-    (per-answer values, averaged over answers).
+    """Reports ``<name>_recall``, ``<name>_precision``, ``<name>_f1``
+    (per-answer values, averaged over answers) and ``<name>_f1_of_means``.
 
     Options: ``units`` (field spec of the context units, default
     ``meta.citation_units`` then ``doc.context``), ``role`` ("entailment"),
     ``precision`` ("loo" | "alce"), ``dedup`` (True), ``max_citations`` (3),
     ``out_of_range`` ("zero" | "drop"), ``empty_answer`` ("skip" | "zero"),
-    ``max_statements`` (None), ``errors_count_as_wrong`` (True).
+    ``max_statements`` (None).  Samples that failed outside the model are
+    excluded (docs/errors.md).
     """
 
     name = "citation"
+    outputs = {"recall": (HEADLINE, "citation recall: statements whose cited text entails them"),
+               "precision": (HEADLINE, "citation precision: citations that support their statement"),
+               "f1": (HEADLINE, "harmonic mean of citation recall and precision, per answer, averaged"),
+               "f1_of_means": (DIAGNOSTIC, "harmonic mean of the mean citation recall and the mean precision"),
+               "judge_failures": COUNT, "no_statements": COUNT, "uncited_statements": COUNT,
+               "out_of_range_statements": COUNT, "nontext_citations": COUNT}
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -295,24 +362,40 @@ class Citation(Metric):
     def _units(self, record: SampleRecord) -> list[str]:
         return [unit_text(u) for u in self._raw_units(record)]
 
+    def _check_role_media(self, ctx: ScoreContext, role: str, kinds: tuple[str, ...]) -> None:
+        declared = getattr(ctx.judges, "roles", {}).get(role)
+        if declared is None or not kinds:
+            return
+        missing = [k for k in kinds if k not in declared.media]
+        if missing:
+            raise UserError(f"task {ctx.task!r}: metric {self.name!r} sends cited {', '.join(missing)} units to judge "
+                            f"role {role!r}, which does not declare them: add `media: [{', '.join(missing)}]` to the "
+                            f"role in the task's YAML (a judge that cannot see them is then refused before the run)")
+
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         o = self.options
         role = o.get("role", "entailment")
-        raw_units = self._raw_units(record)
-        units = [unit_text(u) for u in raw_units]
-        nontext = {i + 1 for i, u in enumerate(raw_units) if not is_text_unit(u)}
+        units = self._raw_units(record)
         answer = record.extracted if isinstance(record.extracted, str) else record.response
         statements = parse_statements(answer, len(units), int(o.get("max_citations", 3)), bool(o.get("dedup", True)),
                                       o.get("out_of_range", "zero"), o.get("max_statements"))
         calls = 0
 
-        async def entails(premise: str, hypothesis: str) -> bool | None:
+        def join(all_units: list[Any], subset: tuple[int, ...]) -> Premise:
+            return build_premise(all_units, subset, ctx.media_path)
+
+        async def entails(premise: Premise, hypothesis: str) -> bool | None:
             nonlocal calls
+            self._check_role_media(ctx, role, premise.kinds)
             calls += 1
-            verdict = await ctx.judges.ask(role, {"premise": premise, "hypothesis": hypothesis})
+            fields = {"premise": premise.text, "hypothesis": hypothesis}
+            verdict = await (ctx.judges.ask(role, fields, media=premise.media) if premise.media
+                             else ctx.judges.ask(role, fields))
             return parse_yes_no(verdict.value) if verdict.ok else None
 
-        res = await score_citations(statements, units, entails, o.get("precision", "loo"), o.get("empty_answer", "skip"))
+        res = await score_citations(statements, units, entails, o.get("precision", "loo"), o.get("empty_answer", "skip"),
+                                    join=join)
+        nontext = {i + 1 for i, u in enumerate(units) if not is_text_unit(u)}
         record.meta[self.name] = {
             "n_statements": res.n_statements, "n_citations": res.n_citations, "n_counted": res.n_counted,
             "judge_calls": calls, "judge_failed": res.judge_failed, "statements": res.statements,
@@ -327,20 +410,26 @@ class Citation(Metric):
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
-        n_err = (len(records) - len(ok)) if self.options.get("errors_count_as_wrong", True) else 0
         out = {}
         for part in ("recall", "precision", "f1"):
             key = f"{self.name}_{part}"
-            out[key] = mean_stderr([r.scores.get(key) for r in ok] + [0.0] * n_err)
+            out[key] = mean_stderr([r.scores.get(key) for r in ok])
+        pairs = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
+        pairs = [(p, r) for p, r in pairs if p is not None and r is not None]
+        out[f"{self.name}_f1_of_means"] = Aggregate(f1_of_means(pairs), bootstrap_stderr(pairs, f1_of_means), len(pairs))
         metas = [r.meta.get(self.name) or {} for r in ok]
         out[f"{self.name}_judge_failures"] = count(sum(bool(m.get("judge_failed")) for m in metas), len(ok))
         out[f"{self.name}_no_statements"] = count(sum(m.get("n_statements", 0) == 0 for m in metas), len(ok))
         out[f"{self.name}_uncited_statements"] = count(sum(m.get("uncited", 0) for m in metas), len(ok))
         out[f"{self.name}_out_of_range_statements"] = count(sum(m.get("out_of_range", 0) for m in metas), len(ok))
-        nontext = sum(m.get("nontext_citations", 0) for m in metas)
-        out[f"{self.name}_nontext_citations"] = count(nontext, len(ok))
-        if nontext:
-            print(f"avhb: warning: {self.name}: {nontext} cited statements rely on image/video/audio units, "
-                  "which the text-only entailment judge sees only as a placeholder; their scores are unreliable",
-                  file=sys.stderr)
+        out[f"{self.name}_nontext_citations"] = count(sum(m.get("nontext_citations", 0) for m in metas), len(ok))
         return out
+
+
+def f1_of_means(pairs: Any) -> float | None:
+    """F1 of the mean precision and the mean recall of ``(p, r)`` pairs
+    (None when there are none)."""
+    pairs = list(pairs)
+    if not pairs:
+        return None
+    return f1_score(sum(p for p, _ in pairs) / len(pairs), sum(r for _, r in pairs) / len(pairs))

@@ -5,12 +5,16 @@
 dict ``role -> list`` of values handed out in order.  A value that is a
 ``FakeVerdict`` is returned as is; ``None`` or ``UNPARSED`` become a failed
 verdict (``ok`` False); anything else an ok verdict with that value.
-Every call is logged in ``calls`` as ``(role, fields)``.
+Every call is logged in ``calls`` as ``(role, fields)``, and the media parts
+it carried (``ask(role, fields, media=[...])``) in ``media`` at the same
+position.  A script callable taking two arguments is called as
+``fn(fields, media)``.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 UNPARSED = object()
 
@@ -27,13 +31,19 @@ class ScriptedJudges:
     def __init__(self, script: dict[str, Callable[[dict[str, str]], Any] | list[Any]]):
         self.script = {k: (list(v) if isinstance(v, list) else v) for k, v in script.items()}
         self.calls: list[tuple[str, dict[str, str]]] = []
+        self.media: list[list[Any]] = []
 
-    async def ask(self, role: str, fields: dict[str, str]) -> FakeVerdict:
+    async def ask(self, role: str, fields: dict[str, str], media: Sequence[Any] = ()) -> FakeVerdict:
         self.calls.append((role, dict(fields)))
+        self.media.append(list(media))
         if role not in self.script:
             raise KeyError(f"no script for judge role {role!r}")
         entry = self.script[role]
-        value = entry.pop(0) if isinstance(entry, list) else entry(fields)
+        if isinstance(entry, list):
+            value = entry.pop(0)
+        else:
+            takes_media = len(inspect.signature(entry).parameters) >= 2
+            value = entry(fields, list(media)) if takes_media else entry(fields)
         if isinstance(value, FakeVerdict):
             return value
         if value is None or value is UNPARSED:

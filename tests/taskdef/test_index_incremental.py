@@ -28,6 +28,7 @@ _PROBE = textwrap.dedent("""
                 opened.append(os.path.relpath(path, root))
     from avhb.registry import get_registry
     from avhb.taskdef.index import build_index
+    from avhb.taskdef.index import build_index
     registry = get_registry()  # plugins imported first: only what the index opens is counted
     sys.addaudithook(audit)
     index = build_index(registry)
@@ -131,7 +132,7 @@ def test_editing_a_base_and_a_hook_module_rereads_their_dependents_only(site):
     assert after["opened"] == sorted(alpha + f for f in ("_defaults.yaml", "_base.yaml", "hooks.py", "t1.yaml",
                                                           "fam.yaml", "t3.yaml", "t4.yaml"))
     assert sorted(after["refreshed"]) == sorted(alpha + f for f in ("t1.yaml", "fam.yaml", "t3.yaml", "t4.yaml"))
-    assert after["tasks"]["incr/t1"] == ["edited"] and after["tasks"]["incr/fam_c"] == ["edited"]
+    assert after["tasks"]["incr/t1"] == ["incr/edited"] and after["tasks"]["incr/fam_c"] == ["incr/edited"]
     assert after["tasks"]["incr/t5"] == [] and "incr/t4" in after["tasks"]
     # the hook t3 names is gone: its file:line error, and t3 leaves the index
     assert "incr/t3" not in after["tasks"]
@@ -211,6 +212,7 @@ def test_errors_keep_file_and_line_from_the_cache(site):
 def test_index_api_in_process(site, monkeypatch):
     """The same entry points, in this process: build_index, load_task, from_cache."""
     from avhb.registry import get_registry
+    from avhb.taskdef.index import build_index
     from avhb.taskdef.index import build_index, load_task
 
     monkeypatch.syspath_prepend(str(site))
@@ -280,6 +282,7 @@ def test_damaged_cache_file_is_rebuilt_not_trusted(site, monkeypatch):
     from avhb.paths import cache_dir
     from avhb.registry import get_registry
     from avhb.taskdef.index import build_index
+    from avhb.taskdef.index import build_index
 
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("AVHB_PLUGINS", "incr")
@@ -299,3 +302,34 @@ def test_damaged_cache_file_is_rebuilt_not_trusted(site, monkeypatch):
         assert build_index().tasks == first.tasks
     finally:
         get_registry.cache_clear()
+
+
+def test_a_judge_prompt_file_and_a_metric_plugin_key_the_entries_they_decide(testpack_copy, monkeypatch):
+    """A task naming a missing prompt file is broken; the file appearing
+    mends it on the next build (it is a recorded dependency).  The set of
+    registered metric names keys the package: a name that became known is
+    no longer an error."""
+    from avhb.registry import get_registry
+    from avhb.taskdef.index import build_index
+
+    folder = testpack_copy / "avhb_testpack" / "tasks" / "qa"
+    yaml_file = folder / "prompted.yaml"
+    yaml_file.write_text(
+        "include: _base.yaml\ntask: qa_prompted\nmetric_list:\n  - function: hooks.Judged\n"
+        "judges:\n  scorer:\n    default: testpack/keyword\n    prompt_file: prompts/scorer.txt\n    parser: score_0_2\n")
+    index = build_index()
+    assert "testpack/qa_prompted" not in index.tasks
+    assert "prompt file 'prompts/scorer.txt' not found" in index.broken[str(yaml_file.resolve())]
+    (folder / "prompts").mkdir()
+    (folder / "prompts" / "scorer.txt").write_text("Question: {{question}}\nResponse: {{response}}\nScore 0-2.")
+    index = build_index()
+    assert index.refreshed == [str(yaml_file.resolve())] and "testpack/qa_prompted" in index.tasks
+    assert not index.broken and index.tasks["testpack/qa_prompted"]["judges"] == ["scorer"]
+
+    (folder / "custom.yaml").write_text("include: _base.yaml\ntask: qa_custom\nmetric_list:\n  - metric: testpack/later\n")
+    index = build_index()
+    assert "unknown metric 'testpack/later'" in index.broken[str((folder / "custom.yaml").resolve())]
+    registry = get_registry()
+    monkeypatch.setitem(registry.entries["metrics"], "testpack/later", "avhb_testpack.plugin:Exact")
+    index = build_index(registry)
+    assert "testpack/qa_custom" in index.tasks and not index.from_cache and not index.broken

@@ -45,21 +45,20 @@ def test_broken_plugin_warns_once_and_others_work(testpack, tmp_path):
     assert "testpack" in proc.stdout and "broken\tFAILED TO LOAD" in proc.stdout
 
 
-def test_index_is_cached_and_invalidated_by_file_change(testpack):
+def test_index_is_cached_and_invalidated_by_file_change(testpack_copy):
     first = build_index()
     assert not first.from_cache
     second = build_index()
     assert second.from_cache and second.tasks == first.tasks
-    qa = testpack / "avhb_testpack" / "tasks" / "qa" / "qa.yaml"
+    qa = testpack_copy / "avhb_testpack" / "tasks" / "qa" / "qa.yaml"
     original = qa.read_text()
-    try:
-        qa.write_text(original.replace("split: [easy, hard]", "split: [easy, hard, extra]"))
-        os.utime(qa, (time.time() + 5, time.time() + 5))
-        third = build_index()
-        assert not third.from_cache
-        assert "testpack/qa_extra" in third.tasks
-    finally:
-        qa.write_text(original)
+    qa.write_text(original.replace("split: [easy, hard]", "split: [easy, hard, extra]"))
+    os.utime(qa, (time.time() + 5, time.time() + 5))
+    third = build_index()
+    assert not third.from_cache
+    assert "testpack/qa_extra" in third.tasks
+    qa.write_text(original)
+    os.utime(qa, (time.time() + 10, time.time() + 10))
     assert "testpack/qa_extra" not in build_index().tasks
 
 
@@ -81,15 +80,26 @@ def test_list_plugins_cli_shows_versions_and_provides(testpack):
     assert "backends: testpack/echo" in proc.stdout
 
 
-def test_index_invalidated_by_included_base_change(testpack):
-    build_index()
-    base = testpack / "avhb_testpack" / "tasks" / "qa" / "_base.yaml"
-    original = base.read_text()
-    try:
-        base.write_text(original + "tag: via_base\n")
-        os.utime(base, (time.time() + 5, time.time() + 5))
-        index = build_index()
-        assert not index.from_cache
-        assert "via_base" in index.tasks["testpack/qa_judged"]["tags"]
-    finally:
-        base.write_text(original)
+def test_index_invalidated_by_included_base_change(testpack_copy):
+    assert "via_base" not in build_index().tasks["testpack/qa_judged"]["tags"]
+    base = testpack_copy / "avhb_testpack" / "tasks" / "qa" / "_base.yaml"
+    base.write_text(base.read_text() + "tag: via_base\n")
+    os.utime(base, (time.time() + 5, time.time() + 5))
+    index = build_index()
+    assert not index.from_cache
+    assert "testpack/via_base" in index.tasks["testpack/qa_judged"]["tags"]  # namespaced like task names
+
+
+def test_two_plugins_with_one_name_warn_naming_both(testpack, tmp_path):
+    """Issue 15, defect 5: the second plugin of one entry-point name was dropped silently."""
+    dist = tmp_path / "other_pack-2.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: other-pack\nVersion: 2.0\n")
+    (dist / "entry_points.txt").write_text("[avhb]\ntestpack = other_pack_mod\n")
+    (tmp_path / "other_pack_mod.py").write_text("")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(testpack)])}
+    proc = run_cli("list", "plugins", env=env)
+    assert proc.returncode == 0
+    warnings = [line for line in proc.stderr.splitlines() if "two plugins are named 'testpack'" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert "avhb-testpack (avhb_testpack.plugin)" in warnings[0] and "other-pack (other_pack_mod)" in warnings[0]
