@@ -13,9 +13,6 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import pluggy
-
-from avhb import hookspecs
 from avhb.errors import UserError
 
 GROUP = "avhb"
@@ -77,18 +74,24 @@ def _allowed() -> set[str] | None:
 
 
 def _cache_key() -> str:
-    """What the installed plugins depend on: every sys.path folder's mtime
-    (an install or uninstall touches site-packages), the plugin filter and
-    the interpreter."""
-    import hashlib
-
-    h = hashlib.sha256(f"{sys.version}|{os.environ.get('AVHB_PLUGINS')}|".encode())
+    """What entry-point discovery reads: the distributions (``*.dist-info``
+    and ``*.egg-info`` folders, each with its mtime: an install, upgrade or
+    uninstall adds, renames or rewrites one) in every sys.path folder, the
+    plugin filter and the interpreter.  Other files in those folders do not
+    count (``python -m`` puts the working folder on sys.path, and it changes
+    all the time).  Kept whole in the cache file and compared exactly."""
+    parts = [sys.version, str(os.environ.get("AVHB_PLUGINS"))]
     for entry in sys.path:
+        parts.append(f"@{entry}")
         try:
-            h.update(f"{entry}|{os.stat(entry or '.').st_mtime_ns}\n".encode())
+            with os.scandir(entry or ".") as found:
+                parts += sorted(f"{e.name}|{e.stat().st_mtime_ns}" for e in found
+                                if e.name.endswith((".dist-info", ".egg-info")))
+        except NotADirectoryError:  # a zip on sys.path: its own mtime
+            parts.append(f"zip|{os.stat(entry).st_mtime_ns}")
         except OSError:
-            h.update(f"{entry}|-\n".encode())
-    return h.hexdigest()[:24]
+            parts.append("-")
+    return "\n".join(parts)
 
 
 def _files_fresh(files: dict[str, int]) -> bool:
@@ -103,24 +106,26 @@ def get_registry() -> Registry:
     """The registry, from the on-disk cache when nothing installed changed
     (no plugin module is imported then), else by loading the entry points."""
     import json
+    import zlib  # loaded with the interpreter already; hashlib would load OpenSSL
 
     from avhb.paths import cache_dir
 
-    cache_file = cache_dir() / f"registry-{_cache_key()}.json"
+    key = _cache_key()
+    cache_file = cache_dir() / f"registry-{zlib.crc32(key.encode()):08x}.json"
     try:
         data = json.loads(cache_file.read_text())
-        if _files_fresh(data["files"]):
+        if data.get("key") == key and _files_fresh(data["files"]):
             return Registry([PluginInfo(**p) for p in data["plugins"]], data["entries"],
                             [tuple(t) for t in data["task_packages"]], data["preset_files"], [], data["package_dirs"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     registry = _load_registry()
     if not registry.failed:
-        _save(cache_file, registry)
+        _save(cache_file, key, registry)
     return registry
 
 
-def _save(cache_file, registry: Registry) -> None:
+def _save(cache_file, key: str, registry: Registry) -> None:
     import json
 
     files = {}
@@ -132,7 +137,7 @@ def _save(cache_file, registry: Registry) -> None:
         init = os.path.join(folder, "__init__.py")
         if os.path.exists(init):
             files[init] = os.stat(init).st_mtime_ns
-    data = {"plugins": [p.__dict__ for p in registry.plugins], "entries": registry.entries,
+    data = {"key": key, "plugins": [p.__dict__ for p in registry.plugins], "entries": registry.entries,
             "task_packages": registry.task_packages, "preset_files": registry.preset_files,
             "package_dirs": registry.package_dirs, "files": files}
     try:
@@ -161,6 +166,10 @@ def _package_dir(package: str) -> str | None:
 
 def _load_registry() -> Registry:
     from importlib.metadata import entry_points
+
+    import pluggy
+
+    from avhb import hookspecs
 
     allowed = _allowed()
     pm = pluggy.PluginManager(GROUP)

@@ -14,6 +14,7 @@ class Measurement:
     seconds: float
     peak_mb: float
     returncode: int
+    cpu_seconds: float = 0.0  # user + system time of the child
 
 
 def measure(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> Measurement:
@@ -26,13 +27,18 @@ def measure(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> 
         err = proc.stderr.read().decode(errors="replace")[-600:]
         print(f"  ! {' '.join(cmd[:4])}... exited {proc.returncode}: {err}")
     proc.stderr.close()
-    return Measurement(elapsed, usage.ru_maxrss / 1024, proc.returncode)
+    return Measurement(elapsed, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime)
 
 
-def median_of(n: int, cmd: list[str], **kw) -> Measurement:
-    runs = [measure(cmd, **kw) for _ in range(n)]
+def median_of(n: int, cmd: list[str], before=None, **kw) -> Measurement:
+    """Median of n fresh runs; ``before()`` is called before each (not timed)."""
+    runs = []
+    for _ in range(n):
+        if before is not None:
+            before()
+        runs.append(measure(cmd, **kw))
     return Measurement(statistics.median(r.seconds for r in runs), statistics.median(r.peak_mb for r in runs),
-                       max(r.returncode for r in runs))
+                       max(r.returncode for r in runs), statistics.median(r.cpu_seconds for r in runs))
 
 
 def ensure_venv(path: str, packages: list[str]) -> str | None:

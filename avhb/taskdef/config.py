@@ -1,6 +1,12 @@
 """Reading task YAML: safe loading with line numbers, JSON Schema validation,
 ``include`` inheritance and family expansion.  Never executes code: hooks are
-recorded as dotted paths and checked by reading the module's source (AST)."""
+recorded as dotted paths and checked by reading the module's source (AST).
+
+Fast by construction: YAML is read with the C loader and line numbers are
+worked out only when a message needs one (the text is re-parsed with marks);
+the schema is compiled once into plain checks (jsonschema writes the message
+when a document fails); a ``Sources`` shared by one index build reads each
+include base and each hook module once."""
 from __future__ import annotations
 
 import ast
@@ -9,7 +15,9 @@ import difflib
 import functools
 import itertools
 import json
+import os
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,16 +25,16 @@ from typing import Any
 import yaml
 
 from avhb.errors import UserError
+from avhb.taskdef.filestats import FileStats
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "task.schema.json"
 HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data); a key
-    given twice in one mapping is an error naming both lines (PyYAML keeps
-    the last one silently)."""
+class _NoDuplicateKeys:
+    """A key given twice in one mapping is an error naming both lines
+    (PyYAML keeps the last one silently).  Both loaders have node marks."""
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -43,14 +51,65 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-_Loader.add_constructor("!function", lambda loader, node: {"function": loader.construct_scalar(node)})
+class _Loader(_NoDuplicateKeys, yaml.SafeLoader):
+    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data); the
+    pure-Python loader, which keeps line marks: used for messages."""
+
+
+class _FastLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML was built with it
+    """The same constructors over the C parser (node marks carry lines, but no
+    line map is built: LineMap works it out when a message needs it)."""
+
+
+def _function_tag(loader, node):
+    return {"function": loader.construct_scalar(node)}
+
+
+_Loader.add_constructor("!function", _function_tag)
+_FastLoader.add_constructor("!function", _function_tag)
+
+
+class LineMap(Mapping):
+    """Key path -> 1-based line of one YAML text, worked out on first use by
+    re-parsing the text with marks (the fast loader keeps none)."""
+
+    __slots__ = ("_text", "_map")
+
+    def __init__(self, text: str):
+        self._text: str | None = text
+        self._map: dict[tuple, int] | None = None
+
+    def _lines(self) -> dict[tuple, int]:
+        if self._map is None:
+            loader = _Loader(self._text)
+            try:
+                node = loader.get_single_node()
+                self._map = _linemap(node) if node is not None else {}
+            except yaml.YAMLError:
+                self._map = {}
+            finally:
+                loader.dispose()
+            self._text = None
+        return self._map
+
+    def __getitem__(self, keypath: tuple) -> int:
+        return self._lines()[keypath]
+
+    def __contains__(self, keypath: object) -> bool:
+        return keypath in self._lines()
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._lines())
+
+    def __len__(self) -> int:
+        return len(self._lines())
 
 
 @dataclass
 class YamlDoc:
     path: Path
     data: dict[str, Any]
-    lines: dict[tuple, int]  # key path -> 1-based line
+    lines: Mapping[tuple, int]  # key path -> 1-based line (a LineMap: computed when asked)
 
     def line(self, keypath: tuple) -> int:
         while keypath and keypath not in self.lines:
@@ -71,7 +130,7 @@ class TaskConfig:
     package: str  # the Python package that ships the YAML; hooks resolve inside it
     benchmark: str  # the task pack folder name, e.g. "curve"
     config: dict[str, Any]
-    lines: dict[tuple, int] = field(default_factory=dict, repr=False)
+    lines: Mapping[tuple, int] = field(default_factory=dict, repr=False)
     namespace: str = ""  # the plugin's name for a third-party pack; "" for the built-ins
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -128,10 +187,23 @@ def read_yaml(path: Path) -> YamlDoc:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    loader = _FastLoader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError:
+        data = _load_marked(path, text)  # the message and line of the marked parse
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise UserError(f"{path}:1: a task file must be a mapping of keys to values")
+    return YamlDoc(path, data, LineMap(text))
+
+
+def _load_marked(path: Path, text: str) -> Any:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        return loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
@@ -140,17 +212,30 @@ def read_yaml(path: Path) -> YamlDoc:
         raise UserError(f"{path}:1: YAML error: {exc}") from None
     finally:
         loader.dispose()
-    if not isinstance(data, dict):
-        raise UserError(f"{path}:1: a task file must be a mapping of keys to values")
-    return YamlDoc(path, data, _linemap(node))
+
+
+@functools.lru_cache(maxsize=1)
+def _schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_FILE.read_text())
 
 
 @functools.lru_cache(maxsize=1)
 def _validator():
     import jsonschema
 
-    schema = json.loads(SCHEMA_FILE.read_text())
-    return jsonschema.Draft202012Validator(schema)
+    return jsonschema.Draft202012Validator(_schema())
+
+
+@functools.lru_cache(maxsize=1)
+def _fast_check():
+    """The schema as plain checks (None: it uses a keyword the checker lacks,
+    so jsonschema checks every document)."""
+    from avhb.taskdef.checker import Unsupported, compile_schema
+
+    try:
+        return compile_schema(_schema())
+    except Unsupported:
+        return None
 
 
 # lm-eval task keys avhb does not implement: named, so a copied file says why
@@ -181,7 +266,11 @@ class ConfigErrors(UserError):
 
 def schema_errors(doc: YamlDoc) -> list[str]:
     """Every schema error of a file, each naming file, line and key, in
-    line order."""
+    line order.  The compiled checks pass a valid file; only a failing one
+    goes through jsonschema, which writes the messages."""
+    check = _fast_check()
+    if check is not None and check(doc.data):
+        return []
     errors = sorted(_validator().iter_errors(doc.data), key=lambda e: (doc.line(tuple(e.absolute_path)), list(e.absolute_path)))
     out: list[str] = []
     for err in errors:
@@ -218,14 +307,64 @@ def _short(err) -> str:
     return err.message[:200]
 
 
-def load_with_includes(path: Path, seen: tuple[Path, ...] = (),
-                       errors: list[str] | None = None) -> tuple[dict[str, Any], dict[tuple, int], Path]:
+class Sources:
+    """The files one index build reads: each include base parsed and
+    validated once, each hook module's top-level names read (AST) once.
+
+    ``consulted`` collects every base and hook module a resolve looked at,
+    with the ``[mtime_ns, size]`` seen before reading it (None: missing):
+    what the index keys a file's entry on.  The index clears it per file.
+    Results are shared within one build only; without a Sources each
+    resolve reads afresh."""
+
+    def __init__(self, stats: FileStats | None = None) -> None:
+        self.consulted: dict[str, list[int] | None] = {}
+        self.stat = FileStats() if stats is None else stats  # shared with the index's looks
+        self._once: dict[tuple, tuple[Any, dict[str, list[int] | None]]] = {}
+        self._real_dirs: dict[str, str] = {}
+
+    def note(self, path: str) -> list[int] | None:
+        """Record that this resolve depends on ``path``; its stat (None: no such file)."""
+        seen = self.consulted[path] = self.stat(path)
+        return seen
+
+    def once(self, key: tuple, compute):
+        """``compute()`` once per build; the files it consulted are recorded
+        for every later caller too.  Errors are not kept (raised afresh)."""
+        hit = self._once.get(key)
+        if hit is None:
+            outer, self.consulted = self.consulted, {}
+            try:
+                hit = self._once[key] = (compute(), self.consulted)
+            finally:
+                outer.update(self.consulted)
+                self.consulted = outer
+        else:
+            self.consulted.update(hit[1])
+        return hit[0]
+
+    def resolve(self, path: Path) -> Path:
+        """``path.resolve()``, with each folder resolved once."""
+        text = str(path)
+        if not os.path.isabs(text) or f"{os.sep}..{os.sep}" in text or text.endswith(f"{os.sep}..") \
+                or os.path.islink(text):
+            return path.resolve()  # relative, "..", or a link: only resolve() says where it lands
+        folder, name = os.path.split(text)
+        real = self._real_dirs.get(folder)
+        if real is None:
+            real = self._real_dirs[folder] = os.path.realpath(folder)
+        return Path(f"{real}{os.sep}{name}")
+
+
+def load_with_includes(path: Path, seen: tuple[Path, ...] = (), errors: list[str] | None = None, *,
+                       sources: Sources | None = None) -> tuple[dict[str, Any], Mapping[tuple, int], Path]:
     """Returns the merged mapping (child keys override the included file's),
     its line map, and the file that defined each top-level key is not tracked:
     errors after merging point at the child file.  Schema errors are
     appended to ``errors`` when given (the caller goes on and reports them
     with any others), else raised as :class:`ConfigErrors`."""
-    path = path.resolve()
+    sources = Sources() if sources is None else sources
+    path = sources.resolve(path)
     if path in seen:
         chain = " -> ".join(str(p.name) for p in seen + (path,))
         raise UserError(f"{seen[-1]}:1: include: cycle ({chain})")
@@ -239,9 +378,20 @@ def load_with_includes(path: Path, seen: tuple[Path, ...] = (),
     if parent_name is None:
         return data, doc.lines, path
     parent_path = (path.parent / parent_name)
-    if not parent_path.is_file():
+    if sources.note(str(parent_path)) is None:
         raise doc.error(("include",), f"included file {parent_name!r} not found next to {path.name}")
-    parent, _, _ = load_with_includes(parent_path, seen + (path,), errors)
+    # an include base is read once per build, with its schema errors: a
+    # memoised base never cycles back (each file has one parent, so a cycle
+    # would have failed its own read)
+    def read_parent() -> tuple[dict[str, Any], list[str]]:
+        parent_errors: list[str] = []
+        return load_with_includes(parent_path, seen + (path,), parent_errors, sources=sources)[0], parent_errors
+
+    parent, parent_errors = sources.once(("base", str(parent_path)), read_parent)
+    if parent_errors:
+        if errors is None:
+            raise ConfigErrors(parent_errors)
+        errors += parent_errors
     merged = {**parent, **data}
     return merged, doc.lines, path
 
@@ -257,11 +407,15 @@ def expand_family(data: dict[str, Any]) -> list[dict[str, Any]]:
     else:
         combos = [dict(c) for c in spec]
     body = {k: v for k, v in data.items() if k != "expand"}
-    return [_substitute(copy.deepcopy(body), {k: str(v) for k, v in combo.items()}) for combo in combos]
+    return [_substitute(body, {k: str(v) for k, v in combo.items()}) for combo in combos]
 
 
 def _substitute(value: Any, variables: dict[str, str]) -> Any:
+    """A new copy of ``value`` with ``${var}`` replaced (members share no mutable part)."""
     if isinstance(value, str):
+        if "${" not in value:
+            return value
+
         def repl(m: re.Match) -> str:
             if m.group(1) not in variables:
                 raise UserError(f"expand: variable ${{{m.group(1)}}} is not declared")
@@ -271,7 +425,9 @@ def _substitute(value: Any, variables: dict[str, str]) -> Any:
         return {_substitute(k, variables): _substitute(v, variables) for k, v in value.items()}
     if isinstance(value, list):
         return [_substitute(v, variables) for v in value]
-    return value
+    if value is None or isinstance(value, (bool, int, float)):
+        return value
+    return copy.deepcopy(value)
 
 
 def hook_import_path(package: str, dotted: str) -> str:
@@ -283,18 +439,34 @@ def hook_import_path(package: str, dotted: str) -> str:
     return f"{package}.{module}:{attr}"
 
 
-def check_hook(package: str, dotted: str, pack_dir: Path) -> str | None:
+def check_hook(package: str, dotted: str, pack_dir: Path, *, sources: Sources | None = None) -> str | None:
     """Return an error message if the hook's module or function is missing.
-    Reads the module's source; imports nothing."""
+    Reads the module's source (once per build with ``sources``); imports nothing."""
+    sources = Sources() if sources is None else sources
+    return sources.once(("hook", str(pack_dir), dotted), lambda: _check_hook(dotted, pack_dir, sources))
+
+
+def _check_hook(dotted: str, pack_dir: Path, sources: Sources) -> str | None:
     module, _, attr = dotted.rpartition(".")
-    source = pack_dir.joinpath(*module.split(".")).with_suffix(".py")
-    if not source.is_file():
-        pkg_init = pack_dir.joinpath(*module.split("."), "__init__.py")
-        if not pkg_init.is_file():
+    folder = str(pack_dir)
+    source = os.path.join(folder, *module.split(".")) + ".py"
+    if sources.note(source) is None:
+        pkg_init = os.path.join(folder, *module.split("."), "__init__.py")
+        if sources.note(pkg_init) is None:
             return f"hook module {module!r} not found in {pack_dir}"
         source = pkg_init
+    names = sources.once(("names", source), lambda: _module_names(source))
+    if isinstance(names, str):
+        return names
+    if attr not in names:
+        return f"hook function {attr!r} not defined in {os.path.basename(source)}"
+    return None
+
+
+def _module_names(source: str) -> set[str] | str:
+    """Top-level names a hook module defines or imports, or the message of its syntax error."""
     try:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
+        tree = ast.parse(Path(source).read_text(encoding="utf-8"))
     except SyntaxError as exc:
         return f"hook module {source} has a syntax error at line {exc.lineno}"
     names = set()
@@ -305,9 +477,7 @@ def check_hook(package: str, dotted: str, pack_dir: Path) -> str | None:
             names.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, (ast.ImportFrom, ast.Import)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    if attr not in names:
-        return f"hook function {attr!r} not defined in {source.name}"
-    return None
+    return names
 
 
 def iter_hooks(config: dict[str, Any]):
@@ -328,6 +498,12 @@ def iter_hooks(config: dict[str, Any]):
 def package_for(file: Path, root_dir: Path, root_package: str) -> str:
     rel = file.parent.relative_to(root_dir)
     return ".".join([root_package, *rel.parts]) if rel.parts else root_package
+
+
+def _package_and_benchmark(file: Path, root_dir: Path, root_package: str) -> tuple[str, str]:
+    root = root_dir.resolve()
+    rel = file.parent.relative_to(root)
+    return package_for(file, root, root_package), (rel.parts[0] if rel.parts else "")
 
 
 @dataclass(frozen=True)
@@ -353,23 +529,25 @@ def iter_templates(config: dict[str, Any]):
 
 
 def member_problems(member: dict[str, Any], package: str, folder: Path,
-                    known: KnownNames | None = None) -> list[tuple[tuple, str]]:
+                    known: KnownNames | None = None, *, sources: Sources | None = None) -> list[tuple[tuple, str]]:
     """(key path, message) of every problem of one resolved task: hooks
     (read, never imported), templates (parsed, never rendered), judge
-    prompt files, metric and filter names."""
+    prompt files, metric and filter names.  Every file read is noted in
+    ``sources`` (the index keys the task file's entry on them)."""
     from avhb.taskdef.templates import check_template
 
+    sources = Sources() if sources is None else sources
     out: list[tuple[tuple, str]] = []
     try:
-        _member_problems(member, package, folder, known, out, check_template)
+        _member_problems(member, package, folder, known, out, check_template, sources)
     except (TypeError, AttributeError, ValueError):  # a shape the schema already refused
         pass
     return out
 
 
-def _member_problems(member, package, folder, known, out, check_template) -> None:
+def _member_problems(member, package, folder, known, out, check_template, sources: Sources) -> None:
     for keypath, dotted in iter_hooks(member):
-        problem = check_hook(package, dotted, folder)
+        problem = check_hook(package, dotted, folder, sources=sources)
         if problem:
             out.append((keypath, problem))
     for keypath, source in iter_templates(member):
@@ -380,10 +558,11 @@ def _member_problems(member, package, folder, known, out, check_template) -> Non
         name = spec.get("prompt_file") if isinstance(spec, dict) else None
         if isinstance(name, str):
             path = folder / name
-            if not path.is_file():
+            if sources.note(str(path)) is None:
                 out.append((("judges", role, "prompt_file"), f"prompt file {name!r} not found next to the YAML"))
             else:
-                problem = check_template(path.read_text(encoding="utf-8"))
+                problem = sources.once(("prompt", str(path)),
+                                       lambda: check_template(path.read_text(encoding="utf-8")))
                 if problem:
                     out.append((("judges", role, "prompt_file"), f"{name}: {problem}"))
     if known is not None:
@@ -396,35 +575,38 @@ def _member_problems(member, package, folder, known, out, check_template) -> Non
                 if not isinstance(name, str) or name in names:
                     continue
                 close = difflib.get_close_matches(name, sorted(names), n=3)
-                if field_name == "metric" and "evaluate" in names and _evaluate_name(name, folder, close):
+                if field_name == "metric" and "evaluate" in names and _evaluate_name(name, folder, close, sources):
                     continue  # loaded through Hugging Face evaluate at run time (the metric fallback)
                 hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
                 out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
 
 
-def _evaluate_name(name: str, folder: Path, close: list[str]) -> bool:
+def _evaluate_name(name: str, folder: Path, close: list[str], sources: Sources) -> bool:
     """An unregistered metric name that the ``evaluate`` fallback will load:
     ``evaluate/NAME``, a module file or folder next to the YAML, or a bare
     name that resembles no registered metric (a close one is a typo)."""
     if name.startswith("evaluate/"):
         return True
     if name.endswith(".py") or "/" in name:
-        return (folder / name).exists() or (folder / (name + ".py")).exists()
+        return (sources.note(str(folder / name)) is not None or sources.note(str(folder / (name + ".py"))) is not None
+                or (folder / name).is_dir())
     return not close
 
 
 def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
-                 known: KnownNames | None = None) -> tuple[list[TaskConfig], list[GroupConfig]]:
+                 known: KnownNames | None = None, *,
+                 sources: Sources | None = None) -> tuple[list[TaskConfig], list[GroupConfig]]:
     """All tasks and groups defined by one YAML file (after include/expand).
     Every problem of the file is collected and raised together as
-    :class:`ConfigErrors`."""
+    :class:`ConfigErrors`.  ``sources``: shared by the files of one index
+    build (see Sources)."""
+    sources = Sources() if sources is None else sources
     problems: list[str] = []
-    data, lines, file = load_with_includes(file, errors=problems)
+    data, lines, file = load_with_includes(file, errors=problems, sources=sources)
     doc = YamlDoc(file, data, lines)
     prefix = f"{namespace}/" if namespace else ""
-    package = package_for(file, root_dir.resolve(), root_package)
-    rel = file.parent.resolve().relative_to(root_dir.resolve())
-    benchmark = rel.parts[0] if rel.parts else ""
+    package, benchmark = sources.once(("package", str(file.parent), str(root_dir), root_package),
+                                      lambda: _package_and_benchmark(file, root_dir, root_package))
     if "group" in data and isinstance(data.get("task"), list):
         if problems:
             raise ConfigErrors(problems)
@@ -450,7 +632,7 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
         if not member.get("doc_to_text") and not member.get("doc_to_messages"):
             problems.append(str(doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")))
         problems += [str(doc.error(keypath, message))
-                     for keypath, message in member_problems(member, package, file.parent, known)]
+                     for keypath, message in member_problems(member, package, file.parent, known, sources=sources)]
         out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines, namespace))
     if problems:
         raise ConfigErrors(problems)

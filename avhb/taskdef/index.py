@@ -1,15 +1,20 @@
 """The task index: every task and group name with the file that defines it.
 
-Cached on disk as JSON, keyed by the installed plugins' versions and each
-YAML file's path, mtime and size, so ``avhb list tasks`` after the first call
-reads one small file: no YAML parsing, no hooks, no backends, no torch.
+Cached on disk per task package (``task-index/<package>.json``), one entry
+per YAML file keyed by its path, mtime and size and by the same of every
+include base and hook module it names, so ``avhb list tasks`` after the
+first call reads one small file per package and stats the files: no YAML
+parsing, no hooks, no backends, no torch.  Touching a file re-reads it and
+the files that depend on it, nothing else; a plugin's version (and the
+validator's own code) keys only that plugin's entries.
 """
 from __future__ import annotations
 
 import fnmatch
-import hashlib
+import itertools
 import json
 import os
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,18 +22,19 @@ from typing import Any
 from avhb.errors import UserError
 from avhb.paths import cache_dir
 from avhb.registry import Registry, get_registry
+from avhb.taskdef.filestats import FileStats
 
-INDEX_VERSION = 2
-
+INDEX_VERSION = 3
 
 @dataclass
 class TaskIndex:
     tasks: dict[str, dict[str, Any]]  # name -> {file, root, package, namespace, tags, benchmark, output_type}
     groups: dict[str, dict[str, Any]]  # name -> {file, tasks: [...], aggregate: [...]}
     errors: list[str] = field(default_factory=list)
-    from_cache: bool = False
+    from_cache: bool = False  # True: no YAML file was read (every entry was fresh)
+    refreshed: list[str] = field(default_factory=list)  # the YAML files read this time
     broken: dict[str, str] = field(default_factory=dict)  # YAML file -> its error (file:line: key: message)
-    duplicates: dict[str, list[str]] = field(default_factory=dict)  # task -> every file that defines it
+    duplicates: dict[str, list[str]] = field(default_factory=dict)  # task or group -> every file that defines it
 
     def resolve(self, names: list[str]) -> tuple[list[str], list[str]]:
         """Expand group, tag and glob names to task names (order kept);
@@ -121,30 +127,50 @@ class TaskIndex:
 
 
 _SKIP_DIRS = ("sample", "sample_data", "data")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# the code and schema whose verdicts the entries hold: editing them (a checkout) re-validates
+_VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "checker.py", "templates.py",
+                                                     "schema/task.schema.json")]
+_NCOLS = 7  # task columns: name, file id, benchmark, tags, output_type, dataset_path, judge roles
 
 
-def _yaml_files(root: Path) -> list[tuple[str, int, int]]:
-    """(path, mtime_ns, size) of every task YAML under root, in a stable order,
-    plus the hook modules (.py) next to them, which count for freshness:
-    the index records hook errors."""
-    out = []
-    stack = [str(root)]
+def _yaml_files(root: Path) -> tuple[list[str], list[int], list[int]]:
+    """Paths relative to root, mtimes (ns) and sizes of every task YAML under
+    root, in a stable order.  Include bases (``_*.yaml``) and hook modules
+    are not tasks: they count for freshness as the dependencies each entry
+    records."""
+    rels: list[str] = []
+    mtimes: list[int] = []
+    sizes: list[int] = []
+    top = str(root)
+    cut = len(top) + 1
+    stack = [top]
     while stack:
         folder = stack.pop()
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            entries = sorted(os.scandir(folder), key=_name)
         except OSError:
             continue
         subdirs = []
         for e in entries:
+            name = e.name
             if e.is_dir():
-                if not e.name.startswith((".", "_")) and e.name not in _SKIP_DIRS:
+                if not name.startswith((".", "_")) and name not in _SKIP_DIRS:
                     subdirs.append(e.path)
-            elif e.name.endswith((".yaml", ".yml", ".py")):  # include bases (_*.yaml) count for freshness too
-                st = e.stat()
-                out.append((e.path, st.st_mtime_ns, st.st_size))
+            elif name.endswith((".yaml", ".yml")) and not name.startswith("_"):
+                try:
+                    st = e.stat()
+                except OSError:
+                    continue
+                rels.append(e.path[cut:])
+                mtimes.append(st.st_mtime_ns)
+                sizes.append(st.st_size)
         stack.extend(reversed(subdirs))
-    return out
+    return rels, mtimes, sizes
+
+
+def _name(entry: os.DirEntry) -> str:
+    return entry.name
 
 
 def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
@@ -162,33 +188,63 @@ def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
     return roots + include_roots()
 
 
-def _fingerprint(registry: Registry, files: list[tuple[str, str, Path, list[Path]]]) -> str:
-    h = hashlib.sha256()
-    h.update(str(INDEX_VERSION).encode())
-    for plugin in registry.plugins:
-        h.update(f"{plugin.name}={plugin.distribution}:{plugin.version};".encode())
-    for namespace, package, root, paths in files:
-        h.update(f"{namespace}|{package}|{root}\n".encode())
-        h.update("".join(f"{p}|{m}|{sz}\n" for p, m, sz in paths).encode())
-    return h.hexdigest()
+def _part_key(registry: Registry, namespace: str, package: str, root: Path) -> str:
+    """What a package's entries depend on besides its files: where it is, the
+    plugin that ships it (name, distribution, version), the validator's code
+    and the registered metric and filter names (a file may name them)."""
+    plugin = next((p for p in registry.plugins if package in p.provides.get("task_packages", [])), None)
+    parts = [str(INDEX_VERSION), namespace, package, str(root),
+             f"{plugin.name}={plugin.distribution}:{plugin.version}" if plugin else "?", _names_key(registry)]
+    for f in _VALIDATOR_FILES:
+        try:
+            st = os.stat(f)
+            parts.append(f"{st.st_mtime_ns}:{st.st_size}")
+        except OSError:
+            parts.append("-")
+    return "|".join(parts)
+
+
+def _names_key(registry: Registry) -> str:
+    names = "\n".join(sorted(registry.entries.get("metrics", {}))) + "\0" + "\n".join(
+        sorted(registry.entries.get("filters", {})))
+    return f"{zlib.crc32(names.encode()):08x}"
+
+
+def _part_file(namespace: str, package: str, root: Path) -> Path:
+    # crc32 only names the file (the key inside is compared whole); hashlib would load OpenSSL
+    return cache_dir() / "task-index" / f"{package}-{zlib.crc32(f'{namespace}|{root}'.encode()):08x}.json"
+
+
+# A package's cache file ("part"), columns so that reading it makes few objects:
+#   rels, mtimes, sizes   the task YAML files at the last build, in walk order
+#   deps                  [path, mtime_ns, size] of every include base and hook module a file
+#                         names ([path, None, None]: it was missing)
+#   depsets               lists of dep ids; file_depset[i]: the one file i depends on
+#   file_count            tasks defined by file i (its rows follow those of file i-1)
+#   file_groups, file_errors   {str(i): ...} for the files that define groups or have errors
+#   tasks                 columns name, file id, then benchmark, tags, output_type and
+#                         dataset_path as ids into values (they repeat across tasks)
+#   dups                  rows naming a task an earlier file of the package defines
+#   errors                the package's errors in file order
+_COLUMNS = ("rels", "mtimes", "sizes", "deps", "depsets", "file_depset", "file_count", "file_groups",
+            "file_errors", "tasks", "values", "dups", "errors")
 
 
 def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
     registry = registry or get_registry()
-    files = [(ns, pkg, root, _yaml_files(root)) for ns, pkg, root in _roots(registry)]
-    key = _fingerprint(registry, files)
-    cache_file = cache_dir() / f"task-index-{key[:24]}.json"
-    if use_cache and cache_file.is_file():
-        try:
-            data = json.loads(cache_file.read_text())
-            return TaskIndex(data["tasks"], data["groups"], data.get("errors", []), from_cache=True,
-                             broken=data.get("broken", {}), duplicates=data.get("duplicates", {}))
-        except (OSError, ValueError, KeyError):
-            pass
-    index = _scan(files, known_names(registry))
-    if use_cache:
-        _write_cache(cache_file, index)
-    return index
+    stats = FileStats()
+    sources: list = []  # the one config.Sources of this build, made at the first file to read (warm: none)
+    parts = []
+    refreshed: list[str] = []
+    for namespace, package, root in _roots(registry):
+        cache_file = _part_file(namespace, package, root)
+        key = _part_key(registry, namespace, package, root)
+        old = _read_part(cache_file, key) if use_cache else None
+        part, changed = _refresh(namespace, package, root, old, stats, sources, refreshed, registry)
+        if use_cache and changed:
+            _write_part(cache_file, key, part)
+        parts.append((namespace, package, str(root), part))
+    return _merge(parts, refreshed)
 
 
 def known_names(registry: Registry):
@@ -198,68 +254,235 @@ def known_names(registry: Registry):
     return KnownNames(frozenset(registry.entries.get("metrics", {})), frozenset(registry.entries.get("filters", {})))
 
 
-def _scan(files, known=None) -> TaskIndex:
-    from avhb.taskdef.config import ConfigErrors, resolve_file
+def _read_part(cache_file: Path, key: str) -> dict | None:
+    """The cached part if it is for this key and whole: a damaged file is rebuilt, never half used."""
+    try:
+        data = json.loads(cache_file.read_bytes())
+        if data.get("key") != key or not all(c in data for c in _COLUMNS):
+            return None
+        n, tasks, file_depset = len(data["rels"]), data["tasks"], data["file_depset"]
+        if (len(data["mtimes"]) == len(data["sizes"]) == len(file_depset) == len(data["file_count"]) == n
+                and len(tasks) == _NCOLS and all(len(col) == sum(data["file_count"]) for col in tasks)
+                and _within(file_depset, len(data["depsets"])) and _within(tasks[1], n)
+                and all(_within(col, len(data["values"])) for col in tasks[2:])
+                and all(_within(ids, len(data["deps"])) for ids in data["depsets"])):
+            return data
+    except (OSError, ValueError, TypeError, AttributeError, KeyError):
+        pass
+    return None
 
+
+def _within(ids: list, size: int) -> bool:
+    """Every id indexes a list of ``size`` (min and max run in C: the warm path stays cheap)."""
+    return not ids or (min(ids) >= 0 and max(ids) < size)
+
+
+def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: FileStats, sources: list,
+             refreshed: list[str], registry: Registry) -> tuple[dict, bool]:
+    """The package's part now: the old one if no file or dependency changed
+    (no per-file work), else the unchanged files' entries kept and the rest
+    resolved.  Returns (part, whether it changed)."""
+    rels, mtimes, sizes = _yaml_files(root)
+    stale: set[int] = set()
+    if old is not None:
+        stale = {i for i, (path, mtime, size) in enumerate(old["deps"])
+                 if stats(path) != (None if mtime is None else [mtime, size])}
+        if not stale and old["rels"] == rels and old["mtimes"] == mtimes and old["sizes"] == sizes:
+            return old, False
+    old_pos = {rel: i for i, rel in enumerate(old["rels"])} if old is not None else {}
+    old_first = list(itertools.accumulate(old["file_count"], initial=0)) if old is not None else []
+    deps: list[list] = old["deps"] if old is not None else []
+    dep_ids = {d[0]: i for i, d in enumerate(deps)}
+    depsets: list[list[int]] = old["depsets"] if old is not None else []
+    depset_ids = {tuple(d): i for i, d in enumerate(depsets)}
+    values: list = old["values"] if old is not None else []
+    value_ids = {_value_key(v): i for i, v in enumerate(values)}
+    new = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "deps": deps, "depsets": depsets, "file_depset": [],
+           "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[] for _ in range(_NCOLS)],
+           "values": values, "dups": [], "errors": []}
+    columns = new["tasks"]
+    top = str(root) + os.sep
+    for fid, rel in enumerate(rels):
+        i = old_pos.get(rel)
+        if (i is not None and old["mtimes"][i] == mtimes[fid] and old["sizes"][i] == sizes[fid]
+                and stale.isdisjoint(old["depsets"][old["file_depset"][i]])):
+            depset = old["file_depset"][i]
+            lo, hi = old_first[i], old_first[i + 1]
+            rows = [col[lo:hi] for col in old["tasks"]]
+            rows[1] = [fid] * (hi - lo)
+            groups, errors = old["file_groups"].get(str(i)), old["file_errors"].get(str(i))
+        else:
+            path = top + rel
+            consulted, rows, groups, errors = _resolve(path, root, package, namespace, stats, sources, registry)
+            rows[1] = [fid] * len(rows[0])
+            for col in rows[2:]:
+                for j, value in enumerate(col):
+                    key = _value_key(value)
+                    v = value_ids.get(key)
+                    if v is None:
+                        value_ids[key] = v = len(values)
+                        values.append(value)
+                    col[j] = v
+            ids = []
+            for dep, seen in consulted.items():
+                row = [dep, None, None] if seen is None else [dep, *seen]
+                d = dep_ids.get(dep)
+                if d is None:
+                    dep_ids[dep] = d = len(deps)
+                    deps.append(row)
+                else:
+                    deps[d] = row  # the newest look wins: an entry kept on an older one is re-read next time
+                ids.append(d)
+            ids_key = tuple(sorted(set(ids)))
+            depset = depset_ids.get(ids_key)
+            if depset is None:
+                depset_ids[ids_key] = depset = len(depsets)
+                depsets.append(list(ids_key))
+            refreshed.append(path)
+        new["file_depset"].append(depset)
+        new["file_count"].append(len(rows[0]))
+        for col, cells in zip(columns, rows):
+            col.extend(cells)
+        if groups:
+            new["file_groups"][str(fid)] = groups
+        if errors:
+            new["file_errors"][str(fid)] = errors
+    _package_errors(new, top)
+    return new, True
+
+
+def _value_key(value: Any) -> Any:
+    """A value of the interned columns (a string, None or a list of tags) as a dict key."""
+    return ("list", *value) if isinstance(value, list) else value
+
+
+def _package_errors(part: dict, top: str) -> None:
+    """The files' errors and the names a package defines twice, in file order."""
+    names, fids = part["tasks"][0], part["tasks"][1]
+    first: dict[str, int] = {}
+    dups_at: dict[int, list[str]] = {}
+    for row, (name, fid) in enumerate(zip(names, fids)):
+        if name in first:
+            part["dups"].append(row)
+            earlier = top + part["rels"][fids[first[name]]]
+            dups_at.setdefault(fid, []).append(f"{top + part['rels'][fid]}:1: task {name!r} is also defined in {earlier}")
+        else:
+            first[name] = row
+    for fid in range(len(part["rels"])):
+        part["errors"] += part["file_errors"].get(str(fid), []) + dups_at.get(fid, [])
+
+
+def _resolve(path: str, root: Path, package: str, namespace: str, stats: FileStats, sources: list,
+             registry: Registry):
+    """Resolve one file: (the bases and hook modules it consulted, its task
+    columns, its groups, its errors)."""
+    from avhb.taskdef.config import ConfigErrors, Sources, resolve_file
+
+    if not sources:
+        sources.append(Sources(stats=stats))
+        sources.append(known_names(registry))
+    src = sources[0]
+    src.consulted = {}
+    rows: list[list] = [[] for _ in range(_NCOLS)]
+    groups: dict[str, dict[str, Any]] = {}
+    errors: list[str] = []
+    try:
+        task_cfgs, group_cfgs = resolve_file(Path(path), root, package, namespace, sources[1], sources=src)
+    except ConfigErrors as exc:
+        errors.extend(exc.messages)
+    except UserError as exc:
+        errors.append(str(exc))
+    else:
+        for t in task_cfgs:
+            for col, value in zip(rows, (t.name, 0, t.benchmark, t.tags, t.get("output_type", "generate_until"),
+                                         t.get("dataset_path"), sorted(t.get("judges") or {}))):
+                col.append(value)
+        for g in group_cfgs:
+            groups[g.name] = {"file": path, "tasks": g.tasks, "aggregate": g.aggregate,
+                              "aggregate_over": g.aggregate_over}
+    consulted, src.consulted = src.consulted, {}
+    return consulted, rows, groups, errors
+
+
+def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> TaskIndex:
+    """All packages in one index: a name another package already defines and
+    a group member that is nothing are errors."""
     tasks: dict[str, dict[str, Any]] = {}
     groups: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     broken: dict[str, str] = {}
     duplicates: dict[str, list[str]] = {}
-    for namespace, package, root, entries in files:
-        for path, _, _ in entries:
-            path = Path(path)
-            if path.name.startswith("_") or path.suffix == ".py":
+    for namespace, package, root, part in parts:
+        top = root + os.sep
+        paths = [top + rel for rel in part["rels"]]
+        values = part["values"]
+        rows = zip(*part["tasks"])
+        infos: dict[str, dict[str, Any]] = {}
+        for name, fid, benchmark, tag, output_type, dataset, judges in rows:
+            if name in infos or name in tasks:
+                first = (infos.get(name) or tasks[name])["file"]
+                files = duplicates.setdefault(name, [first])
+                if paths[fid] not in files:
+                    files.append(paths[fid])
+                if name in tasks and name not in infos:
+                    errors.append(f"{paths[fid]}:1: task {name!r} is also defined in {first}")
                 continue
-            try:
-                task_cfgs, group_cfgs = resolve_file(path, root, package, namespace, known)
-            except ConfigErrors as exc:
-                errors.extend(exc.messages)
-                broken[str(path)] = str(exc)
-                continue
-            except UserError as exc:
-                errors.append(str(exc))
-                broken[str(path)] = str(exc)
-                continue
-            for t in task_cfgs:
-                if t.name in tasks:
-                    errors.append(f"{path}:1: task {t.name!r} is also defined in {tasks[t.name]['file']}")
-                    duplicates.setdefault(t.name, [tasks[t.name]["file"]]).append(str(path))
+            infos[name] = {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
+                           "benchmark": values[benchmark], "tags": values[tag], "output_type": values[output_type],
+                           "dataset_path": values[dataset], "judges": values[judges]}
+        errors += part["errors"]
+        tasks.update(infos)
+        for fid_text, messages in part["file_errors"].items():
+            broken[paths[int(fid_text)]] = _file_error(messages)
+        for fid_text in sorted(part["file_groups"], key=int):
+            for name, info in part["file_groups"][fid_text].items():
+                if name in groups:
+                    other = groups[name]["file"]
+                    errors.append(f"{info['file']}:1: group {name!r} is also defined in {other}")
+                    files = duplicates.setdefault(name, [other])
+                    files.append(info["file"])
                     continue
-                tasks[t.name] = {
-                    "file": str(path), "root": str(root), "package": package, "namespace": namespace,
-                    "benchmark": t.benchmark, "tags": t.tags,
-                    "output_type": t.get("output_type", "generate_until"),
-                    "dataset_path": t.get("dataset_path"),
-                    "judges": sorted(t.get("judges") or {}),
-                }
-            for g in group_cfgs:
-                if g.name in groups:
-                    other = groups[g.name]["file"]
-                    errors.append(f"{path}:1: group {g.name!r} is also defined in {other}")
-                    duplicates.setdefault(g.name, [str(other)]).append(str(path))
-                    continue
-                groups[g.name] = {"file": str(path), "tasks": g.tasks, "aggregate": g.aggregate,
-                                  "aggregate_over": g.aggregate_over}
+                groups[name] = info
     for name, info in groups.items():
         for entry in info["tasks"]:
             if entry not in tasks and entry not in groups and not any(ch in entry for ch in "*?["):
                 errors.append(f"{info['file']}:1: group {name!r} lists {entry!r}, which is no task or group")
-    return TaskIndex(tasks, groups, errors, broken=broken, duplicates=duplicates)
+    return TaskIndex(tasks, groups, errors, from_cache=not refreshed, refreshed=refreshed, broken=broken,
+                     duplicates=duplicates)
 
 
-def _write_cache(cache_file: Path, index: TaskIndex) -> None:
+def _file_error(messages: list[str]) -> str:
+    """A broken file's one-line error: its first problem, with a count of the others."""
+    from avhb.taskdef.config import ConfigErrors
+
+    return str(ConfigErrors(messages))
+
+
+def _write_part(cache_file: Path, key: str, part: dict) -> None:
+    _compact(part)
     try:
         cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"tasks": index.tasks, "groups": index.groups, "errors": index.errors,
-                                   "broken": index.broken, "duplicates": index.duplicates}))
+        tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"key": key, **part}, separators=(",", ":")))
         os.replace(tmp, cache_file)
-        for old in cache_file.parent.glob("task-index-*.json"):
-            if old != cache_file:
-                old.unlink(missing_ok=True)
+        for old in cache_file.parent.parent.glob("task-index-*.json"):  # the single-file index of version 1
+            old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only home still works, just without the cache
+
+
+def _compact(part: dict) -> None:
+    """Drop the dependency sets and dependencies no file names any more."""
+    used_sets = sorted(set(part["file_depset"]))
+    if len(used_sets) != len(part["depsets"]):
+        renumber = {old: new for new, old in enumerate(used_sets)}
+        part["depsets"] = [part["depsets"][i] for i in used_sets]
+        part["file_depset"] = [renumber[i] for i in part["file_depset"]]
+    used = sorted({d for ids in part["depsets"] for d in ids})
+    if len(used) != len(part["deps"]):
+        renumber = {old: new for new, old in enumerate(used)}
+        part["deps"] = [part["deps"][i] for i in used]
+        part["depsets"] = [[renumber[d] for d in ids] for ids in part["depsets"]]
 
 
 def load_task(index: TaskIndex, name: str):

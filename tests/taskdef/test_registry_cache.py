@@ -1,0 +1,58 @@
+"""The registry cache: kept while only unrelated files change on sys.path
+(the working folder of `python -m`), dropped when a distribution appears,
+changes or goes."""
+from __future__ import annotations
+
+import os
+import time
+
+from avhb import registry
+
+
+def _loads(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = registry._load_registry
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(registry, "_load_registry", counting)
+    return calls
+
+
+def _fresh():
+    registry.get_registry.cache_clear()
+    return registry.get_registry()
+
+
+def test_unrelated_files_on_sys_path_keep_the_cache(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calls = _loads(monkeypatch)
+    _fresh()
+    assert calls == [1]
+    (tmp_path / "results.json").write_text("{}")  # a run writing next to where avhb was started
+    (tmp_path / "runs").mkdir()
+    os.utime(tmp_path, ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
+    _fresh()
+    assert calls == [1]
+
+
+def test_a_new_or_removed_distribution_reloads(tmp_path, monkeypatch):
+    monkeypatch.syspath_prepend(str(tmp_path))
+    calls = _loads(monkeypatch)
+    _fresh()
+    dist = tmp_path / "late_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: late-plugin\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[avhb]\nlate = late_plugin_mod\n")
+    (tmp_path / "late_plugin_mod.py").write_text("")
+    reg = _fresh()
+    assert calls == [1, 1] and "late" in {p.name for p in reg.plugins}
+    assert _fresh() is not None and calls == [1, 1]
+    for f in dist.iterdir():
+        f.unlink()
+    dist.rmdir()
+    reg = _fresh()  # the same distributions as at first: that state's cache file answers, without the plugin
+    assert "late" not in {p.name for p in reg.plugins} and "late/x" not in str(reg.entries)
+    registry.get_registry.cache_clear()
