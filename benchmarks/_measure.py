@@ -18,15 +18,18 @@ class Measurement:
 
 
 def measure(cmd: list[str], env: dict | None = None, cwd: str | None = None) -> Measurement:
-    start = time.perf_counter()
-    proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    elapsed = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        err = proc.stderr.read().decode(errors="replace")[-600:]
-        print(f"  ! {' '.join(cmd[:4])}... exited {proc.returncode}: {err}")
-    proc.stderr.close()
+    import tempfile
+
+    with tempfile.TemporaryFile() as stderr:  # a file, not a pipe: a chatty child cannot block on a full pipe
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=stderr)
+        _, status, usage = os.wait4(proc.pid, 0)
+        elapsed = time.perf_counter() - start
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            stderr.seek(0)
+            err = stderr.read().decode(errors="replace")[-600:]
+            print(f"  ! {' '.join(cmd[:4])}... exited {proc.returncode}: {err}")
     return Measurement(elapsed, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime)
 
 

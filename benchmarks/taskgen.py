@@ -124,8 +124,10 @@ class Agreement:
 '''
 
 
-def write_realistic_folder(folder_dir: Path, folder: str, n: int = PER_FOLDER) -> list[str]:
-    """One realistic task folder with ``n`` tasks (n <= PER_FOLDER); returns the task names."""
+def write_realistic_folder(folder_dir: Path, folder: str, n: int = PER_FOLDER, hints: bool = True) -> list[str]:
+    """One realistic task folder with ``n`` tasks (n <= PER_FOLDER); returns the task names.
+    ``hints=False`` leaves out the report hint (a key older cores do not know)."""
+    tail = _FAMILY_TAIL if hints else "".join(ln for ln in _FAMILY_TAIL.splitlines(True) if not ln.startswith("report:"))
     folder_dir.mkdir(parents=True, exist_ok=True)
     (folder_dir / "__init__.py").write_text("")
     (folder_dir / "_defaults.yaml").write_text(_DEFAULTS)
@@ -142,7 +144,7 @@ def write_realistic_folder(folder_dir: Path, folder: str, n: int = PER_FOLDER) -
     while left > 0:
         size = min(FAMILY_SIZE, left)
         body = "".join(f"  - {{lang: {lang}}}\n" for lang in LANGS[:size])
-        (folder_dir / f"family_{f}.yaml").write_text(_FAMILY_HEAD.format(folder=folder, f=f) + body + _FAMILY_TAIL)
+        (folder_dir / f"family_{f}.yaml").write_text(_FAMILY_HEAD.format(folder=folder, f=f) + body + tail)
         names += [f"bench_{folder}_f{f}_{lang}" for lang in LANGS[:size]]
         left -= size
         f += 1
@@ -160,7 +162,7 @@ def write_plain_task(folder_dir: Path, i: int) -> None:
         "metric_list:\n  - metric: exact_match\nmetadata:\n  version: 1\n")
 
 
-def make_plugin(root: Path, n: int, kind: str = "realistic", name: str = "bench") -> Path:
+def make_plugin(root: Path, n: int, kind: str = "realistic", name: str = "bench", hints: bool = True) -> Path:
     """A third-party plugin ``name`` with ``n`` tasks, installed as a
     distribution folder: put ``root`` on PYTHONPATH."""
     pkg = root / f"{name}_tasks"
@@ -173,7 +175,7 @@ def make_plugin(root: Path, n: int, kind: str = "realistic", name: str = "bench"
     if kind == "realistic":
         for start in range(0, n, PER_FOLDER):
             folder = f"f{start // PER_FOLDER:04d}"
-            write_realistic_folder(pkg / "tasks" / folder, folder, min(PER_FOLDER, n - start))
+            write_realistic_folder(pkg / "tasks" / folder, folder, min(PER_FOLDER, n - start), hints=hints)
     else:
         for i in range(n):
             folder = pkg / "tasks" / f"family{i // 100:03d}"

@@ -153,3 +153,15 @@ def test_validate_reports_every_error_of_a_file(tmp_path):
     assert "filter_list.0.filter: unknown filter 'stripp'; did you mean strip?" in out
     assert "judges.scorer.prompt_file: prompts/judge.txt: template reaches attribute '__class__'" in out
     assert "1 files, 1 with errors, 6 errors" in out
+
+
+@pytest.mark.parametrize("source", [
+    "{{question}}", "{{ question }}\nOptions:\n{{ meta.options.0 }}", "{{- q -}} and {{q-}}", "{{ not }}",
+    "{{ a }}}", "{{{ a }}", "{{ a {{ b }}", "{{ a.__class__ }}", "{{ a._x }}", "{{ _a }}", "{{ a.1b }}",
+    "{{ a }} {% if b %}x{% endif %}", "{{ a }} {# note #}", "{{ a | upper }}", "{{ a }", "plain } text {",
+    "{{ a.b_c }} {{ A9 }}", "{{\ta\n}}", "{{ a. b }}", "{{ a..b }}", "{{ 1a }}", "{{ a.1.b }}", "{{ a.01 }}", "{{ a.1_0 }}", "{{ notes }}", "{{ not}}",
+])
+def test_the_plain_field_fast_path_agrees_with_the_parser(source):
+    from avhb.taskdef.templates import _check_parsed, check_template
+
+    assert (check_template(source) is None) == (_check_parsed(source) is None), source
