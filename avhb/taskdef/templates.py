@@ -14,6 +14,9 @@ language lm-eval and lmms-eval task files are written in, in a sandbox.
   ``_``-attribute and no loader statement.  It needs no sample.
 * A field the sample lacks is a :class:`~avhb.errors.SampleError` naming the
   sample and the field: that sample fails, the run goes on.
+* Plain ``{{ field }}`` / ``{{ a.b.0 }}`` templates (most prompts) are filled
+  in directly, with Jinja's result (a test holds the two paths equal); any
+  other value or markup goes through Jinja.
 
 Nothing here executes code from a task file: a template is data that the
 sandbox evaluates over the sample's fields.
@@ -114,10 +117,15 @@ def render(template: str, doc: Mapping[str, Any], sample: str | None = None, whe
     and ``where`` (the YAML key) name the failure: a field the sample lacks,
     a refused attribute or any error inside an expression is a
     ``SampleError``."""
-    from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
-
     if not is_template(template):
         return template
+    pieces = _plain_pieces(template)
+    if pieces is not None:
+        text = _render_plain(pieces, doc)
+        if text is not None:
+            return text
+    from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
+
     who = f"sample {sample}: " if sample is not None else ""
     try:
         compiled = _compiled(template)
@@ -132,6 +140,54 @@ def render(template: str, doc: Mapping[str, Any], sample: str | None = None, whe
         raise SampleError(f"{who}{where}: template refused by the sandbox: {exc}") from None
     except (TemplateError, TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError) as exc:
         raise SampleError(f"{who}{where}: template failed: {type(exc).__name__}: {exc}") from None
+
+
+_PLAIN_PIECE = re.compile(r"(?<!\{)\{\{ *([A-Za-z][A-Za-z0-9_]*(?:\.(?:0|[1-9][0-9]*|[A-Za-z][A-Za-z0-9_]*))*) *\}\}")
+
+
+@functools.lru_cache(maxsize=4096)
+def _plain_pieces(source: str) -> tuple[tuple[str, tuple[str, ...] | None], ...] | None:
+    """``source`` as (literal text, field path) pieces when its only markup
+    is plain ``{{ field }}`` outputs (most prompts), else None."""
+    pieces: list[tuple[str, tuple[str, ...] | None]] = []
+    at = 0
+    for m in _PLAIN_PIECE.finditer(source):
+        pieces.append((source[at:m.start()], tuple(m.group(1).split("."))))
+        at = m.end()
+    pieces.append((source[at:], None))
+    if any(mark in text for text, _ in pieces for mark in ("{{", "{%", "{#")) or ("not",) in (p for _, p in pieces):
+        return None  # other markup, or the keyword ``not`` (a syntax error for Jinja)
+    return tuple(pieces)
+
+
+def _render_plain(pieces, doc: Mapping[str, Any]) -> str | None:
+    """What Jinja renders for plain-output pieces, or None whenever a value
+    is not a plain mapping entry or list item (Jinja then renders it, and
+    writes the error): a dict's own attribute names (``items``, ``keys``)
+    and non-container values go the long way, so both paths agree."""
+    out: list[str] = []
+    for text, path in pieces:
+        out.append(text)
+        if path is None:
+            continue
+        if not isinstance(doc, dict) or path[0] not in doc:
+            return None
+        value = doc[path[0]]
+        for part in path[1:]:
+            if part.isdigit():
+                if type(value) not in (list, tuple) or int(part) >= len(value):
+                    return None
+                value = value[int(part)]
+            elif type(value) is dict and part in value and not hasattr(dict, part):
+                value = value[part]
+            else:
+                return None
+        if value is None:
+            continue
+        if type(value) not in (str, int, float, bool, list, dict):
+            return None
+        out.append(value if type(value) is str else str(value))
+    return "".join(out)
 
 
 def _undefined(exc: Exception) -> str:
