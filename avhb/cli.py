@@ -9,7 +9,7 @@ from pathlib import Path
 
 from avhb.errors import UserError
 
-SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare")
+SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge")
 
 
 def _run_parser(p: argparse.ArgumentParser) -> None:
@@ -34,6 +34,10 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gen-kwargs", default=None, metavar="k=v,...",
                    help="override generation settings, e.g. max_tokens=4096,temperature=0.3")
     p.add_argument("--no-report", action="store_true", help="skip report.html")
+    p.add_argument("--shard", default=None, metavar="I/N",
+                   help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
+    p.add_argument("--executor", default=None, metavar="local|ray[:ADDRESS][,workers=N]",
+                   help="where backends run: this process (local, default) or a Ray cluster")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -58,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="rebuild report.html; with several runs, compare them")
     rp.add_argument("run_dirs", nargs="+")
     rp.add_argument("--output", default=None, help="where to write the comparison (.html, .md or .csv)")
+    mp = sub.add_parser("merge", help="combine the run folders of --shard I/N runs into one run")
+    mp.add_argument("out", help="the merged run folder")
+    mp.add_argument("shard_dirs", nargs="+", help="every shard's run folder")
+    mp.add_argument("--no-report", action="store_true", help="skip report.html")
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
     pp.add_argument("--data-dir", default=None)
@@ -106,6 +114,8 @@ def _cmd_run(args, argv) -> int:
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
     from avhb.run.options import parse_ablations
+    from avhb.run.executor import parse_executor
+    from avhb.run.shard import Shard
 
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit {args.limit}: must be 0 or more")
@@ -119,7 +129,8 @@ def _cmd_run(args, argv) -> int:
         limit=args.limit, samples=[s for s in (args.samples or "").split(",") if s] or None, seed=args.seed,
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
         media=_media_overrides(args.media), gen_kwargs=parse_kv(args.gen_kwargs),
-        command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report)
+        command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
+        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor))
     results = evaluate(options)
     _print_results(results)
     print(f"\nrun folder: {output}", file=sys.stderr)
@@ -278,6 +289,16 @@ def _cmd_report(args, argv) -> int:
     return 0
 
 
+def _cmd_merge(args, argv) -> int:
+    from avhb.run.merge import merge
+
+    results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
+                    write_report=not args.no_report)
+    _print_results(results)
+    print(f"\nmerged run folder: {args.out}", file=sys.stderr)
+    return 0
+
+
 def _cmd_prepare(args, argv) -> int:
     from avhb.data.prepare import prepare_tasks
 
@@ -285,7 +306,7 @@ def _cmd_prepare(args, argv) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "list": _cmd_list, "show": _cmd_show, "validate": _cmd_validate, "score": _cmd_score,
-            "report": _cmd_report, "prepare": _cmd_prepare}
+            "report": _cmd_report, "prepare": _cmd_prepare, "merge": _cmd_merge}
 
 if __name__ == "__main__":
     sys.exit(main())

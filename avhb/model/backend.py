@@ -121,6 +121,17 @@ class Backend:
         """Metadata written to run.json."""
         return {**self.identity, "capabilities": self.capabilities.__dict__}
 
+    def resources(self) -> dict[str, float]:
+        """What one instance occupies on a cluster (``--executor ray``):
+        Ray resource amounts such as ``{"num_gpus": 2}``.  Default: one CPU."""
+        return {"num_cpus": 1}
+
+    def check_media(self, media: Any, task: str) -> None:
+        """Refuse, before any call, a task's media settings (``MediaSpec``)
+        this backend cannot take (``UserError``); vLLM checks frames per
+        prompt and context.  Default: anything goes."""
+        return None
+
     async def generate(self, request: Request) -> Response:
         raise NotImplementedError
 

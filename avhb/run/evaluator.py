@@ -17,9 +17,9 @@ from typing import Any
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import SampleError, UserError
-from avhb.model.backend import create_backend
-from avhb.model.caller import Caller
+from avhb.model.caller import Caller, NotInJournal
 from avhb.registry import get_registry
+from avhb.run.executor import backend_factory
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate
 from avhb.run.journal import Journal
@@ -27,6 +27,7 @@ from avhb.run.manifest import build_manifest
 from avhb.run.options import RunOptions, media_plan
 from avhb.run.results import RunResults
 from avhb.run.scoring import score, summarize
+from avhb.run.shard import select as select_shard
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.index import TaskIndex, build_index, load_task
@@ -51,14 +52,20 @@ class Evaluator:
         for t in tasks:
             self._check_metric_roles(t)
         recorded = self.folder.read_json("run.json") or {}
-        backend = None if self.o.score_only else create_backend(self.o.model)
+        make_backend = backend_factory(self.o.executor)
+        backend = None if self.o.score_only else make_backend(self.o.model)
         journal = Journal(self.folder.journal_dir)
-        judges = Judges(self.o.judges, journal, create_backend)
+        judges = Judges(self.o.judges, journal, make_backend,
+                        replay_identities=(recorded.get("judge_identities") or {}) if self.o.replay_judges else None)
         for t in tasks:  # a judge that cannot be built (or cannot see what it is sent) fails now
             roles = t.judge_roles()
             if self.o.predict_only:
                 roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
-            judges.prepare(roles)
+            if not self.o.replay_judges:
+                judges.prepare(roles)
+        if backend is not None:
+            for t in tasks:  # settings the backend can refuse before it loads (vLLM: frames per prompt)
+                backend.check_media(plans[t.name].spec, t.name)
         if backend is not None:
             model = Caller(journal, "responses", backend, label=self.o.model.label)
         else:
@@ -69,7 +76,7 @@ class Evaluator:
                 recorded or None, self.o, tasks, sources, plans,
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
                 self._describe_judges(tasks, judges), self.registry.versions(),
-                list(getattr(backend, "notes", []) or [])))
+                list(getattr(backend, "notes", []) or []), judges.identities()))
             for task in tasks:
                 run = TaskRun(task, sources[task.name], plans[task.name], model,
                               judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
@@ -146,6 +153,8 @@ class Evaluator:
                 except SampleError as exc:
                     record.error = str(exc)
                 records.append(record)
+        if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
+            records = select_shard(records, task.metrics(), self.o.shard, task.name)
         return records
 
     async def _run_task(self, run: TaskRun, judges: Judges) -> None:
@@ -158,7 +167,11 @@ class Evaluator:
                             "(the run is unfinished or failed there): resume it with its original command first; "
                             "avhb score makes no model calls")
         if metrics:
-            await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.root)
+            try:
+                await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.root)
+            except NotInJournal:
+                raise UserError(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
+                                "(the run is unfinished there): resume it with its original command first") from None
         self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.folder.write_samples(task.name, records)
 
@@ -166,6 +179,8 @@ class Evaluator:
     def _write_results(self, judges: Judges) -> None:
         self.results.model = self.o.model.label if self.o.model else None
         self.results.judge_usage = judges.usage.as_dict()
+        if self.o.shard is not None:  # a shard's numbers are a slice's, not the benchmark's
+            self.results.extra["shard"] = self.o.shard.label
         self.folder.write_results(self.results.to_json())
 
     def _write_report(self) -> None:

@@ -30,6 +30,9 @@ class RunOptions:
     score_only: bool = False  # `avhb score`: no model calls, every answer replayed from the journal
     command: list[str] = field(default_factory=list)
     write_report: bool = True
+    shard: Any = None  # avhb.run.shard.Shard: this process runs one slice of every task (--shard I/N)
+    executor: Any = None  # avhb.run.executor.ExecutorSpec: where backends run (--executor; None: in this process)
+    replay_judges: bool = False  # every judge answer from the journal too (`avhb merge`): no call at all
 
 
 def parse_ablations(text: str | None) -> tuple[str, ...]:
@@ -63,6 +66,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
     from avhb.model.backend import parse_backend_spec
     from avhb.score.judges import parse_judge_bindings
 
+    from avhb.run.shard import Shard
+
     run = read_manifest(run_dir)
     model = run.get("model") or {}
     judge_args = list(judge_args or run.get("judge_args") or [])
@@ -72,7 +77,7 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         data={k: Path(v) for k, v in (run.get("data") or {}).items()}, sample_data=bool(run.get("sample_data")),
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
-        score_only=score_only, command=run.get("command", []))
+        score_only=score_only, command=run.get("command", []), shard=Shard.from_json(run.get("shard")))
 
 
 def media_plan(task: Any, options: RunOptions):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from avhb.errors import SampleError, UserError
+from avhb.model.caller import NotInJournal
 from avhb.run.generate import run_all
 from avhb.run.progress import Progress
 from avhb.run.results import TaskResult
@@ -45,7 +46,7 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
                     except SampleError as exc:  # e.g. a sample whose target is not among its options
                         record.error = f"scoring: {exc}"
                         record.scores = {}
-                    except (UserError, AssertionError):
+                    except (UserError, AssertionError, NotInJournal):
                         raise
                     except Exception as exc:  # a metric/filter bug fails this sample, not the run
                         record.error = f"scoring failed: {type(exc).__name__}: {exc}"
