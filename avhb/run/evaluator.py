@@ -20,6 +20,7 @@ from avhb.errors import SampleError, UserError
 from avhb.model.caller import Caller, NotInJournal
 from avhb.registry import get_registry
 from avhb.run.executor import backend_factory
+from avhb.run.finished import file_stamp, fingerprint, is_finished
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate
 from avhb.run.journal import Journal
@@ -77,13 +78,27 @@ class Evaluator:
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
                 self._describe_judges(tasks, judges), self.registry.versions(),
                 list(getattr(backend, "notes", []) or []), judges.identities()))
+            before = RunResults.from_json(self.folder.read_json("results.json"))
+            ran = False
             for task in tasks:
                 run = TaskRun(task, sources[task.name], plans[task.name], model,
                               judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
                               self.o.seed)
-                await self._run_task(run, judges)
+                fp = fingerprint(task, run.source, run.plan, self.o, model.identity, self._judge_identities(task, judges),
+                                 self.registry.versions())
+                if (not self.o.score_only and task.name in before.tasks
+                        and is_finished(recorded, task.name, fp, self.folder.samples_path(task.name))):
+                    self.results.tasks[task.name] = before.tasks[task.name]  # nothing to do: see avhb.run.finished
+                    if not ran:  # a resume with nothing to do leaves results.json as it was
+                        self.results.judge_usage = dict(before.judge_usage)
+                    print(f"avhb: {task.name}: finished earlier with the same settings; results kept", file=sys.stderr)
+                    clean = True
+                else:
+                    ran = True
+                    clean = await self._run_task(run, judges)
                 self.results.aggregate_groups(self.index.groups, self.index.group_members)
-                self._write_results(judges)  # each task's results land as soon as it finishes
+                self._write_results(judges, ran)  # each task's results land as soon as it finishes
+                self._mark_finished(task.name, fp if clean else None)
         finally:
             journal.close()
             await judges.close()
@@ -157,7 +172,30 @@ class Evaluator:
             records = select_shard(records, task.metrics(), self.o.shard, task.name)
         return records
 
-    async def _run_task(self, run: TaskRun, judges: Judges) -> None:
+    def _judge_identities(self, task: Task, judges: Judges) -> dict[str, list[Any]]:
+        """The identities of the judges each of the task's roles asks."""
+        roles = task.judge_roles()
+        if self.o.predict_only:
+            roles = {n: r for n, r in roles.items() if r.in_loop and task.cfg.get("driver")}
+        return {name: [judges.caller(spec).identity for spec in judges.panel(role)] for name, role in roles.items()}
+
+    def _mark_finished(self, task: str, fp: str | None) -> None:
+        """Record (or clear) the task's fingerprint in run.json."""
+        info = self.folder.read_json("run.json") or {}
+        finished = dict(info.get("finished") or {})
+        stamp = file_stamp(self.folder.samples_path(task)) if fp else None
+        if fp and stamp:
+            finished[task] = {"fingerprint": fp, "samples": stamp}
+        elif task in finished:
+            del finished[task]
+        else:
+            return
+        info["finished"] = finished
+        self.folder.write_run(info)
+
+    async def _run_task(self, run: TaskRun, judges: Judges) -> bool:
+        """Generate and score one task; True when no sample failed and every
+        judge verdict was read (the task is finished: avhb.run.finished)."""
         task = run.task
         metrics = [] if self.o.predict_only else task.metrics()
         records = self._records(run)
@@ -172,13 +210,16 @@ class Evaluator:
             except NotInJournal:
                 raise UserError(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
                                 "(the run is unfinished there): resume it with its original command first") from None
-        self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
+        result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
+        self.results.tasks[task.name] = result
         self.folder.write_samples(task.name, records)
+        return result.errors == 0 and result.judge_failures == 0
 
     # ------------------------------------------------------------------ outputs
-    def _write_results(self, judges: Judges) -> None:
+    def _write_results(self, judges: Judges, ran: bool = True) -> None:
         self.results.model = self.o.model.label if self.o.model else None
-        self.results.judge_usage = judges.usage.as_dict()
+        if ran:
+            self.results.judge_usage = judges.usage.as_dict()
         if self.o.shard is not None:  # a shard's numbers are a slice's, not the benchmark's
             self.results.extra["shard"] = self.o.shard.label
         self.folder.write_results(self.results.to_json())

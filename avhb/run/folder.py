@@ -55,8 +55,11 @@ class RunFolder:
     def write_results(self, results: dict[str, Any]) -> None:
         write_json_atomic(self.root / "results.json", results)
 
+    def samples_path(self, task: str) -> Path:
+        return self.root / "samples" / f"{task.replace('/', '__')}.jsonl"
+
     def write_samples(self, task: str, records: list[SampleRecord]) -> Path:
-        path = self.root / "samples" / f"{task.replace('/', '__')}.jsonl"
+        path = self.samples_path(task)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:

@@ -54,8 +54,9 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
     identities = {**((existing or {}).get("judge_identities") or {}), **(judge_identities or {})}
     if identities:
         info["judge_identities"] = identities
-    if "merged_from" in (existing or {}):
-        info["merged_from"] = existing["merged_from"]
+    for key in ("merged_from", "finished"):  # kept across resumes (avhb.run.finished checks "finished")
+        if key in (existing or {}):
+            info[key] = existing[key]
     before_shard = (existing or {}).get("shard")
     if existing and (before_shard or None) != (info.get("shard") or None):
         was = f"shard {before_shard['index']}/{before_shard['count']}" if before_shard else "an unsharded run"

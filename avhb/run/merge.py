@@ -39,7 +39,7 @@ from avhb.run.shard import Shard
 
 # run.json keys that may differ between the shards of one run
 _PER_SHARD = frozenset({"shard", "command", "created", "updated", "notes", "versions", "judge_identities",
-                        "merged_from"})
+                        "merged_from", "finished"})
 
 
 def _describe(shard: Shard | None, folder: Path) -> str:
@@ -144,7 +144,7 @@ def plan_merge(out: Path, folders: list[Path]) -> tuple[dict[str, Any], list[tup
         _check_not_running(folder, label)
         check_finished(folder, run, label)
     first = shards[0][2]
-    merged = {k: v for k, v in first.items() if k != "shard"}
+    merged = {k: v for k, v in first.items() if k not in ("shard", "finished")}
     identities: dict[str, Any] = {}
     for _, _, run in shards:
         identities.update(run.get("judge_identities") or {})
