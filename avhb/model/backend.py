@@ -106,6 +106,9 @@ class Backend:
     # Optional packages the backend imports when it runs: (module, avhb extra).
     # ``create_backend`` checks them before any model call is made.
     requires: tuple[tuple[str, str], ...] = ()
+    # Independent instances a run should use (vLLM's data_parallel_size): more than one needs a
+    # cluster executor (--executor ray), which runs one instance per worker.
+    replicas: int = 1
 
     def __init__(self, spec: BackendSpec):
         self.spec = spec

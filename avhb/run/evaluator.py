@@ -64,6 +64,10 @@ class Evaluator:
                 roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
             if not self.o.replay_judges:
                 judges.prepare(roles)
+        replicas = int(getattr(backend, "replicas", 1) or 1)
+        if replicas > 1 and self.o.executor is None:
+            raise UserError(f"--model {self.o.model.label}: {replicas} engines (data_parallel_size) run as Ray workers, "
+                            "one engine each: add --executor ray[:ADDRESS]")
         if backend is not None:
             for t in tasks:  # settings the backend can refuse before it loads (vLLM: frames per prompt)
                 backend.check_media(plans[t.name].spec, t.name)

@@ -12,7 +12,7 @@ journal, decodes media, and journals every answer as it comes back.  So:
   backend declares in :meth:`Backend.resources` (vLLM: ``num_gpus = TP x
   PP``); without ``workers=N``, a pool has as many actors as the cluster
   has room for (GPU backends: cluster GPUs // GPUs per engine; others: one
-  per alive node).  The driver also builds one instance of the backend, for
+  per alive node; a vLLM ``data_parallel_size=N``: N).  The driver also builds one instance of the backend, for
   its identity, capabilities and checks only: it never calls it
   (constructing a backend loads no engine and opens no connection).
 * **scheduling.**  A request goes to the live actor with the fewest
@@ -64,10 +64,14 @@ class Cluster:
     nodes: int
     gpus: float
 
-    def default_workers(self, resources: dict[str, float]) -> int:
-        if self.workers:
-            return self.workers
+    def default_workers(self, resources: dict[str, float], replicas: int = 1) -> int:
         per = float(resources.get("num_gpus") or 0)
+        count = self.workers or (replicas if replicas > 1 else None)
+        if count:
+            if per > 0 and count * per > self.gpus:
+                raise UserError(f"--executor ray: {count} workers x {per:g} GPUs each, but the cluster has "
+                                f"{self.gpus:g} GPUs")
+            return count
         if per > 0:
             count = int(self.gpus // per)
             if count < 1:
@@ -148,7 +152,7 @@ class RayPool(Backend):
         self.capabilities = self.local.capabilities
         self.requires = self.local.requires
         resources = dict(self.local.resources())
-        count = cluster.default_workers(resources)
+        count = cluster.default_workers(resources, int(getattr(self.local, "replicas", 1) or 1))
         per = max(1, int(getattr(self.local, "concurrency", 1) or 1))
         self.concurrency = per * count
         options = {"num_cpus": resources.get("num_cpus", 1), "num_gpus": resources.get("num_gpus", 0),
