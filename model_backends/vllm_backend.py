@@ -38,10 +38,10 @@ engine whose ``video`` limit is 0, more frames per video than its
 clamped per sample, said once).
 
 Batching: requests are queued and the queue is handed to the engine whole
-(up to ``batch_size``) as soon as the engine is free, so vLLM's scheduler
-(continuous batching, ``max_num_seqs``) always has the next requests;
-``benchmarks/vllm_throughput.py`` measures it against one raw
-``LLM.generate`` on the same prompts.
+(up to ``batch_size``: 256, or ``max_num_seqs`` when larger) as soon as the
+engine is free, so vLLM's scheduler (continuous batching, ``max_num_seqs``)
+has every slot filled; ``benchmarks/vllm_throughput.py`` measures it
+against one raw ``LLM.generate`` on the same prompts.
 
 Generation settings map as in the ``openai`` backend (``max_new_tokens``,
 ``max_gen_toks``, ``max_completion_tokens`` -> ``max_tokens``; ``until`` ->
@@ -82,6 +82,7 @@ MODALITIES = ("image", "video", "audio")
 SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "frequency_penalty",
                  "presence_penalty", "repetition_penalty")
 DEFAULT_MAX_TOKENS = 512
+DEFAULT_BATCH = 256
 
 
 def find_preset(name: str) -> dict[str, Any] | None:
@@ -358,7 +359,9 @@ class VLLMBackend(Backend):
         check_args(spec)
         self.model, self.engine_args, self.capabilities = resolve_model(spec)
         self.capabilities.default_frames = default_frames(spec)  # frames per video when the task sets none
-        self.batch_size = int(spec.args.get("batch_size", 64))
+        # vLLM's own default max_num_seqs for the offline engine is 256 (1024 on the largest GPUs): a
+        # batch at least that size lets its scheduler fill every slot
+        self.batch_size = int(spec.args.get("batch_size", max(DEFAULT_BATCH, int(self.engine_args.get("max_num_seqs") or 0))))
         if self.batch_size < 1:
             raise UserError(f"vllm: batch_size={self.batch_size} must be >= 1")
         self.concurrency = self.batch_size
@@ -367,8 +370,10 @@ class VLLMBackend(Backend):
         self.limits = mm_limits(self.engine_args.get("limit_mm_per_prompt"))
         self._llm = None
         self._sampling_params: Any = None  # vllm.SamplingParams, imported with the engine
-        self._queue: list[tuple[Request, asyncio.Future]] = []
+        self._queue: list[tuple[Any, asyncio.Future]] = []  # (prepared inputs, future)
         self._flush_task: asyncio.Task | None = None
+        self._loading: asyncio.Lock | None = None
+        self._loaded = False
         self._adds_bos: bool | None = None  # does the tokenizer put a BOS on every encode?
         self.notes = [f"vllm model {self.model}"]
 
@@ -393,8 +398,8 @@ class VLLMBackend(Backend):
 
         if media.images is not None and self.limits.get("image", {}).get("count") == 0:
             raise UserError(f"task {task}: sends images, but vllm limit_mm_per_prompt gives image 0")
-        if media.video is None:
-            return
+        if media.video is None and media.frames is None and media.fps is None:
+            return  # no video (a task whose hooks build the messages names its frames)
         video = self.limits.get("video", {})
         if video.get("count") == 0:
             raise UserError(f"task {task}: sends video, but vllm limit_mm_per_prompt gives video 0")
@@ -438,60 +443,78 @@ class VLLMBackend(Backend):
         return strip_template_bos(prompt, getattr(tokenizer, "bos_token", None), self._adds_bos)
 
     async def generate(self, request: Request) -> Response:
-        """Requests are queued and run as one ``LLM.generate`` batch."""
+        """The request is prepared at once (prompt, media, sampling
+        settings: while the engine runs the batch before it) and queued; the
+        queue runs as ``LLM.generate`` batches."""
+        await self._ready()
+        try:
+            kwargs, ignored = sampling_kwargs(request.generation)
+            prepared = (build_inputs(request, self._template), self._sampling_params(**kwargs), ignored)
+        except (SampleError, ValueError, TypeError) as exc:  # this sample only (a bad setting, unsampled video)
+            return Response(text="", error=f"vllm: {exc}")
         future = asyncio.get_running_loop().create_future()
-        self._queue.append((request, future))
+        self._queue.append((prepared, future))
         if self._flush_task is None or self._flush_task.done():
             self._flush_task = asyncio.ensure_future(self._flush())
         return await future
 
+    async def _ready(self) -> None:
+        """Load the engine once, off the event loop; a UserError (vllm
+        missing, bad engine arguments) reaches every caller."""
+        if self._loaded:
+            return
+        if self._loading is None:
+            self._loading = asyncio.Lock()
+        async with self._loading:  # callers queue in the order they came
+            if not self._loaded:
+                await asyncio.to_thread(self._engine)
+                self._loaded = True
+
     async def _flush(self) -> None:
-        """Run the queue in batches.  Every future is settled: a UserError
-        (vllm missing, bad engine arguments) fails the batch and everything
-        still queued with it; any other failure of a batch becomes an error
-        Response for each of its requests, and the next batch runs."""
-        await asyncio.sleep(0)  # let the evaluator queue a whole batch
-        while self._queue:
+        """Run the queue in batches.  Every future is settled: a failure of
+        a batch (engine OOM, a ValueError from ``llm.generate``) becomes an
+        error Response for each of its requests, and the next batch runs."""
+        while True:
+            await self._settle()
+            if not self._queue:
+                return
             batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size:]
             try:
-                responses = await asyncio.to_thread(self._run_batch, [r for r, _ in batch])
-            except UserError as exc:
-                pending, self._queue = batch + self._queue, []
-                for _, fut in pending:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                return
+                responses = await asyncio.to_thread(self._run_batch, [p for p, _ in batch])
             except asyncio.CancelledError:
                 for _, fut in batch + self._queue:
                     fut.cancel()
                 self._queue = []
                 raise
-            except Exception as exc:  # engine OOM, a ValueError from llm.generate...
+            except Exception as exc:
                 message = f"vllm: {type(exc).__name__}: {exc}"[:1000]
                 responses = [Response(text="", error=message) for _ in batch]
             for (_, fut), resp in zip(batch, responses):
                 if not fut.done():
                     fut.set_result(resp)
 
-    def _run_batch(self, requests: list[Request]) -> list[Response]:
-        llm = self._engine()  # first: raises the UserError when vllm is missing
-        prepared, out = [], [None] * len(requests)
-        for i, req in enumerate(requests):
-            try:
-                kwargs, ignored = sampling_kwargs(req.generation)
-                prepared.append((i, build_inputs(req, self._template), self._sampling_params(**kwargs), ignored))
-            except (SampleError, ValueError, TypeError) as exc:  # this sample only (a bad setting, unsampled video)
-                out[i] = Response(text="", error=f"vllm: {exc}")
-        if prepared:
-            results = list(llm.generate([p[1] for p in prepared], [p[2] for p in prepared], use_tqdm=False))
-            if len(results) != len(prepared):
-                raise RuntimeError(f"engine returned {len(results)} outputs for {len(prepared)} prompts")
-            for (i, _, _, ignored), res in zip(prepared, results):
-                completion = res.outputs[0]
-                meta: dict[str, Any] = {"finish_reason": getattr(completion, "finish_reason", None)}
-                if ignored:
-                    meta["ignored_generation_keys"] = ignored
-                out[i] = Response(text=completion.text, usage={"prompt_tokens": len(res.prompt_token_ids or []),
-                                                               "completion_tokens": len(completion.token_ids)},
-                                  meta=meta)
+    async def _settle(self) -> None:
+        """Yield to the event loop until the queue stops growing (or holds a
+        batch): the callers a finished batch released queue their next
+        requests within a few steps, and they belong in the next batch, not
+        in a tiny one before it."""
+        size = -1
+        while size != len(self._queue) and len(self._queue) < self.batch_size:
+            size = len(self._queue)
+            for _ in range(8):
+                await asyncio.sleep(0)
+
+    def _run_batch(self, prepared: list[tuple[Any, Any, list[str]]]) -> list[Response]:
+        results = list(self._llm.generate([p[0] for p in prepared], [p[1] for p in prepared], use_tqdm=False))
+        if len(results) != len(prepared):
+            raise RuntimeError(f"engine returned {len(results)} outputs for {len(prepared)} prompts")
+        out = []
+        for (_, _, ignored), res in zip(prepared, results):
+            completion = res.outputs[0]
+            meta: dict[str, Any] = {"finish_reason": getattr(completion, "finish_reason", None)}
+            if ignored:
+                meta["ignored_generation_keys"] = ignored
+            out.append(Response(text=completion.text, usage={"prompt_tokens": len(res.prompt_token_ids or []),
+                                                            "completion_tokens": len(completion.token_ids)},
+                                meta=meta))
         return out

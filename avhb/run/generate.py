@@ -68,7 +68,8 @@ async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[
             seen[0] += spent
             bar.update(1, error=record.error is not None, cost=spent)
 
-        await run_bounded(todo, one, DRIVERS_IN_FLIGHT)
+        # as many samples at once as the backend takes (a vLLM batch), at least DRIVERS_IN_FLIGHT
+        await run_bounded(todo, one, max(DRIVERS_IN_FLIGHT, run.model.concurrency))
     return missing
 
 

@@ -114,7 +114,10 @@ class _Worker:
     def info(self) -> dict[str, Any]:
         import socket
 
-        return {"pid": os.getpid(), "host": socket.gethostname()}
+        import ray
+
+        node = ray.get_runtime_context().get_node_id()
+        return {"pid": os.getpid(), "host": f"{socket.gethostname()} (node {node[:8]})"}
 
     async def generate(self, request: Request) -> Response:
         try:

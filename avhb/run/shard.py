@@ -8,14 +8,15 @@ Which shard a sample belongs to:
   grouping key declared by one of the task's metrics
   (:meth:`avhb.score.metric.Metric.group_key`: VidPair's video pairs, a
   ``unit_accuracy`` key), so a pair or a group is never split;
-* the unit's shard is ``int(sha256(smallest sample id of the unit)) mod N``.
+* the unit is named by its smallest grouping key (as text) or, without
+  one, by its smallest sample id; its shard is ``int(sha256(name)) mod N``.
 
-The hash is of sample ids only: it does not depend on the order of the
-samples, the machine or Python's hash seed; every repeat of a sample has its
-id, so repeats stay together; a sample id shared by several tasks (one video
-asked in several tasks) lands in one shard for all of them, so its media is
-decoded and cached on one machine.  The slice is taken after ``--limit`` and
-``--samples``, which every shard applies alike.
+The name depends on neither the order of the samples, the machine nor
+Python's hash seed; every repeat of a sample has its id, so repeats stay
+together; a pair that several tasks ask about (VidPair's binary, MCQ and
+open questions on one video pair share the key) lands in one shard for all
+of them, so its videos are decoded and cached on one machine.  The slice is
+taken after ``--limit`` and ``--samples``, which every shard applies alike.
 
 Each shard writes its own run folder (its own lock, journal and results);
 ``avhb merge`` (:mod:`avhb.run.merge`) combines them.
@@ -65,14 +66,15 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def shard_of_id(sample_id: str, count: int) -> int:
-    """The shard of a unit named by ``sample_id`` (its smallest member id)."""
-    digest = hashlib.sha256(str(sample_id).encode("utf-8")).digest()
+def shard_of(name: str, count: int) -> int:
+    """The shard of a unit by its name (module docstring)."""
+    digest = hashlib.sha256(str(name).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") % count
 
 
 def units(records: Sequence[SampleRecord], metrics: Iterable[Metric], task: str = "") -> dict[str, str]:
-    """Sample id -> the smallest sample id of its unit (union-find over the
+    """Sample id -> its unit's name: ``key:<smallest grouping key>``, or
+    ``id:<sample id>`` for a sample no metric groups (union-find over the
     metrics' grouping keys; module docstring)."""
     parent: dict[Hashable, Hashable] = {}
 
@@ -100,12 +102,16 @@ def units(records: Sequence[SampleRecord], metrics: Iterable[Metric], task: str 
                 raise UserError(f"task {task!r}: --shard: {exc}") from None
             if key is not None:
                 union(("id", str(r.id)), ("key", i, _frozen(key)))
-    smallest: dict[Hashable, str] = {}
+    name: dict[Hashable, str] = {}
+    for node in list(parent):
+        if node[0] == "key":
+            root, text = find(node), f"key:{node[2]!r}"
+            if root not in name or text < name[root]:
+                name[root] = text
     for _, sid in ids:
         root = find(("id", sid))
-        if root not in smallest or sid < smallest[root]:
-            smallest[root] = sid
-    return {sid: smallest[find(("id", sid))] for _, sid in ids}
+        name.setdefault(root, f"id:{sid}")
+    return {sid: name[find(("id", sid))] for _, sid in ids}
 
 
 def _frozen(value: Any) -> Hashable:
@@ -127,7 +133,7 @@ def select(records: list[SampleRecord], metrics: Iterable[Metric], shard: Shard,
     for r in records:
         head = unit_of[str(r.id)]
         if head not in cache:
-            cache[head] = shard_of_id(head, shard.count)
+            cache[head] = shard_of(head, shard.count)
         if cache[head] == shard.index:
             out.append(r)
     return out

@@ -26,7 +26,7 @@ import pytest
 
 from avhb.cli import main
 from avhb.errors import UserError
-from avhb.run.shard import Shard, select, shard_of_id
+from avhb.run.shard import Shard, select, shard_of
 from avhb.score.metric import Metric, SampleRecord
 from tests.tasks.test_vidpair_e2e import BINARY, JUDGE, MCQ, OPEN
 
@@ -150,8 +150,9 @@ def test_shards_partition_keep_pairs_and_repeats_and_ignore_order():
     random.Random(7).shuffle(shuffled)
     again = [select(shuffled, [PairKey()], Shard(i, N)) for i in range(N)]
     assert [sorted((r.id, r.repeat) for r in s) for s in again] == [sorted((r.id, r.repeat) for r in s) for s in slices]
-    # a unit goes where the hash of its smallest id says
-    assert owner[("p3-b", 0)] == shard_of_id("p3-a", N)
+    # a unit goes where the hash of its grouping key says; an ungrouped sample, of its id
+    assert owner[("p3-b", 0)] == shard_of("key:'p3'", N)
+    assert [r.id for r in select(_records(["solo"]), [], Shard(shard_of("id:solo", N), N))] == ["solo"]
     # without a grouping key, sides of a pair may part
     alone = [select(records, [], Shard(i, N)) for i in range(N)]
     parted = sum(len({i for i, s in enumerate(alone) for r in s if r.id in (f"p{k}-a", f"p{k}-b")}) > 1
@@ -181,9 +182,13 @@ def test_vidpair_sharded_four_ways_merges_into_the_unsharded_run(tmp_path, table
     flags = ["--tasks", "vidpair_halluc", *table, "--sample-data"]
     full, merged, shards = _shard_and_merge(tmp_path, flags)
     # each shard is a real slice that keeps VidPair's pairs whole
-    per_shard = [{json.loads(l)["doc"]["pair_id"] for l in (s / "samples" / "vidpair_binary.jsonl").read_text().splitlines()}
-                 for s in shards]
+    def pairs(shard: Path, task: str) -> set[str]:
+        return {json.loads(l)["doc"]["pair_id"] for l in (shard / "samples" / f"{task}.jsonl").read_text().splitlines()}
+
+    per_shard = [pairs(s, "vidpair_binary") for s in shards]
     assert sum(len(p) for p in per_shard) == 4 and len(set().union(*per_shard)) == 4
+    # one pair, one shard, across the three tasks (its videos decoded on one machine)
+    assert all(pairs(s, "vidpair_mcq") <= p and pairs(s, "vidpair_open") <= p for s, p in zip(shards, per_shard))
     assert json.loads((shards[0] / "results.json").read_text())["shard"] == f"0/{N}"
     # samples/, results.json (pairs, groups, breakdowns, stderrs, judge panel, judge usage) and the report
     assert _files(merged) == _files(full) and len(_files(full)) == 3
