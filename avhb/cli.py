@@ -1,5 +1,9 @@
 """``avhb`` command line.  Listing and validation import no hooks, backends
-or torch; a user error prints one line and exits 2."""
+or torch.  Exit codes: 0 done; 2 a user error (one line: a bad flag, task
+file, data file or folder); 1 the environment failed the run (a full disk,
+an unwritable folder; one line) or the run stopped early or finished over
+its error budget (the results of what finished are written and printed
+first); 130 interrupted.  Re-running the same command resumes."""
 from __future__ import annotations
 
 import argparse
@@ -7,58 +11,145 @@ import json
 import sys
 from pathlib import Path
 
-from avhb.errors import UserError
+from avhb.errors import EnvironmentFailure, RunStopped, UserError
 
 SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, plus: an unknown flag names the nearest known one."""
+
+    def error(self, message: str):  # type: ignore[override]
+        import difflib
+        import re
+
+        m = re.search(r"unrecognized arguments: (\S+)", message)
+        if m and m.group(1).startswith("-"):
+            flag = m.group(1).split("=", 1)[0]
+            known = sorted(_flags(self))
+            close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+            if close:
+                message = f"unknown flag {flag}; did you mean {close[0]}?"
+            else:
+                message = f"unknown flag {flag} (see `{self.prog} --help`)"
+        self.exit(2, f"avhb: error: {message}\n")  # one line, no usage block
+
+
+def _flags(parser: argparse.ArgumentParser) -> set[str]:
+    """Every long flag of a parser and its subcommands."""
+    out = set()
+    for action in parser._actions:
+        out |= {o for o in action.option_strings if o.startswith("--")}
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                out |= _flags(sub)
+    return out
+
+
+def _flag(p: argparse.ArgumentParser, name: str, *aliases: str, **kw) -> None:
+    """A flag under its avhb spelling (``--model-args``), the same with
+    underscores (``--model_args``, lm-eval's spelling) and any other alias."""
+    spellings = [name] + (["--" + name[2:].replace("-", "_")] if "-" in name[2:] else []) + list(aliases)
+    p.add_argument(*dict.fromkeys(spellings), **kw)
+
+
+def _limit(text: str) -> float | int:
+    """``--limit 10`` (samples per task) or ``--limit 0.1`` (that fraction of
+    each task, rounded up, as lm-eval reads it)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if value.is_integer() and "." not in text:
+        return int(value)
+    if value >= 1 or value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: a fraction must be below 1 (a count is a whole number)")
+    return value
+
+
+def _batch_size(text: str) -> int | str:
+    if text == "auto" or text.startswith("auto:"):
+        return "auto"
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number or 'auto'") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text}: must be 1 or more")
+    return value
 
 
 def _run_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", required=True, help="comma-separated tasks, groups, tags or globs")
     p.add_argument("--model", default="local", help="BACKEND:NAME, e.g. vllm:Qwen3-VL, openai:gpt-4.1, local (default)")
-    p.add_argument("--model-args", default=None, help="k=v,... passed to the backend")
+    _flag(p, "--model-args", default=None, help="k=v,... passed to the backend")
     p.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",
                    help="bind a judge role (repeat for a panel; '*=SPEC' binds every role)")
     p.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
                    help="point a benchmark, group or task at a local copy of its upstream release")
-    p.add_argument("--sample-data", action="store_true", help="run on each task's bundled sample pack")
-    p.add_argument("--output-dir", default=None, help="run folder (re-running the same command resumes it)")
-    p.add_argument("--limit", type=int, default=None, help="first N samples per task")
+    _flag(p, "--sample-data", action="store_true", help="run on each task's bundled sample pack")
+    _flag(p, "--output-dir", "--output_path", dest="output_dir", default=None,
+          help="run folder (re-running the same command resumes it)")
+    p.add_argument("--limit", type=_limit, default=None, help="first N samples per task, or a fraction (0.1)")
     p.add_argument("--samples", default=None, help="comma-separated sample ids")
     p.add_argument("--seed", type=int, default=1234)
     p.add_argument("--repeats", type=int, default=None, help="override the tasks' repeats")
-    p.add_argument("--predict-only", action="store_true", help="generate and log, no metrics or judges")
+    _flag(p, "--predict-only", action="store_true", help="generate and log, no metrics or judges")
     p.add_argument("--ablate", default=None,
                    help="modality switches: no_audio,no_video,no_boxes,audio_as_transcript,text_only")
     p.add_argument("--media", default=None, metavar="k=v,...",
                    help="override the tasks' media block, e.g. frames=64 (frame sweeps) or fps=1,max_frames=128")
-    p.add_argument("--gen-kwargs", default=None, metavar="k=v,...",
-                   help="override generation settings, e.g. max_tokens=4096,temperature=0.3")
-    p.add_argument("--no-report", action="store_true", help="skip report.html")
-    p.add_argument("--shard", default=None, metavar="I/N",
-                   help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
-    p.add_argument("--executor", default=None, metavar="local|ray[:ADDRESS][,workers=N]",
-                   help="where backends run: this process (local, default) or a Ray cluster")
+    _flag(p, "--gen-kwargs", default=None, metavar="k=v,...",
+          help="override generation settings, e.g. max_tokens=4096,temperature=0.3")
+    _flag(p, "--no-report", action="store_true", help="skip report.html")
+    _flag(p, "--max-errors", default="5%", metavar="SHARE",
+          help="error budget: exit 1 when more samples than this failed outside the model (e.g. 5%% or "
+               "0.05, default 5%%); they are excluded from the metrics and retried by re-running")
+    _flag(p, "--include-path", dest="include_path", action="append", default=[], metavar="DIR",
+          help="also load task YAML and hooks from DIR (tasks named DIR's-name/task)")
+    _flag(p, "--batch-size", type=_batch_size, default=None, metavar="N",
+          help="at most N requests in flight (the backend's concurrency); 'auto' keeps the backend's")
+    _flag(p, "--log-samples", action="store_true", help="accepted for lm-eval users: samples are always logged")
+    _flag(p, "--apply-chat-template", nargs="?", const=True, default=None, metavar="NAME",
+          help="accepted for lm-eval users: chat templates are always applied where the backend has one")
+
+    _flag(p, "--shard", default=None, metavar="I/N",
+          help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
+    _flag(p, "--executor", default=None, metavar="local|ray[:ADDRESS][,workers=N]",
+          help="where backends run: this process (local, default) or a Ray cluster")
+
+
+def _version() -> str:
+    from avhb import __version__
+
+    return f"avhb {__version__} (python {sys.version.split()[0]})"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="avhb", description="Evaluate audio-visual and video language models.",
         epilog="`avhb --tasks T --model M ...` is `avhb run ...`. Plugins add commands (e.g. `avhb diagnose`): "
-               "see `avhb list commands`.")
-    sub = parser.add_subparsers(dest="command")
+               "see `avhb list commands`. lm-eval's spellings (--model_args, --output_path, --include_path...) "
+               "are accepted.")
+    parser.add_argument("--version", action="version", version=_version())
+    sub = parser.add_subparsers(dest="command", parser_class=Parser)
     _run_parser(sub.add_parser("run", help="run an evaluation (the default command)"))
     lp = sub.add_parser("list", help="list tasks, groups, models, metrics, filters, judges, backends or plugins")
-    lp.add_argument("what", choices=["tasks", "groups", "models", "metrics", "filters", "judges", "backends", "commands",
-                                     "plugins"])
+    lp.add_argument("what", choices=["tasks", "groups", "tags", "models", "metrics", "filters", "judges", "backends",
+                                     "commands", "plugins"])
     lp.add_argument("--json", action="store_true")
-    sp = sub.add_parser("show", help="print a task's resolved configuration")
+    _flag(lp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
+    sp = sub.add_parser("show", help="print a task's (or a group's) resolved configuration")
     sp.add_argument("task")
+    _flag(sp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     vp = sub.add_parser("validate", help="validate task YAML files (no code runs)")
     vp.add_argument("paths", nargs="*", help="YAML files or folders (default: every installed task)")
+    _flag(vp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     scp = sub.add_parser("score", help="re-apply metrics and judges to a finished run, without model calls")
     scp.add_argument("run_dir")
     scp.add_argument("--judge", action="append", default=[])
     scp.add_argument("--pool", nargs="*", default=None, help="other run folders pooled for cross-run metrics")
+    scp.add_argument("--no-report", action="store_true", help="skip report.html")
     rp = sub.add_parser("report", help="rebuild report.html; with several runs, compare them")
     rp.add_argument("run_dirs", nargs="+")
     rp.add_argument("--output", default=None, help="where to write the comparison (.html, .md or .csv)")
@@ -68,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("--no-report", action="store_true", help="skip report.html")
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
-    pp.add_argument("--data-dir", default=None)
+    _flag(pp, "--data-dir", default=None)
     return parser
 
 
@@ -76,20 +167,38 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and not argv[0].startswith("-") and argv[0] not in SUBCOMMANDS:
         return _plugin_command(argv)
-    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help"):
+    if argv and argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version"):
         argv = ["run", *argv]
     args = build_parser().parse_args(argv)
     if args.command is None:
         build_parser().print_help()
         return 2
     try:
+        for folder in getattr(args, "include_path", None) or []:
+            from avhb.taskdef.include import add_include_path
+
+            add_include_path(folder)
         return COMMANDS[args.command](args, argv)
     except UserError as exc:
-        print(f"avhb: error: {exc}", file=sys.stderr)
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except RunStopped as exc:
+        if exc.results:
+            _print_results(exc.results)
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    except EnvironmentFailure as exc:
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("avhb: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+def _one_line(exc: BaseException) -> str:
+    from avhb.redact import redact_text
+
+    return " ".join(redact_text(str(exc)).split())
 
 
 def _plugin_command(argv: list[str]) -> int:
@@ -103,8 +212,11 @@ def _plugin_command(argv: list[str]) -> int:
             raise UserError(f"unknown command {argv[0]!r} (commands: {known}; a run starts with --tasks)")
         return int(registry.load("commands", argv[0])(argv[1:]) or 0)
     except UserError as exc:
-        print(f"avhb: error: {exc}", file=sys.stderr)
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
+    except EnvironmentFailure as exc:
+        print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
+        return 1
 
 
 def _cmd_run(args, argv) -> int:
@@ -113,28 +225,51 @@ def _cmd_run(args, argv) -> int:
     from avhb.run.evaluator import evaluate
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
-    from avhb.run.options import parse_ablations
+    from avhb.run.options import check_gen_kwargs, parse_ablations, parse_error_budget
     from avhb.run.executor import parse_executor
     from avhb.run.shard import Shard
 
+    budget = parse_error_budget(args.max_errors)
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit {args.limit}: must be 0 or more")
     if args.repeats is not None and args.repeats < 1:
         raise UserError(f"--repeats {args.repeats}: must be 1 or more")
     spec = parse_backend_spec(args.model, args.model_args)
     output = Path(args.output_dir) if args.output_dir else Path("runs") / _default_run_name(args.tasks, spec.label)
+    notes = []
+    if args.log_samples:
+        notes.append("--log_samples: accepted; avhb always logs every sample (samples/<task>.jsonl)")
+    if args.apply_chat_template is not None:
+        notes.append("--apply_chat_template: accepted; chat templates are always applied where the backend has one "
+                     "(API backends apply their own; vllm uses the model's; local is a base model with none)")
     options = RunOptions(
         tasks=[t.strip() for t in args.tasks.split(",") if t.strip()], model=spec, output_dir=output,
         judges=parse_judge_bindings(args.judge), judge_args=list(args.judge), data=parse_data_flags(args.data), sample_data=args.sample_data,
         limit=args.limit, samples=[s for s in (args.samples or "").split(",") if s] or None, seed=args.seed,
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
-        media=_media_overrides(args.media), gen_kwargs=parse_kv(args.gen_kwargs),
+        media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
+        include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
         shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor))
     results = evaluate(options)
-    _print_results(results)
+    _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)
+    over = _over_budget(results, budget, args.max_errors)
+    if over:
+        print(f"avhb: error: {over}", file=sys.stderr)
+        return 1
     return 0
+
+
+def _over_budget(results: dict, budget: float, flag: str) -> str | None:
+    """The error-budget line when the share of failed samples exceeds it."""
+    rows = [r for r in (results.get("results") or {}).values() if isinstance(r, dict)]
+    samples = sum(int(r.get("samples") or 0) for r in rows)
+    errors = sum(int(r.get("errors") or 0) for r in rows)
+    if not samples or errors / samples <= budget:
+        return None
+    return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}); they are "
+            "excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
 
 
 def _media_overrides(text: str | None) -> dict:
@@ -159,10 +294,17 @@ def _default_run_name(tasks: str, model: str) -> str:
     return slug
 
 
-def _print_results(results: dict) -> None:
+def _print_results(results: dict, run_dir: Path | None = None) -> None:
+    """The results table, with the run's notes (run.json) under it."""
     from avhb.report.table import format_results_table
 
-    print(format_results_table(results))
+    notes = []
+    if run_dir is not None and (run_dir / "run.json").is_file():
+        try:
+            notes = list(json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("notes") or [])
+        except (OSError, ValueError, AttributeError):
+            notes = []
+    print(format_results_table(results, notes))
 
 
 def _cmd_list(args, argv) -> int:
@@ -200,8 +342,36 @@ def _cmd_list(args, argv) -> int:
         for name, preset in sorted(load_presets(registry).items()):
             print(f"{name}\t{preset.get('backend', '')}\t{preset.get('hub_id', '')}\t{preset.get('context', '')}")
         return 0
+    if args.what == "judges":
+        return _list_judges(registry)
     for name in registry.names(args.what):
         print(f"{name}\t{registry.entries[args.what][name]}")
+    return 0
+
+
+def _list_judges(registry) -> int:
+    """Judge kinds from plugins, the fact that any backend judges, the roles
+    the installed tasks declare, and the reply parsers."""
+    from avhb.score.parsers import parser_names
+    from avhb.taskdef.index import build_index
+
+    kinds = registry.names("judges")
+    if kinds:  # one "name<TAB>import path" line each, as for every other kind
+        for name in kinds:
+            print(f"{name}\t{registry.entries['judges'][name]}")
+    else:
+        print("no judge plugins installed; any backend can judge")
+    print(f"any backend judges a role: --judge ROLE=BACKEND[:NAME] (backends: {', '.join(registry.names('backends'))})")
+    roles: dict[str, list[str]] = {}
+    for task, info in build_index(registry).tasks.items():
+        for role in info.get("judges") or []:
+            roles.setdefault(role, []).append(task)
+    if roles:
+        print("roles the installed tasks declare:")
+        for role, tasks in sorted(roles.items()):
+            shown = ", ".join(tasks[:3]) + (f" and {len(tasks) - 3} more" if len(tasks) > 3 else "")
+            print(f"  {role}\t{len(tasks)} tasks ({shown})")
+    print(f"reply parsers: {', '.join(parser_names())}")
     return 0
 
 
@@ -210,14 +380,26 @@ def _cmd_show(args, argv) -> int:
 
     from avhb.taskdef.index import build_index, load_task
 
-    task = load_task(build_index(), args.task)
+    index = build_index()
+    if args.task in index.groups and args.task not in index.tasks:
+        info = index.groups[args.task]
+        members = index.group_members(args.task)
+        print(f"# group {args.task} (from {info['file']})")
+        print(yaml.safe_dump({"group": args.task, "task": list(info["tasks"]), "aggregate_metric_list": info["aggregate"],
+                              "resolved_tasks": members}, sort_keys=False, allow_unicode=True))
+        return 0
+    task = load_task(index, args.task)
     print(f"# {task.name} (from {task.file})")
     print(yaml.safe_dump(task.config, sort_keys=False, allow_unicode=True))
     return 0
 
 
 def _cmd_validate(args, argv) -> int:
-    from avhb.taskdef.index import build_index
+    """Every error of every file (schema, templates, hooks read by AST,
+    metric and filter names), one line each."""
+    from avhb.registry import get_registry
+    from avhb.taskdef.config import ConfigErrors
+    from avhb.taskdef.index import build_index, known_names
 
     if not args.paths:
         index = build_index(use_cache=False)
@@ -225,24 +407,28 @@ def _cmd_validate(args, argv) -> int:
             print(err)
         print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(index.errors)} errors")
         return 1 if index.errors else 0
-    from avhb.taskdef.config import resolve_file
+    from avhb.taskdef.config import load_with_includes, resolve_file
 
+    known = known_names(get_registry())
     files: list[Path] = []
     for p in map(Path, args.paths):
-        files += sorted(p.rglob("*.yaml")) if p.is_dir() else [p]
-    bad = 0
+        files += sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")]) if p.is_dir() else [p]
+    bad = errors = 0
     for f in files:
         try:
             if f.name.startswith("_"):  # an include base: schema only
-                from avhb.taskdef.config import load_with_includes
-
                 load_with_includes(f)
-            else:  # schema, includes, family expansion and hooks (read, never imported)
-                resolve_file(f, f.parent, "pack", "")
+            else:  # schema, includes, family expansion, templates, hooks (read, never imported), names
+                resolve_file(f, f.parent, "pack", "", known)
+        except ConfigErrors as exc:
+            bad += 1
+            errors += len(exc.messages)
+            print("\n".join(exc.messages))
         except UserError as exc:
             bad += 1
+            errors += 1
             print(exc)
-    print(f"{len(files)} files, {bad} with errors")
+    print(f"{len(files)} files, {bad} with errors" + (f", {errors} errors" if errors else ""))
     return 1 if bad else 0
 
 
@@ -251,8 +437,9 @@ def _cmd_score(args, argv) -> int:
     from avhb.run.options import options_from_run
 
     options = options_from_run(Path(args.run_dir), judge_args=args.judge)
+    options.write_report = not args.no_report
     results = evaluate(options)
-    _print_results(results)
+    _print_results(results, Path(args.run_dir))
     if args.pool:
         from avhb.score.pooling import pool_runs
 
@@ -294,7 +481,7 @@ def _cmd_merge(args, argv) -> int:
 
     results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
                     write_report=not args.no_report)
-    _print_results(results)
+    _print_results(results, Path(args.out))
     print(f"\nmerged run folder: {args.out}", file=sys.stderr)
     return 0
 

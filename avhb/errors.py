@@ -8,3 +8,20 @@ class UserError(Exception):
 class SampleError(Exception):
     """One sample cannot be processed (missing or corrupt media...).
     Recorded in that sample's log; the run goes on."""
+
+
+class EnvironmentFailure(Exception):
+    """The machine failed the run (a full disk, an unwritable folder): one
+    line, exit code 1.  Finished work stays in the run folder; re-running
+    the command resumes it."""
+
+
+class RunStopped(Exception):
+    """The run stopped early or finished over its error budget (a dead
+    backend, too many failed samples): one line, exit code 1, after the
+    results of what finished were written.  ``results`` is results.json's
+    content."""
+
+    def __init__(self, message: str, results: dict | None = None):
+        super().__init__(message)
+        self.results = results or {}

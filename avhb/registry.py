@@ -170,15 +170,19 @@ def _load_registry() -> Registry:
     task_packages: list[tuple[str, str]] = []
     presets: list[str] = []
     failed: list[str] = []
-    seen: set[str] = set()
+    seen: dict[str, tuple[str, str]] = {}  # entry-point name -> (distribution, import path)
     eps = sorted(entry_points(group=GROUP), key=lambda e: (e.dist.name != "avhb" if e.dist else True, e.name))
     for ep in eps:
         if allowed is not None and ep.name not in allowed:
             continue
-        if ep.name in seen:  # the same distribution seen twice on sys.path
-            continue
-        seen.add(ep.name)
         dist = ep.dist.name if ep.dist else "?"
+        if ep.name in seen:
+            if seen[ep.name] != (dist, ep.value):  # not just the same distribution seen twice on sys.path
+                print(f"avhb: warning: two plugins are named {ep.name!r}: {seen[ep.name][0]} ({seen[ep.name][1]}) "
+                      f"and {dist} ({ep.value}); only the first is loaded: rename one entry point", file=sys.stderr)
+                failed.append(f"{ep.name} ({dist}: duplicate name)")
+            continue
+        seen[ep.name] = (dist, ep.value)
         version = ep.dist.version if ep.dist else "?"
         builtin = dist == "avhb"
         try:
@@ -194,11 +198,18 @@ def _load_registry() -> Registry:
     def prefix(plugin_name: str) -> str:
         return "" if by_name[plugin_name].builtin else f"{plugin_name}/"
 
+    owner: dict[tuple[str, str], str] = {}
     for kind in KINDS:
         for impl in getattr(pm.hook, f"avhb_{kind}").get_hookimpls():
             table = impl.function() or {}
             names = [prefix(impl.plugin_name) + n for n in table]
-            entries[kind].update(zip(names, table.values()))
+            for name, path in zip(names, table.values()):
+                if name in entries[kind] and entries[kind][name] != path:
+                    print(f"avhb: warning: {kind[:-1]} {name!r} is registered by plugins {owner[(kind, name)]!r} "
+                          f"({entries[kind][name]}) and {impl.plugin_name!r} ({path}); the latter wins",
+                          file=sys.stderr)
+                entries[kind][name] = path
+                owner[(kind, name)] = impl.plugin_name
             by_name[impl.plugin_name].provides[kind] = sorted(names)
     for impl in pm.hook.avhb_task_packages.get_hookimpls():
         pkgs = list(impl.function() or [])

@@ -161,7 +161,10 @@ def _shifted(tr: Transcript, shift: float, seconds: float | None = None) -> Tran
 def transcribe_part(part: Any, model: str = "whisper-base", language: str | None = None) -> Transcript:
     """Transcribe an :class:`~avhb.model.messages.AudioPart`: its waveform when it
     has one (at ``part.rate``, default 16 kHz; times offset by
-    ``part.segment[0]``), else its file cut to ``part.segment``."""
+    ``part.segment[0]``), else its file cut to ``part.segment``.
+    ``language`` (the backend's own setting) wins over the part's (the
+    task's ``media.asr_language``); with neither, Whisper detects it."""
+    language = language or getattr(part, "language", None)
     if part.array is not None:
         offset = part.segment[0] if part.segment else 0.0
         return transcribe(part.array, model, rate=part.rate or SAMPLE_RATE, language=language, offset=offset)

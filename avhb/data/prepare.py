@@ -1,5 +1,8 @@
 """``avhb prepare TASK...``: fetch each task's data ahead of a run, so that
-runs on nodes without network read only local files."""
+runs on nodes without network read only local files.  A task's metrics are
+built too: a metric that fetches what it needs when built (an ``evaluate``
+module from the Hub) then finds it in the cache offline, and says so through
+its ``prepare()`` line."""
 from __future__ import annotations
 
 import sys
@@ -21,6 +24,9 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
     failures = 0
     for name in tasks:
         task = Task(load_task(index, name), get_registry())
+        metric_lines = [line for m in task.metrics() if (line := getattr(m, "prepare", lambda: None)())]
+        for line in metric_lines:
+            print(f"{task.name}: {line}")
         prep = task.cfg.get("prepare") or {}
         repo = task.cfg.get("dataset_path")
         revision = task.cfg.get("revision", "main")
@@ -41,6 +47,8 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
             local = dataset_dir(repo, revision, root)
             snapshot(repo, revision, prep.get("allow_patterns"), local)
             print(f"{task.name}: {repo}@{revision} -> {local}")
+        elif metric_lines:
+            continue
         else:
             raise UserError(f"task {name!r} declares no data source to prepare (no dataset_path or prepare hook)")
         done.add(key)

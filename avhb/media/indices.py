@@ -18,6 +18,10 @@ seconds after the stream's first frame):
   dropped.  ``include_last=True`` appends the segment's last frame if it is
   not already there.  If more than ``max_frames`` result, the uniform rule
   with N = ``max_frames`` (and the same ``include_last``) is used instead.
+  The work is bounded by the segment's frame count, however large F is:
+  when there are more sample times than frames, each frame is tested
+  directly (it is taken iff the first sample time at or after its start
+  falls in it), which gives the same indices.
 """
 from __future__ import annotations
 
@@ -74,20 +78,66 @@ def fps_indices(a: int, b: int, src_fps: float, fps: float, start: float,
         raise SelectionError(f"sampling fps must be > 0, got {fps:g}")
     if src_fps <= 0:
         raise SelectionError(f"source frame rate is {src_fps:g}")
-    out: list[int] = []
-    k = 0
-    while True:
-        t = start + k / fps
-        if t >= end - _EPS:
-            break
-        idx = min(b - 1, max(a, math.floor(t * src_fps + _EPS)))
-        if not out or idx != out[-1]:
-            out.append(idx)
-        k += 1
+    span = end - _EPS - start
+    times = max(0, math.ceil(span * fps)) if span > 0 else 0  # sample times t_k < end - eps (approximately)
+    cap = None if max_frames is None else max_frames + 1  # past max_frames the uniform rule applies anyway
+    out = _by_times(a, b, src_fps, fps, start, end, cap) if times <= 2 * (b - a) + 2 else \
+        _by_frames(a, b, src_fps, fps, start, end, cap)
+    if not out:
+        raise SelectionError(f"no sample time falls in the segment {start:g}s-{end:g}s")
     if include_last and out[-1] != b - 1:
         out.append(b - 1)
     if max_frames is not None and len(out) > max_frames:
         return uniform_indices(a, b, max_frames, include_last)
+    return out
+
+
+def _frame_of(t: float, a: int, b: int, src_fps: float) -> int:
+    return min(b - 1, max(a, math.floor(t * src_fps + _EPS)))
+
+
+def _by_times(a: int, b: int, src_fps: float, fps: float, start: float, end: float,
+              cap: int | None = None) -> list[int]:
+    """Walk the sample times (fewer than about twice the frames); stop
+    once ``cap`` frames are found."""
+    out: list[int] = []
+    k = 0
+    while cap is None or len(out) < cap:
+        t = start + k / fps
+        if t >= end - _EPS:
+            break
+        idx = _frame_of(t, a, b, src_fps)
+        if not out or idx != out[-1]:
+            out.append(idx)
+        k += 1
+    return out
+
+
+def _by_frames(a: int, b: int, src_fps: float, fps: float, start: float, end: float,
+               cap: int | None = None) -> list[int]:
+    """Walk the frames: the same indices as :func:`_by_times` when sample
+    times outnumber frames.  Frame ``i`` is hit iff some ``t_k`` maps to it;
+    the times mapping to ``i`` form one run of consecutive ``k`` (the map is
+    monotone), so it is enough to test the first ``k`` whose time maps at or
+    past ``i``."""
+    out: list[int] = []
+    k = 0
+    for i in range(a, b):
+        # smallest k >= current with floor(t_k * src_fps + eps) >= i (clamped frames are handled by _frame_of)
+        if i > a:
+            need = (i - _EPS) / src_fps  # t_k * src_fps + eps >= i
+            k = max(k, math.ceil((need - start) * fps - 1e-9))
+            while k > 0 and _frame_of(start + (k - 1) / fps, a, b, src_fps) >= i:
+                k -= 1
+            while _frame_of(start + k / fps, a, b, src_fps) < i and start + k / fps < end - _EPS:
+                k += 1
+        t = start + k / fps
+        if t >= end - _EPS:
+            break
+        if _frame_of(t, a, b, src_fps) == i:
+            out.append(i)
+            if cap is not None and len(out) >= cap:
+                break
     return out
 
 

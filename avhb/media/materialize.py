@@ -115,7 +115,8 @@ def _adapt_parts(request: Request, plan: MediaPlan, caps: Capabilities, log: dic
             if isinstance(p, ImagePart) and not caps.takes_images:
                 why = "sees no pixels" if not caps.sees_pixels else "takes no images"
                 request.adaptations.append(f"image not sent: the backend {why}")
-                log.setdefault("images", []).append({"path": p.path, "label": p.label, "sent": False})
+                log.setdefault("images", []).append({"path": p.path, "label": p.label, "size": _image_size(p),
+                                                     "sent": False})
                 continue
             if isinstance(p, AudioPart) and drop_audio:
                 request.adaptations.append(f"audio removed (--ablate {switch or 'no_audio'})")
@@ -212,9 +213,9 @@ def _decode_audio(part: AudioPart, plan: MediaPlan, caps: Capabilities, request:
                             "segment": part.segment})
     if not caps.audio or "audio_as_transcript" in plan.ablations:
         transcribe = transcriber or load_transcriber(spec.transcriber)
-        transcript = transcribe(part.array, rate=part.rate, language=plan.language)
+        transcript = transcribe(part.array, rate=part.rate, language=part.language or plan.language)
         part.transcript = transcript.text
-        part.array = None
+        part.array = part.path = None  # the transcript replaces the audio, also for a backend that hears
         request.adaptations.append(f"audio -> transcript ({transcript.model})")
 
 
@@ -235,6 +236,19 @@ def _decode_image(part: ImagePart, spec: MediaSpec, log: dict[str, Any]) -> None
     if size != source:
         entry["source_size"] = list(source)
     log.setdefault("images", []).append(entry)
+
+
+def _image_size(part: ImagePart) -> list[int] | None:
+    """An image's width and height without decoding it (the header only)."""
+    if part.array is not None:
+        return [int(part.array.shape[1]), int(part.array.shape[0])]
+    try:
+        from PIL import Image
+
+        with Image.open(part.path) as im:
+            return [int(im.width), int(im.height)]
+    except Exception:  # noqa: BLE001 - a missing or broken image: its size is simply unknown
+        return None
 
 
 def read_image(path: str | None):

@@ -13,7 +13,14 @@ chunks for drivers), ``boxes`` (a field holding box annotations),
 ``boxes_key_fps`` (the rate of the annotation frame keys, e.g. 10 for a
 10 Hz grid; unset = source frame indices), ``decoder`` ("auto" | "decord" |
 "pyav"), ``transcriber`` (the registered speech-to-text used when audio
-becomes a transcript; default "whisper").
+becomes a transcript; default "whisper"), ``asr_language`` (the speech's
+language for that transcript, a Whisper code or a locale such as
+``ta-IN``, whose language part is used, or a template over the sample's
+fields such as ``"{{locale}}"``; default: detected).
+
+Every number is bounded by what media can hold (:data:`LIMITS`: e.g. at
+most 1000 frames per second, 100,000 frames, 16,384 pixels a side); a
+value past its bound is a ``UserError`` naming the key, never a hang.
 
 A task's media settings are its YAML block merged with ``--media``, parsed
 once per task into a :class:`MediaSpec` that both request building and
@@ -22,11 +29,22 @@ materialisation read.  :meth:`MediaSpec.frame_spec` builds the
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from avhb.errors import UserError
 from avhb.media.frames import FrameSpec
+
+
+# upper bounds of the media numbers (inclusive)
+LIMITS: dict[str, float] = {
+    "frames": 100_000, "max_frames": 100_000, "max_side": 16_384, "max_pixels": 16_384 * 16_384,
+    "audio_rate": 384_000, "fps": 1000.0, "boxes_key_fps": 1000.0,
+    "chunks.seconds": 7 * 24 * 3600.0, "chunks.fps": 1000.0, "chunks.width": 16_384, "chunks.height": 16_384,
+}
+_UNITS = {"fps": "frames per second", "boxes_key_fps": "keys per second", "audio_rate": "samples per second",
+          "chunks.seconds": "seconds", "chunks.fps": "frames per second"}
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,7 @@ class MediaSpec:
     boxes_key_fps: float | None = None
     decoder: str = "auto"
     transcriber: str = "whisper"
+    asr_language: str | None = None
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any] | None, where: str = "media") -> "MediaSpec":
@@ -75,7 +94,7 @@ class MediaSpec:
             raise UserError(f"{where}: unknown key(s) {', '.join(unknown)}; "
                             f"expected some of {', '.join(sorted(known))}")
         kw: dict[str, Any] = {}
-        for key in ("video", "audio", "images", "boxes", "transcriber"):
+        for key in ("video", "audio", "images", "boxes", "transcriber", "asr_language"):
             if d.get(key) is not None:
                 kw[key] = _typed(where, key, d[key], str)
         for key in ("frames", "max_frames", "max_side", "max_pixels", "audio_rate"):
@@ -103,13 +122,18 @@ class MediaSpec:
             kw["segment"] = (str(seg[0]), str(seg[1]))
         if d.get("chunks") is not None:
             kw["chunks"] = _chunks(where, d["chunks"])
+        if kw.get("asr_language") and "{" not in kw["asr_language"]:  # a template is rendered per sample
+            kw["asr_language"] = whisper_language(kw["asr_language"], where)
         return cls(**kw)
 
     def to_key(self) -> dict[str, Any]:
         """The settings as plain data, for request keys and run.json."""
         from dataclasses import asdict
 
-        return asdict(self)
+        out = asdict(self)
+        if out.get("asr_language") is None:  # keys made before the setting existed stay valid
+            out.pop("asr_language", None)
+        return out
 
     def frame_spec(self, segment: tuple[float, float] | None = None, frames: int | None = None,
                    default_frames: int | None = None, sampling: Mapping[str, Any] | None = None) -> FrameSpec:
@@ -129,21 +153,40 @@ class MediaSpec:
                          max_pixels=self.max_pixels, decoder=self.decoder, size=size)  # type: ignore[arg-type]
 
 
+def whisper_language(value: str, where: str = "media") -> str:
+    """``ta-IN`` / ``ta_IN`` / ``TA`` -> ``ta``: the language part of a
+    locale, lower-cased, as Whisper names languages."""
+    code = re.split(r"[-_]", value.strip())[0].lower()
+    if not re.fullmatch(r"[a-z]{2,3}|haw|yue", code):
+        raise UserError(f"{where}.asr_language: {value!r} is not a language code (e.g. ta, ko, en-GB)")
+    return code
+
+
 def _typed(where: str, key: str, value: Any, typ: type) -> Any:
     if not isinstance(value, typ):
         raise UserError(f"{where}.{key}: must be {typ.__name__}, got {value!r}")
     return value
 
 
+def _bounded(where: str, key: str, value: float) -> None:
+    name = f"{where.rpartition('.')[2]}.{key}" if where.endswith(".chunks") else key
+    limit = LIMITS.get(name)
+    if limit is not None and value > limit:
+        unit = f" {_UNITS[name]}" if name in _UNITS else ""
+        raise UserError(f"{where}.{key}: must be at most {limit:g}{unit}, got {value:g}")
+
+
 def _positive_int(where: str, key: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise UserError(f"{where}.{key}: must be a positive integer, got {value!r}")
+    _bounded(where, key, value)
     return value
 
 
 def _positive_float(where: str, key: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value != value:
         raise UserError(f"{where}.{key}: must be a positive number, got {value!r}")
+    _bounded(where, key, float(value))
     return float(value)
 
 

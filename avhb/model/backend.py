@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -73,13 +74,21 @@ def _split_top_level(text: str) -> list[str]:
     return [i.strip() for i in items]
 
 
+_FLOAT = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
 def _scalar(value: str) -> Any:
+    """A YAML scalar; numbers in exponent form without a dot (``1e9``),
+    which YAML 1.1 reads as strings, are numbers too."""
     import yaml
 
     try:
-        return yaml.safe_load(value) if value else ""
+        out = yaml.safe_load(value) if value else ""
     except yaml.YAMLError:
         return value
+    if isinstance(out, str) and _FLOAT.fullmatch(out.strip()):
+        return float(out)
+    return out
 
 
 def parse_backend_spec(text: str, extra_args: str | None = None) -> BackendSpec:
@@ -106,6 +115,12 @@ class Backend:
     # Optional packages the backend imports when it runs: (module, avhb extra).
     # ``create_backend`` checks them before any model call is made.
     requires: tuple[tuple[str, str], ...] = ()
+    # The speech-to-text model that turns audio into text inside the backend
+    # (``local``, ``cascade``), said once at the start of a run; None: none.
+    transcribes: str | None = None
+    # The generation settings the backend reads; others are dropped (said once
+    # at the start of a run).  None: every setting is passed on.
+    generation_keys: frozenset[str] | None = None
     # Independent instances a run should use (vLLM's data_parallel_size): more than one needs a
     # cluster executor (--executor ray), which runs one instance per worker.
     replicas: int = 1

@@ -18,18 +18,28 @@ for the model under test, ``judges`` for judges).  A recorded entry with an
 error is not a finished call: a normal run calls again; a replaying caller
 (``avhb score``: no backend at all) returns it as the failure it was, and
 raises :class:`NotInJournal` for a call that was never made.
+
+Circuit breaker: each caller owns one :class:`CircuitBreaker` for its
+backend (:mod:`avhb.model.resilience`).  Once it opens (the backend failed
+``BREAKER_THRESHOLD`` times the same way, with no success, for at least
+``BREAKER_QUIET`` seconds), calls are no longer
+sent: they return at once with a "not attempted" error and are not
+journaled, so a re-run sends them.  The evaluator stops the run after the
+task in progress and names the backend (:meth:`Caller.stop_message`).
 """
 from __future__ import annotations
 
 import asyncio
 import hashlib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, Capabilities
 from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart, prompt_text, reference_copy
+from avhb.model.resilience import CallProbe, CircuitBreaker, current_probe, failure_kind
 
 
 @dataclass
@@ -67,6 +77,7 @@ class Call:
     meta: dict[str, Any] = field(default_factory=dict)
     cached: bool = False
     prompt: str = ""  # the request's text, as sent (for the sample log)
+    not_attempted: bool = False  # refused by an open circuit breaker: never sent, not journaled
 
 
 class NotInJournal(Exception):
@@ -95,7 +106,7 @@ def part_reference(part: Any) -> list[Any]:
     if isinstance(part, VideoPart):
         return ["video", part.path, part.segment] + ([part.sampling] if part.sampling else [])
     if isinstance(part, AudioPart):
-        return ["audio", part.path, part.segment, part.transcript]
+        return ["audio", part.path, part.segment, part.transcript] + ([part.language] if part.language else [])
     if isinstance(part, ImagePart):
         return ["image", part.path, part.label, _image_content(part)]
     return [type(part).__name__]
@@ -133,6 +144,8 @@ class Caller:
         self.label = label or str(self.identity.get("name") or self.identity.get("kind") or "")
         self._limit = asyncio.Semaphore(max(1, int(getattr(backend, "concurrency", 1) or 1))) if backend else None
         self._decode_limit = decode_limit or asyncio.Semaphore(2)
+        self.breaker = CircuitBreaker()
+        self._counts_attempts = False  # the backend reports each attempt (it retries through Resilient)
 
     @property
     def replaying(self) -> bool:
@@ -163,6 +176,8 @@ class Caller:
             return _from_entry(key, done, prompt_text(request))
         if self.replaying:
             raise NotInJournal(key)
+        if self.breaker.open:
+            return self._not_attempted(key, request)
         from avhb.media.materialize import needs_materializing
 
         decode = needs_materializing(request, self.capabilities)
@@ -176,6 +191,9 @@ class Caller:
             call.error = f"media: {exc}"
         else:
             response = await self._send(sent)
+            if response is None:  # the breaker opened while this call waited: nothing was sent
+                sent.messages = []
+                return self._not_attempted(key, request)
             self.usage.add(response)
             call.text, call.error, call.usage, call.cost, call.meta = (
                 response.text, response.error, dict(response.usage), response.cost, dict(response.meta or {}))
@@ -184,7 +202,9 @@ class Caller:
             sent.messages = []  # decoded frames and audio are not kept past their call
         entry = {**(log or {}), "response": call.text, "error": call.error, "usage": call.usage, "cost": call.cost,
                  "media": call.media, "adaptations": call.adaptations, "response_meta": call.meta or None}
-        self.journal.put(self.kind, key, entry)
+        kept = self.journal.put(self.kind, key, entry)
+        if isinstance(kept, dict):  # as journaled (redacted): a live run sees what a resumed one replays
+            call.text, call.error = kept.get("response") or "", kept.get("error")
         return call
 
     async def _materialize(self, request: Request, plan: Any) -> dict[str, Any] | None:
@@ -199,17 +219,63 @@ class Caller:
         async with self._decode_limit:
             return await asyncio.to_thread(materialize, request, plan, caps)
 
-    async def _send(self, request: Request) -> Response:
+    def _not_attempted(self, key: str, request: Request) -> Call:
+        self.breaker.not_attempted += 1
+        return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True,
+                    error=f"not attempted: {self.label} stopped answering ({self.breaker.opened_with})")
+
+    async def _send(self, request: Request) -> Response | None:
+        """The backend's response; None when the breaker refused the call
+        before anything was sent."""
         assert self.backend is not None and self._limit is not None
         async with self._limit:
+            if self.breaker.open:
+                return None
+            probe = CallProbe(self.breaker)
+            token = current_probe.set(probe)
+            sent = time.monotonic()
             try:
-                return await self.backend.generate(request)
+                response = await self.backend.generate(request)
             except UserError:
                 raise
-            except SampleError as exc:
+            except SampleError as exc:  # this sample's problem, not the backend's: not counted
                 return Response(text="", error=str(exc))
             except Exception as exc:  # a backend bug fails this call, not the run
-                return Response(text="", error=f"{type(exc).__name__}: {exc}")
+                response = Response(text="", error=f"{type(exc).__name__}: {exc}")
+            finally:
+                current_probe.reset(token)
+            if probe.refused:
+                return None
+            self._counts_attempts = self._counts_attempts or probe.reported
+            if not self._counts_attempts:  # a backend without Resilient: counted per call
+                if response.error is None:
+                    self.breaker.success()
+                else:
+                    self.breaker.failure(failure_kind(response.error), response.error, sent)
+            return response
+
+    @property
+    def endpoint(self) -> str:
+        """Where the backend sends (its URL, redacted), else its label."""
+        from avhb.redact import redact_text
+
+        args = self.identity.get("args") if isinstance(self.identity.get("args"), dict) else {}
+        for value in (getattr(self.backend, "base_url", None), getattr(self.backend, "api_base", None),
+                      args.get("base_url"), args.get("api_base")):
+            if isinstance(value, str) and value:
+                return redact_text(value)
+        return self.label
+
+    def stop_message(self) -> str | None:
+        """One line naming the backend and its last error, once its breaker
+        opened (None otherwise)."""
+        b = self.breaker
+        if not b.open:
+            return None
+        where = self.endpoint
+        name = self.label if where == self.label else f"{self.label} at {where}"
+        return (f"stopped sending to {name}: {b.streak} failed attempts and no answer for {b.silent_for:.1f}s "
+                f"(last: {(b.last_error or '')[:300]})")
 
     async def aclose(self) -> None:
         if self.backend is not None:

@@ -54,6 +54,7 @@ class AudioPart:
     rate: int | None = None
     segment: tuple[float, float] | None = None
     transcript: str | None = None
+    language: str | None = None  # the speech's language (Whisper code) when the task knows it
     type: Literal["audio"] = "audio"
 
 

@@ -16,14 +16,27 @@ Definitions:
   burst of 429s from requests that were already in flight counts once), and
   ``increase_after`` consecutive successes raise it by one, up to ``max_limit``.
   A 429 carrying Retry-After also pauses new acquisitions until then.
+- The *circuit breaker* (:class:`CircuitBreaker`, one per backend, shared by
+  all its calls; the caller owns it) opens after ``threshold`` (10)
+  failures of one kind (``HTTP 503``, ``ClientConnectorError``, ...) with no
+  success in between, counting every attempt, spread over at least
+  ``quiet`` (5) seconds since the first of them was sent (429s are not
+  counted).  Once open, nothing more is
+  sent: ``Resilient.call`` stops before its next attempt and the caller
+  records the remaining calls as not attempted.  A backend that retries
+  through :class:`Resilient` reports each attempt to the breaker of the
+  call in progress (a context variable the caller sets), so no backend code
+  has to know about it; backends without it are counted per call.
 """
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import email.utils
 import random
+import re
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Any, Awaitable, Callable, Generic, TypeVar
@@ -228,8 +241,118 @@ class AdaptiveLimiter:
             self.decreases += 1
 
 
+BREAKER_THRESHOLD = 10  # failures of one kind since the last success ...
+BREAKER_QUIET = 5.0  # ... over at least this many seconds without a success, open a breaker
+
+
+def failure_kind(message: str, status: int | None = None) -> str:
+    """The kind of a failure, for the breaker: ``HTTP <status>``, else the
+    message's leading exception name (``ClientConnectorError``), else the
+    message with its numbers blanked."""
+    if status is not None:
+        return f"HTTP {status}"
+    head = message.split(":", 1)[0].strip()
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.]*", head or "-"):
+        return head
+    return re.sub(r"\d+", "#", message)[:80]
+
+
+class CircuitBreaker:
+    """Opens when the backend has not answered for a while (module
+    docstring): at least ``threshold`` failures of one kind since the last
+    success, *and* at least ``quiet`` seconds since the first of them was
+    sent.  Both are needed: under a fault storm a burst of ten time-outs
+    can arrive together while other requests keep succeeding; a dead
+    server fails everything, for as long as one keeps asking.  Rate
+    limiting (429) is not counted: the server is alive and the limiter
+    slows down.  ``opened_with`` is the last error once open."""
+
+    def __init__(self, threshold: int = BREAKER_THRESHOLD, quiet: float = BREAKER_QUIET,
+                 clock: Callable[[], float] = time.monotonic):
+        self.threshold = max(1, int(threshold))
+        self.quiet = float(quiet)
+        self.streak = 0  # failures since the last success
+        self._kinds: Counter[str] = Counter()
+        self._since: float | None = None  # when the earliest failed attempt of the streak was sent
+        self.last_error: str | None = None
+        self.opened_with: str | None = None
+        self.silent_for = 0.0  # seconds without an answer when it opened
+        self.not_attempted = 0  # calls refused while open
+        self._waiters: set[asyncio.Future] = set()
+        self._clock = clock
+
+    @property
+    def open(self) -> bool:
+        return self.opened_with is not None
+
+    def success(self) -> None:
+        if not self.open:
+            self.streak = 0
+            self._kinds.clear()
+            self._since = None
+
+    def failure(self, kind: str, message: str, started: float | None = None) -> None:
+        """One failed attempt of ``kind``; ``started``: when it was sent
+        (``clock`` time; default now)."""
+        now = self._clock()
+        started = now if started is None else min(started, now)
+        self.streak += 1
+        self._kinds[kind] += 1
+        self.last_error = message
+        self._since = started if self._since is None else min(self._since, started)
+        if not self.open and self._kinds[kind] >= self.threshold and now - self._since >= self.quiet:
+            self.opened_with = message
+            self.silent_for = now - self._since
+            for waiter in self._waiters:
+                if not waiter.done():
+                    waiter.set_result(None)
+
+    async def wait_open(self, seconds: float, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
+        """Sleep ``seconds`` (a retry backoff), waking early if the breaker
+        opens meanwhile."""
+        if self.open:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.add(waiter)
+        sleeper = asyncio.ensure_future(sleep(seconds))
+        try:
+            await asyncio.wait({waiter, sleeper}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self._waiters.discard(waiter)
+            sleeper.cancel()
+            waiter.cancel()
+
+
+class CallProbe:
+    """What one call reports to its backend's breaker; the caller reads
+    ``reported`` to know whether the backend counted attempts itself."""
+
+    def __init__(self, breaker: CircuitBreaker):
+        self.breaker = breaker
+        self.reported = False
+        self.refused = False  # the breaker was open before this call's first attempt: nothing was sent
+
+    def success(self) -> None:
+        self.reported = True
+        self.breaker.success()
+
+    def failure(self, kind: str, message: str, started: float | None = None) -> None:
+        self.reported = True
+        self.breaker.failure(kind, message, started)
+
+
+current_probe: contextvars.ContextVar[CallProbe | None] = contextvars.ContextVar("avhb_call_probe", default=None)
+
+
 class Resilient:
     """Runs one call with the retry policy under the shared limiter."""
+
+    @staticmethod
+    def _refused(probe: CallProbe, attempt: int, waited: float) -> Outcome:
+        if attempt == 1:
+            probe.refused = True
+        return Outcome(error=f"not sent: the backend stopped answering ({probe.breaker.opened_with})",
+                       attempts=attempt - 1, retry_wait=waited)
 
     def __init__(self, policy: RetryPolicy | None = None, limiter: AdaptiveLimiter | None = None, *,
                  classify: Callable[[BaseException], Failure] = classify_exception,
@@ -246,16 +369,28 @@ class Resilient:
         waited = 0.0
         attempts = max(1, self.policy.max_attempts)
         failure: Failure | None = None
+        probe = current_probe.get()
+        attempt = 0
         for attempt in range(1, attempts + 1):
+            if probe is not None and probe.breaker.open:
+                return self._refused(probe, attempt, waited)
             epoch = await self.limiter.acquire()
+            if probe is not None and probe.breaker.open:  # opened while this call waited for a slot
+                self.limiter.release()
+                return self._refused(probe, attempt, waited)
+            sent = time.monotonic()
             try:
                 value = await fn()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # classified below; never escapes
                 failure = self.classify(exc)
+                if probe is not None and not failure.rate_limited:
+                    probe.failure(failure_kind(failure.message, failure.status), failure.message, sent)
             else:
                 self.limiter.on_success()
+                if probe is not None:
+                    probe.success()
                 return Outcome(value=value, attempts=attempt, retry_wait=waited)
             finally:
                 self.limiter.release()
@@ -271,7 +406,10 @@ class Resilient:
             self.retries += 1
             waited += delay
             if delay > 0:
-                await self._sleep(delay)
+                if probe is not None:
+                    await probe.breaker.wait_open(delay, self._sleep)
+                else:
+                    await self._sleep(delay)
         assert failure is not None
         plural = "" if attempt == 1 else "s"
         tail = f" (gave up after {attempt} attempt{plural})" if failure.retryable else ""

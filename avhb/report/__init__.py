@@ -1,7 +1,7 @@
 """Reports for run folders: the printed results table, the self-contained
 ``report.html``, multi-run comparison tables and live progress displays.
 
-Heavy imports (matplotlib) happen only when a report with plots is rendered.
+Charts are hand-written inline SVG: no plotting library is imported.
 """
 from __future__ import annotations
 

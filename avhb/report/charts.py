@@ -10,14 +10,19 @@ Generic rules, so new task packs get charts without code here:
   read from run.json); otherwise its family is the name prefix before the
   first ``_`` (``vidpair_binary`` -> ``vidpair``), its label the rest of the
   name, and the axis "task".
+
+Only headline and diagnostic metrics are drawn (counts are table columns,
+never bars), headline panels first; a diagnostic panel whose values are all
+zero or missing, and any panel with no value at all, is not drawn.
 """
 from __future__ import annotations
 
 from typing import Any, Mapping
 
 from avhb.report.plots import Chart, Panel, Series
-from avhb.run.results import RunResults
+from avhb.run.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE
 
 MAX_PANELS = 12
 
@@ -31,14 +36,27 @@ def _metrics_union(mappings: list[Mapping[str, Aggregate]], min_count: int = 1) 
             seen[k] = seen.get(k, 0) + 1
             if k not in names:
                 names.append(k)
-    return [k for k in names if seen[k] >= min_count][:MAX_PANELS]
+    return [k for k in names if seen[k] >= min_count]
 
 
-def _panels(labels: list[str], rows: list[Mapping[str, Aggregate]], metrics: list[str]) -> list[Panel]:
+def _drawable(metrics: list[str], kinds: list[TaskResult]) -> list[str]:
+    """``metrics`` without counts, headline first (kinds read from the tasks)."""
+    def kind(m: str) -> str:
+        return next((r.kind(m) for r in kinds if m in r.info), HEADLINE)
+
+    order = {HEADLINE: 0, DIAGNOSTIC: 1}
+    return sorted((m for m in metrics if kind(m) != COUNT), key=lambda m: order.get(kind(m), 1))[:MAX_PANELS]
+
+
+def _panels(labels: list[str], rows: list[Mapping[str, Aggregate]], metrics: list[str],
+            kinds: list[TaskResult] = ()) -> list[Panel]:
     panels = []
     for metric in metrics:
         cells = [r.get(metric) for r in rows]
         if all(c is None or c.value is None for c in cells):
+            continue
+        diagnostic = any(r.kind(metric) == DIAGNOSTIC for r in kinds if metric in r.info)
+        if diagnostic and all(c is None or c.value is None or c.value == 0 for c in cells):
             continue
         panels.append(
             Panel(metric, [Series(metric, [c.value if c else None for c in cells],
@@ -56,7 +74,7 @@ def breakdown_charts(results: RunResults) -> list[Chart]:
                 continue
             labels = [str(v) for v in values]
             rows = list(values.values())
-            panels = _panels(labels, rows, _metrics_union(rows))
+            panels = _panels(labels, rows, _drawable(_metrics_union(rows), [result]), [result])
             if panels:
                 out.append(Chart(f"{task} by {dim}", labels, panels, axis_label=str(dim)))
     return out
@@ -93,7 +111,9 @@ def family_charts(results: RunResults, hints: Mapping[str, Mapping[str, Any]] | 
             labels.append(f"{family} (all)")
             rows.append(group)
         # only metrics shared by two or more member tasks are compared
-        panels = _panels(labels, rows, _metrics_union([tasks[t] for t in members], min_count=2))
+        kinds = [results.tasks[t] for t in members]
+        panels = _panels(labels, rows, _drawable(_metrics_union([tasks[t] for t in members], min_count=2), kinds),
+                         kinds)
         if panels:
             out.append(Chart(f"{family}: per {axis}", labels, panels, axis_label=axis))
     return out

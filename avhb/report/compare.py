@@ -14,11 +14,13 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from avhb.errors import UserError
 from avhb.report.htmlkit import esc, page
 from avhb.report.numbers import fmt_cell
 from avhb.score.aggregate import Aggregate
+from avhb.score.metric import DIAGNOSTIC, HEADLINE
 from avhb.report.plots import Chart, Panel, Series, render_svg
 from avhb.report.rundata import load_run
 
@@ -45,6 +47,7 @@ class ComparisonTable:
     cells: list[list[Aggregate | None]]  # [run][column]; None = the run lacks it
     baseline: int = 0
     runs_meta: list[dict] = field(default_factory=list)
+    differences: list[tuple[str, list[str]]] = field(default_factory=list)  # setting -> value per run
 
     def mark(self, row: int, col: int) -> int:
         """+1 / -1 when the cell is significantly above / below the baseline's
@@ -58,6 +61,13 @@ class ComparisonTable:
         if not d:
             return 0
         return 1 if a.value > b.value else -1
+
+    def delta(self, row: int, col: int) -> float | None:
+        """This run's value minus the baseline run's (None when either is missing)."""
+        a, b = self.cells[row][col], self.cells[self.baseline][col]
+        if a is None or b is None or a.value is None or b.value is None:
+            return None
+        return a.value - b.value
 
     def cell_text(self, row: int, col: int) -> str:
         c = self.cells[row][col]
@@ -93,6 +103,68 @@ def _unique_labels(labels: list[str], dirs: list[Path]) -> list[str]:
     return out
 
 
+def _kv(mapping: Any) -> str:
+    if not isinstance(mapping, dict) or not mapping:
+        return "-"
+    return ", ".join(f"{k}={v}" for k, v in sorted(mapping.items()))
+
+
+def settings_of(run: dict) -> dict[str, str]:
+    """What a run was asked to do, one string per setting (secrets redacted):
+    model, model args, ablations, media overrides, generation settings,
+    limit, seed, repeats, version, and per task its hash and data."""
+    from avhb.redact import redact
+
+    run = redact(run) if isinstance(run, dict) else {}
+    model = run.get("model") if isinstance(run.get("model"), dict) else {}
+    out = {
+        "model": f"{model.get('kind', '?')}:{model.get('name', '?')}",
+        "model args": _kv(model.get("args")),
+        "ablations": ", ".join(run.get("ablations") or []) or "-",
+        "media overrides": _kv(run.get("media")),
+        "gen kwargs": _kv(run.get("gen_kwargs")),
+        "limit": str(run.get("limit")) if run.get("limit") is not None else "-",
+        "seed": str(run.get("seed", "-")),
+        "repeats": str(run.get("repeats")) if run.get("repeats") is not None else "-",
+        "avhb version": str(run.get("avhb_version", "-")),
+    }
+    tasks = run.get("tasks") if isinstance(run.get("tasks"), dict) else {}
+    for name, info in tasks.items():
+        info = info if isinstance(info, dict) else {}
+        out[f"task hash: {name}"] = str(info.get("hash", "-"))
+        data = info.get("data") if isinstance(info.get("data"), dict) else {}
+        if data:
+            out[f"data: {name}"] = f"{data.get('kind', '?')} {data.get('revision') or ''}".strip()
+    return out
+
+
+# settings that name a run in its label when they differ (short form)
+_LABELLED = ("model", "ablations", "media overrides", "gen kwargs", "model args", "limit", "repeats", "seed")
+
+
+def differences(runs: list[dict]) -> list[tuple[str, list[str]]]:
+    """The settings whose values are not the same in every run."""
+    settings = [settings_of(r) for r in runs]
+    keys = list(dict.fromkeys(k for s in settings for k in s))
+    return [(k, [s.get(k, "-") for s in settings]) for k in keys if len({s.get(k, "-") for s in settings}) > 1]
+
+
+def distinguishing_labels(base: list[str], diffs: list[tuple[str, list[str]]]) -> list[str]:
+    """Each run's label: its model (when the models differ, or as the base),
+    plus the short form of every other labelled setting that differs."""
+    labels = []
+    for i, label in enumerate(base):
+        parts = [label]
+        for key, values in diffs:
+            if key in _LABELLED and key != "model" and values[i] != "-":
+                parts.append(values[i] if key in ("media overrides", "gen kwargs", "model args")
+                             else f"{key.replace('ablations', 'ablate')} {values[i]}")
+            elif key in _LABELLED and key != "model":
+                parts.append(f"no {key}")
+        labels.append(" · ".join(parts))
+    return labels
+
+
 def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
     """Read each run's results.json (samples are not read) and align them."""
     if not run_dirs:
@@ -103,14 +175,19 @@ def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
     def blocks(run, group: bool):
         return run.typed.groups if group else {n: r.metrics for n, r in run.typed.tasks.items()}
 
+    def kind(run, name: str, metric: str, group: bool) -> str:
+        result = None if group else run.typed.tasks.get(name)
+        return result.kind(metric) if result is not None else HEADLINE
+
     columns: list[Column] = []
     for is_group in (False, True):
-        for run in runs:
-            for name, cells_of_task in blocks(run, is_group).items():
-                for metric in cells_of_task:
-                    col = Column(str(name), metric, is_group)
-                    if col not in columns:
-                        columns.append(col)
+        for wanted in (HEADLINE, DIAGNOSTIC):  # headline columns first; counts are not columns
+            for run in runs:
+                for name, cells_of_task in blocks(run, is_group).items():
+                    for metric in cells_of_task:
+                        col = Column(str(name), metric, is_group)
+                        if kind(run, str(name), metric, is_group) == wanted and col not in columns:
+                            columns.append(col)
     cells: list[list[Aggregate | None]] = []
     for run in runs:
         row: list[Aggregate | None] = []
@@ -119,12 +196,15 @@ def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
         cells.append(row)
     meta = []
     for run in runs:
+        counts = {name: {**r.counts(), **r.count_cells()} for name, r in run.typed.tasks.items()}
         model = run.run.get("model") if isinstance(run.run.get("model"), dict) else {}
         meta.append({"created": run.run.get("created", ""), "avhb_version": run.run.get("avhb_version", ""),
                      "model": f"{model.get('kind', '')} {model.get('name', '')}".strip(),
-                     "problems": run.problems})
+                     "problems": run.problems, "counts": counts})
     dirs = [r.path for r in runs]
-    return ComparisonTable(_unique_labels([r.label for r in runs], dirs), dirs, columns, cells, baseline, meta)
+    diffs = differences([r.run for r in runs])
+    labels = distinguishing_labels([r.label for r in runs], diffs)
+    return ComparisonTable(_unique_labels(labels, dirs), dirs, columns, cells, baseline, meta, diffs)
 
 
 def _md(text: str) -> str:
@@ -132,16 +212,32 @@ def _md(text: str) -> str:
 
 
 def to_markdown(table: ComparisonTable) -> str:
-    """GitHub-flavoured Markdown table plus a legend line."""
+    """GitHub-flavoured Markdown table, then (with two runs or more) the
+    same columns as differences from the baseline run (Δ), plus a legend."""
     head = "| Model | " + " | ".join(_md(c.title) for c in table.columns) + " |"
     sep = "|---|" + "|".join("---:" for _ in table.columns) + "|"
     rows = [
         "| " + _md(label) + " | " + " | ".join(table.cell_text(r, c) for c in range(len(table.columns))) + " |"
         for r, label in enumerate(table.labels)
     ]
+    lines = [head, sep, *rows]
+    others = [r for r in range(len(table.labels)) if r != table.baseline]
+    if others:
+        base = _md(table.labels[table.baseline])
+        lines += ["", f"| Δ vs {base} | " + " | ".join(_md(c.title) for c in table.columns) + " |", sep]
+        for r in others:
+            deltas = [table.delta(r, c) for c in range(len(table.columns))]
+            lines.append("| " + _md(table.labels[r]) + " | "
+                         + " | ".join("-" if d is None else f"{d:+.4f}" for d in deltas) + " |")
     legend = (f"\nValue ± standard error. {UP}/{DOWN}: above/below {_md(table.labels[table.baseline])} "
               "by more than the combined standard error sqrt(se_a² + se_b²).")
-    return "\n".join([head, sep, *rows]) + "\n" + legend + "\n"
+    diff = ""
+    if table.differences:
+        dh = "| Setting | " + " | ".join(_md(label) for label in table.labels) + " |"
+        ds = "|---|" + "|".join("---" for _ in table.labels) + "|"
+        drows = ["| " + _md(k) + " | " + " | ".join(_md(v) for v in vals) + " |" for k, vals in table.differences]
+        diff = "\nDifferences between the runs:\n\n" + "\n".join([dh, ds, *drows]) + "\n"
+    return "\n".join(lines) + "\n" + legend + "\n" + diff
 
 
 def to_csv(table: ComparisonTable) -> str:
@@ -203,17 +299,40 @@ def to_html(table: ComparisonTable) -> str:
     )
     figs = "".join(f'<figure class="chart">{render_svg(c, max_cols=1, id_prefix=f"c{k}-")}<figcaption>{esc(c.title)}: ± 1 standard '
                    "error</figcaption></figure>" for k, c in enumerate(_charts(table)))
+    if table.differences:
+        dhead = "<tr><th>Setting</th>" + "".join(f"<th>{esc(label)}</th>" for label in table.labels) + "</tr>"
+        drows = "".join(f"<tr><td>{esc(k)}</td>" + "".join(f"<td><code>{esc(v)}</code></td>" for v in vals) + "</tr>"
+                        for k, vals in table.differences)
+        diff_html = (f'<section id="differences"><h2>What differs between the runs</h2><div class="scroll">'
+                     f'<table id="differences-table">{dhead}{drows}</table></div></section>')
+    else:
+        diff_html = ('<section id="differences"><h2>What differs between the runs</h2><p class="muted">The runs were '
+                     "asked for the same settings (model, arguments, ablations, media, generation, task versions, "
+                     "data).</p></section>")
+    crow = []
+    for label, m in zip(table.labels, table.runs_meta or [{}] * len(table.labels)):
+        for task, counts in (m.get("counts") or {}).items():
+            other = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items()
+                              if k not in ("samples", "errors", "judge_failures") and v)
+            crow.append(f"<tr><td>{esc(label)}</td><td>{esc(task)}</td>"
+                        + "".join(f'<td class="num">{esc(counts.get(k, ""))}</td>'
+                                  for k in ("samples", "errors", "judge_failures"))
+                        + f'<td class="muted">{esc(other)}</td></tr>')
+    counts_html = (f'<section id="counts"><h2>Counts</h2><table id="counts-table"><tr><th>Run</th><th>Task</th>'
+                   f"<th>Samples</th><th>Errors</th><th>Judge failures</th><th>Other counts</th></tr>{''.join(crow)}"
+                   "</table></section>") if crow else ""
     body = (
-        f"<header><h1>avhb comparison: {len(table.labels)} runs</h1></header><main>"
+        f"<header><h1>avhb comparison: {len(table.labels)} runs</h1></header><main>{diff_html}"
         f'<section id="results"><h2>Results</h2><div class="scroll"><table id="compare-table">{head}{"".join(rows)}</table></div>'
         f'<p class="muted">Value ± standard error. {UP}/{DOWN}: above/below the baseline '
         f"({esc(table.labels[table.baseline])}) by more than sqrt(se_a² + se_b²); no mark without both "
         "standard errors.</p></section>"
-        f'<section id="plots"><h2>Plots</h2><div class="charts">{figs}</div></section>'
+        f'{counts_html}<section id="plots"><h2>Plots</h2><div class="charts">{figs}</div></section>'
         f'<section id="runs"><h2>Runs</h2><table><tr><th>Label</th><th>Folder</th><th>Model</th><th>Created</th>'
         f"<th>avhb</th></tr>{runs}</table></section></main>"
     )
-    data = {"labels": table.labels, "columns": [c.title for c in table.columns]}
+    data = {"labels": table.labels, "columns": [c.title for c in table.columns],
+            "differences": [[k, v] for k, v in table.differences]}
     return page("avhb comparison", body, data=data)
 
 

@@ -7,7 +7,6 @@ and versions. No network resource is referenced; charts are inline SVG.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from avhb.report.browser import browser_section
@@ -33,6 +32,11 @@ def _header(data: RunData) -> str:
         items = "".join(f"<li>{esc(p)}</li>" for p in data.problems[:50])
         more = f"<li>… {len(data.problems) - 50} more</li>" if len(data.problems) > 50 else ""
         problems = f'<div class="problems"><strong>Problems reading this run</strong><ul>{items}{more}</ul></div>'
+    notes = data.run.get("notes") if isinstance(data.run.get("notes"), list) else []
+    if notes:
+        items = "".join(f"<li>{esc(n)}</li>" for n in notes)
+        problems += (f'<div class="notes"><strong>What this run changed from what was asked</strong>'
+                     f"<ul>{items}</ul></div>")
     nav = ("<nav><a href=\"#results\">Results</a><a href=\"#plots\">Plots</a><a href=\"#judges\">Judges</a>"
            "<a href=\"#browser\">Samples</a><a href=\"#config\">Configuration</a></nav>")
     return (f"<header><h1>{esc(data.label)}</h1><div class=\"meta\">{meta} · <code>{esc(data.path.name)}</code>"
@@ -62,8 +66,8 @@ def write_report(run_dir: Path, *, max_samples_per_task: int | None = DEFAULT_MA
     run_dir = Path(run_dir)
     data = load_run(run_dir, max_samples_per_task=max_samples_per_task)
     text = render_report(data)
+    from avhb.run.folder import write_atomic
+
     out = run_dir / REPORT_NAME
-    tmp = out.with_name(f".{REPORT_NAME}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, out)
+    write_atomic(out, lambda fh: fh.write(text))
     return out

@@ -13,11 +13,17 @@ from avhb.report.numbers import fmt_number
 from avhb.score.aggregate import Aggregate
 
 
+_SPECIAL = __import__("re").compile(r"[&<>\"']")
+
+
 def esc(value: Any) -> str:
     """HTML-escape any value's text (quotes included); None becomes ''."""
     if value is None:
         return ""
-    return html.escape(value if isinstance(value, str) else str(value), quote=True)
+    text = value if type(value) is str else str(value)
+    if not _SPECIAL.search(text):
+        return text
+    return html.escape(text, quote=True)
 
 
 def json_for_script(data: Any) -> str:
@@ -64,12 +70,18 @@ tr.first td{border-top:1px solid #aab3bf}
 .bad{color:var(--bad);font-weight:600}
 .good{color:var(--good)}
 .muted{color:var(--muted)}
+.note{border-left:3px solid var(--muted);padding-left:.5em}
 .charts{display:flex;flex-wrap:wrap;gap:14px}
 figure.chart{margin:0;padding:8px;border:1px solid var(--line);border-radius:6px;background:#fff;max-width:100%}
 figure.chart svg{display:block;max-width:100%;height:auto}
 figure.chart figcaption{font-size:12px;color:var(--muted)}
 pre{background:var(--soft);padding:8px 10px;border-radius:4px;white-space:pre-wrap;word-break:break-word;margin:4px 0;font-size:12.5px;max-height:420px;overflow:auto}
 details>summary{cursor:pointer}
+tr.diag td{color:var(--muted)}
+td.about{color:var(--muted);font-size:12.5px;max-width:360px}
+.tag{font-size:10.5px;padding:0 5px;border-radius:8px;background:var(--soft);border:1px solid var(--line);color:var(--muted)}
+.notes{background:#eef4ff;border:1px solid #b7c9ee;padding:8px 12px;border-radius:4px;margin:10px 0}
+.notes ul{margin:4px 0 0;padding-left:20px}
 .problems{background:#fff4e5;border:1px solid #f5c27a;padding:8px 12px;border-radius:4px}
 .controls{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:8px 0}
 .controls input[type=search]{width:320px;padding:5px 8px;font-size:14px}

@@ -150,6 +150,17 @@ def load_run(run_dir: Path, *, with_samples: bool = True, max_samples_per_task: 
     samples: dict[str, TaskSamples] = {}
     sdir = run_dir / "samples"
     if with_samples and sdir.is_dir():
+        known = [*((results.get("results") or {}) if isinstance(results.get("results"), dict) else {}),
+                 *((run.get("tasks") or {}) if isinstance(run.get("tasks"), dict) else {})]
         for path in sorted(sdir.glob("*.jsonl")):
-            samples[path.stem] = read_samples(path, max_samples_per_task, problems)
+            samples[task_of_file(path.stem, known)] = read_samples(path, max_samples_per_task, problems)
     return RunData(run_dir, run, results, samples, problems)
+
+
+def task_of_file(stem: str, known: list[str]) -> str:
+    """The task a ``samples/<stem>.jsonl`` file holds: the run folder writes
+    ``mypack/shapes_color`` as ``mypack__shapes_color``."""
+    for name in known:
+        if name.replace("/", "__") == stem:
+            return name
+    return stem

@@ -9,6 +9,7 @@ from avhb.report.htmlkit import esc, num_td, pretty_json
 from avhb.report.numbers import fmt_number
 from avhb.run.results import TaskResult
 from avhb.score.aggregate import Aggregate
+from avhb.score.metric import DIAGNOSTIC
 from avhb.report.plots import Chart, render_svg
 from avhb.report.rundata import RunData
 
@@ -17,39 +18,69 @@ def _kv(pairs: list[tuple[str, Any]]) -> str:
     return f'<dl class="kv">{items}</dl>'
 
 
-def _results_rows(name: str, cells: Mapping[str, Aggregate], counts_of: TaskResult | None) -> list[str]:
-    counts = ""
-    if counts_of is not None:
-        counts = "".join(
-            f'<td class="num{" bad" if key != "samples" and value > 0 else ""}">{esc(value)}</td>'
-            for key, value in counts_of.counts().items()
-        )
+def _counts_tds(values: list[str | int | None], bad_from: int = 1) -> str:
+    out = []
+    for i, v in enumerate(values):
+        bad = i >= bad_from and isinstance(v, int) and v > 0
+        out.append(f'<td class="num{" bad" if bad else ""}">{esc("" if v is None else v)}</td>')
+    return "".join(out)
+
+
+def _task_rows(name: str, result: TaskResult) -> list[str]:
+    """Headline rows, then diagnostics; the task's counts on its first row,
+    each metric's own counts on its row."""
+    from avhb.report.table import metric_counts
+
+    metrics = result.ordered()
+    own, rest = metric_counts(result, list(metrics))
+    task_counts = [result.samples, result.errors, result.judge_failures]
+    if not metrics:
+        return [f'<tr class="first"><td>{esc(name)}</td><td class="muted">no metric</td>'
+                f'<td class="num">-</td><td></td><td></td><td></td>{_counts_tds([*task_counts, None])}'
+                f"<td>{esc(_other(rest))}</td></tr>"]
+    rows = []
+    for i, (metric, agg) in enumerate(metrics.items()):
+        info = result.info.get(metric)
+        diag = result.kind(metric) == DIAGNOSTIC
+        mine = dict(own.get(metric, {}))
+        unparsed = mine.pop("unparsed", None)
+        other = _other({**(rest if i == 0 else {}), **mine})
+        about = esc(info.description) if info and info.description else ""
+        arrow = {True: " ↑", False: " ↓"}.get(info.higher_is_better if info else None, "")
+        cls = ' class="first"' if i == 0 else (' class="diag"' if diag else "")
+        label = esc(metric) + (' <span class="tag">diagnostic</span>' if diag else "")
+        rows.append(f"<tr{cls}><td>{esc(name) if i == 0 else ''}</td><td>{label}</td>{num_td(agg)}"
+                    f'<td class="about">{about}<span class="muted">{arrow}</span></td>'
+                    f"{_counts_tds([*(task_counts if i == 0 else [None] * 3), unparsed])}"
+                    f'<td class="muted">{esc(other)}</td></tr>')
+    return rows
+
+
+def _other(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counts.items() if v)
+
+
+def _group_rows(name: str, cells: Mapping[str, Aggregate]) -> list[str]:
     if not cells:
         return [f'<tr class="first"><td>{esc(name)}</td><td class="muted">no metric</td>'
-                f'<td class="num">-</td><td></td><td></td>{counts}</tr>']
-    rows = []
-    for i, (metric, agg) in enumerate(cells.items()):
-        first = i == 0
-        rows.append(
-            f'<tr{" class=first" if first else ""}><td>{esc(name) if first else ""}</td><td>{esc(metric)}</td>'
-            f"{num_td(agg)}{counts if first else (('<td></td>' * 3) if counts_of is not None else '')}</tr>"
-        )
-    return rows
+                f'<td class="num">-</td><td></td><td></td></tr>']
+    return [f'<tr{" class=first" if i == 0 else ""}><td>{esc(name) if i == 0 else ""}</td><td>{esc(metric)}</td>'
+            f"{num_td(agg)}</tr>" for i, (metric, agg) in enumerate(cells.items())]
 
 
 def results_section(data: RunData) -> str:
     results = data.typed.tasks
-    head = ("<tr><th>Task</th><th>Metric</th><th>Value</th><th>Stderr</th><th>n</th>"
-            "<th>Samples</th><th>Errors</th><th>Judge failures</th></tr>")
+    head = ("<tr><th>Task</th><th>Metric</th><th>Value</th><th>Stderr</th><th>n</th><th>What it is</th>"
+            "<th>Samples</th><th>Errors</th><th>Judge failures</th><th>Unparsed</th><th>Other counts</th></tr>")
     rows: list[str] = []
     for task in data.task_names:
         result = results.get(task)
         if result is not None:
-            rows += _results_rows(task, result.metrics, result)
+            rows += _task_rows(task, result)
         else:
             seen = data.samples.get(task)
             so_far = f" ({seen.total} samples logged so far)" if seen else ""
-            rows.append(f'<tr class="first"><td>{esc(task)}</td><td colspan="7" class="pending">'
+            rows.append(f'<tr class="first"><td>{esc(task)}</td><td colspan="10" class="pending">'
                         f"no results yet{esc(so_far)}</td></tr>")
     out = ['<section id="results"><h2>Results</h2>']
     if rows:
@@ -60,10 +91,16 @@ def results_section(data: RunData) -> str:
     if groups:
         grows: list[str] = []
         for g, cells in groups.items():
-            grows += _results_rows(str(g), cells, None)
+            grows += _group_rows(str(g), cells)
         out.append("<h3>Groups</h3><table id=\"groups-table\"><tr><th>Group</th><th>Metric</th><th>Value</th>"
                    f"<th>Stderr</th><th>n</th></tr>{''.join(grows)}</table>")
-    out.append('<p class="muted">Value ± standard error; n = units the metric counted.</p></section>')
+    notes = [(t, hint["note"]) for t, hint in data.report_hints.items()
+             if isinstance(hint.get("note"), str) and t in data.task_names]
+    for task, note in notes:  # e.g. which scorer is the harness's own, not the paper's
+        out.append(f'<p class="note">{esc(task)}: {esc(note)}</p>')
+    out.append('<p class="muted">Headline metrics first, diagnostics after them; value ± standard error; n = units '
+               "the metric counted; ↑/↓: higher/lower is better. Counts are columns (integers), never bars.</p>")
+    out.append("</section>")
     return "".join(out)
 
 
@@ -86,7 +123,8 @@ def _role_counts(data: RunData) -> dict[str, list[int]]:
             judgements = row.get("judgements")
             if not isinstance(judgements, Mapping):
                 continue
-            for role, verdict in judgements.items():
+            for key, verdict in judgements.items():
+                role = verdict.get("role") if isinstance(verdict, Mapping) and verdict.get("role") else key
                 c = out.setdefault(str(role), [0, 0])
                 c[0] += 1
                 if not (isinstance(verdict, Mapping) and verdict.get("ok") is True):

@@ -13,7 +13,10 @@ conversation so far, so a resumed run replays finished steps with zero
 calls and continues at the first unfinished one, and ``avhb score`` replays
 them all.  ``ctx.judge(role, fields, media=...)`` asks a judge role during
 generation (declare it ``in_loop: true`` so it is bound under
-``--predict-only`` too).  ``ctx.log(step, data)`` appends to the sample's
+``--predict-only`` too); the verdict is journaled under the task, sample, repeat
+and step, so a replay returns the verdict this sample got even when another
+sample asked the same question and a judge that samples answered it
+differently.  ``ctx.log(step, data)`` appends to the sample's
 trajectory (written to ``samples/<task>.jsonl``; model steps and in-loop
 verdicts are logged there automatically).  ``ctx.chunks(video_part)``
 splits a long video by the task's ``media.chunks``.
@@ -63,7 +66,7 @@ class SampleContext:
 
     @property
     def root(self):
-        return self.run.source.root
+        return self.run.source.media_root
 
     def request(self, doc: dict[str, Any] | None = None) -> Request:
         """The task's own request for this sample (prompt and media from
@@ -106,7 +109,8 @@ class SampleContext:
 
     async def judge(self, role: str, fields: dict[str, Any], *, media: Sequence[Any] = (), step: str | None = None):
         """A judge verdict during generation (``Verdict``: value, ok, raw)."""
-        verdict = await self.run.judges.ask(role, fields, media)
+        verdict = await self.run.judges.ask(role, fields, media, context={
+            "task": self.task, "id": self.sample_id, "repeat": self.repeat, "step": step or role})
         self.trajectory.append({"step": step or role, "kind": "judge", "role": role, "value": verdict.value,
                                 "ok": verdict.ok})
         return verdict

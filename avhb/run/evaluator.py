@@ -7,6 +7,12 @@
 
 ``avhb score`` is the same run with a replaying model caller: every model
 answer comes from the journal, and no backend is built for the model.
+
+The run holds its folder's lock throughout (:mod:`avhb.run.lock`).  When a
+backend's circuit breaker opens (the model's or a judge's), the task in
+progress finishes with its remaining samples recorded as not attempted,
+its results are written, later tasks are not started, and the run raises
+``RunStopped`` naming the backend.
 """
 from __future__ import annotations
 
@@ -16,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.data.sources import DataSource, resolve_source
-from avhb.errors import SampleError, UserError
+from avhb.errors import RunStopped, SampleError, UserError
 from avhb.model.caller import Caller, NotInJournal
 from avhb.registry import get_registry
 from avhb.run.executor import backend_factory
@@ -25,7 +31,8 @@ from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate
 from avhb.run.journal import Journal
 from avhb.run.manifest import build_manifest
-from avhb.run.options import RunOptions, media_plan
+from avhb.run.notes import adaptation_notes, first_request_media, gen_kwargs_notes, plan_notes, said_kinds, samples_notes
+from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.scoring import score, summarize
 from avhb.run.shard import select as select_shard
@@ -42,8 +49,20 @@ class Evaluator:
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
         self.results = RunResults()
+        self._matched: dict[str, set[str]] = {}  # task -> the --samples ids it has
+        self._said: set[str] = set()  # "task|adaptation kind" already said in a note
+        self.manifest: dict[str, Any] = {}
+        self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
+        self.not_attempted = 0  # samples an open breaker never sent
 
     async def run(self) -> dict[str, Any]:
+        self.folder.open()  # the lock: one process writes a run folder
+        try:
+            return await self._run()
+        finally:
+            self.folder.close()
+
+    async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
@@ -52,9 +71,13 @@ class Evaluator:
         self._check_names_used(tasks)
         for t in tasks:
             self._check_metric_roles(t)
+        records = {t.name: self._records(t, sources[t.name]) for t in tasks}  # data read before any model call
+        notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched)
         recorded = self.folder.read_json("run.json") or {}
         make_backend = backend_factory(self.o.executor)
         backend = None if self.o.score_only else make_backend(self.o.model)
+        if backend is not None:
+            notes += self._backend_notes(backend, tasks, plans, sources, records)
         journal = Journal(self.folder.journal_dir)
         judges = Judges(self.o.judges, journal, make_backend,
                         replay_identities=(recorded.get("judge_identities") or {}) if self.o.replay_judges else None)
@@ -76,12 +99,16 @@ class Evaluator:
         else:
             rec = recorded.get("model") or {}
             model = Caller(journal, "responses", identity=rec.get("identity") or {k: rec.get(k) for k in ("kind", "name", "args")})
+        notes = list(dict.fromkeys([*(getattr(backend, "notes", []) or []), *notes]))
+        for note in notes:
+            print(f"avhb: note: {note}", file=sys.stderr)
+        self._said = {k for t in tasks for k in said_kinds(t.name, notes)}
         try:
-            self.folder.write_run(build_manifest(
+            self.manifest = build_manifest(
                 recorded or None, self.o, tasks, sources, plans,
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
-                self._describe_judges(tasks, judges), self.registry.versions(),
-                list(getattr(backend, "notes", []) or []), judges.identities()))
+                self._describe_judges(tasks, judges), self.registry.versions(), notes, judges.identities())
+            self.folder.write_run(self.manifest)
             before = RunResults.from_json(self.folder.read_json("results.json"))
             ran = False
             for task in tasks:
@@ -99,25 +126,44 @@ class Evaluator:
                     clean = True
                 else:
                     ran = True
-                    clean = await self._run_task(run, judges)
-                self.results.aggregate_groups(self.index.groups, self.index.group_members)
+                    clean = await self._run_task(run, judges, records[task.name])
+                self.results.aggregate_groups(self.index.groups, self.index.group_members, self.index.group_entries)
                 self._write_results(judges, ran)  # each task's results land as soon as it finishes
                 self._mark_finished(task.name, fp if clean else None)
+                self.stopped = self._stop_reason(model, judges)
+                if self.stopped:
+                    break
         finally:
-            journal.close()
-            await judges.close()
-            await model.aclose()
+            try:
+                journal.close()
+            finally:
+                await judges.close()
+                await model.aclose()
         if self.o.write_report:
             self._write_report()
+        if self.stopped:
+            done = [t.name for t in tasks if t.name in self.results.tasks]
+            skipped = len(tasks) - len(done)
+            not_tried = self.not_attempted
+            raise RunStopped(f"{self.stopped}; {not_tried} samples not attempted"
+                             + (f", {skipped} tasks not started" if skipped else "")
+                             + "; re-running the command retries them", self.results.to_json())
         return self.results.to_json()
+
+    @staticmethod
+    def _stop_reason(model: Caller, judges: Judges) -> str | None:
+        for caller in [model, *judges.callers()]:
+            message = caller.stop_message()
+            if message:
+                return message
+        return None
 
     # ------------------------------------------------------------------ checks
     def _check_names_used(self, tasks: list[Task]) -> None:
         """--data and --judge names that match nothing are typos: say so."""
         known = set()
         for t in tasks:
-            tags = t.cfg.get("tag") or []
-            known |= {t.name, t.cfg.benchmark, *([tags] if isinstance(tags, str) else tags), *self.index.groups_of(t.name)}
+            known |= {t.name, t.cfg.data_name, *t.cfg.tags, *self.index.groups_of(t.name)}
         unused = sorted(set(self.o.data) - known)
         if unused:
             raise UserError(f"--data {unused[0]}=...: no task of this run is named, tagged or grouped {unused[0]!r} "
@@ -149,26 +195,52 @@ class Evaluator:
         return out
 
     # ------------------------------------------------------------------ one task
-    def _records(self, run: TaskRun) -> list[SampleRecord]:
-        task = run.task
-        docs = task.load_docs(run.source)
+    def _backend_notes(self, backend: Any, tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
+                       records: dict[str, list[SampleRecord]]) -> list[str]:
+        """What this backend will not get as asked (:mod:`avhb.run.notes`)."""
+        notes: list[str] = []
+        if self.o.batch_size == "auto":
+            notes.append(f"--batch_size auto: {self.o.model.label} keeps its own concurrency "
+                         f"({backend.concurrency} requests in flight)")
+        elif self.o.batch_size is not None:
+            notes.append(f"--batch_size {self.o.batch_size}: at most {self.o.batch_size} requests in flight to "
+                         f"{self.o.model.label} (the backend's concurrency; it was {backend.concurrency})")
+            backend.concurrency = int(self.o.batch_size)
+        notes += gen_kwargs_notes(self.o.gen_kwargs, backend)
+        for t in tasks:
+            plan = plans[t.name]
+            media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec)
+            notes += plan_notes(t.name, media, plan.spec, plan.ablations, backend.capabilities, self.o.model.label,
+                                getattr(backend, "transcribes", None))
+        return notes
+
+    def _records(self, task: Task, source: DataSource) -> list[SampleRecord]:
+        docs = task.load_docs(source)
+        if not docs:
+            raise UserError(f"task {task.name!r}: its data ({source.root}) has no samples")
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
+        first: dict[str, int] = {}
+        for i, (sample_id, _) in enumerate(pairs):
+            if sample_id in first:
+                field = task.cfg.get("doc_id")
+                raise UserError(f"task {task.name!r}: sample id {sample_id!r} appears twice in {source.root} "
+                                f"(samples {first[sample_id]} and {i}"
+                                + (f"; doc_id field {field!r} must be unique)" if field else ")"))
+            first[sample_id] = i
         if self.o.samples:
             wanted = set(self.o.samples)
-            chosen = [(i, d) for i, d in pairs if i in wanted]
-            if not chosen:
-                print(f"avhb: warning: {task.name}: none of --samples {','.join(self.o.samples)[:200]} is a sample id "
-                      f"of this task (ids look like {pairs[0][0] if pairs else '-'!r})", file=sys.stderr)
-            pairs = chosen
-        if self.o.limit is not None:
-            pairs = pairs[: self.o.limit]
+            pairs = [(i, d) for i, d in pairs if i in wanted]
+            self._matched[task.name] = {i for i, _ in pairs}
+        limit = limit_for(self.o.limit, len(pairs))
+        if limit is not None:
+            pairs = pairs[:limit]
         repeats = self.o.repeats or task.repeats
         records = []
         for sample_id, doc in pairs:
             for rep in range(repeats):
                 record = SampleRecord(id=sample_id, doc=doc, repeat=rep)
                 try:
-                    record.target = task.target(doc)
+                    record.target = task.target(doc, sample_id)
                 except SampleError as exc:
                     record.error = str(exc)
                 records.append(record)
@@ -185,8 +257,7 @@ class Evaluator:
 
     def _mark_finished(self, task: str, fp: str | None) -> None:
         """Record (or clear) the task's fingerprint in run.json."""
-        info = self.folder.read_json("run.json") or {}
-        finished = dict(info.get("finished") or {})
+        finished = dict(self.manifest.get("finished") or {})
         stamp = file_stamp(self.folder.samples_path(task)) if fp else None
         if fp and stamp:
             finished[task] = {"fingerprint": fp, "samples": stamp}
@@ -194,30 +265,49 @@ class Evaluator:
             del finished[task]
         else:
             return
-        info["finished"] = finished
-        self.folder.write_run(info)
+        self.manifest["finished"] = finished
+        self.folder.write_run(self.manifest)
 
-    async def _run_task(self, run: TaskRun, judges: Judges) -> bool:
+    async def _run_task(self, run: TaskRun, judges: Judges, records: list[SampleRecord]) -> bool:
         """Generate and score one task; True when no sample failed and every
         judge verdict was read (the task is finished: avhb.run.finished)."""
         task = run.task
         metrics = [] if self.o.predict_only else task.metrics()
-        records = self._records(run)
         missing = await generate(run, records, lambda: judges.usage.cost + run.model.usage.cost)
+        self._note_adaptations(task, records)
         if missing:
             raise UserError(f"{missing} responses of task {task.name!r} are not in {self.folder.root}'s journal "
                             "(the run is unfinished or failed there): resume it with its original command first; "
                             "avhb score makes no model calls")
         if metrics:
             try:
-                await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.root)
+                await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
             except NotInJournal:
                 raise UserError(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
                                 "(the run is unfinished there): resume it with its original command first") from None
         result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.results.tasks[task.name] = result
-        self.folder.write_samples(task.name, records)
+        self.not_attempted += sum(1 for r in records if r.error and "not attempted: " in r.error)
+        path = self.folder.write_samples(task.name, records)
+        failed = [r for r in records if r.error]
+        if failed:
+            first = failed[0]
+            print(f"avhb: warning: task {task.name}: {len(failed)} of {len(records)} samples failed and are excluded "
+                  f"from its metrics (first: sample {first.id!r}: {' '.join(first.error.split())[:300]}); "
+                  f"see {path}", file=sys.stderr)
         return result.errors == 0 and result.judge_failures == 0
+
+    def _note_adaptations(self, task: Task, records: list[SampleRecord]) -> None:
+        """Adaptations the plan-time notes did not foresee (a driver's
+        requests, samples unlike the first): said once, kept in run.json."""
+        label = self.o.model.label if self.o.model else "the model"
+        new = adaptation_notes(task.name, records, self._said, label)
+        if not new:
+            return
+        for note in new:
+            print(f"avhb: note: {note}", file=sys.stderr)
+        self.manifest["notes"] = list(dict.fromkeys([*self.manifest.get("notes", []), *new]))
+        self.folder.write_run(self.manifest)
 
     # ------------------------------------------------------------------ outputs
     def _write_results(self, judges: Judges, ran: bool = True) -> None:

@@ -1,26 +1,49 @@
 """The run folder: run.json, journal/, samples/<task>.jsonl, results.json,
-report.html.  Every file but the journal is rewritten atomically (temp file +
-rename), so a crash never leaves a half-written results file."""
+report.html, and the ``.lock`` of the process writing it (:mod:`avhb.run.lock`).
+Every file but the journal is rewritten atomically (temp file
+``.NAME.PID.tmp`` + rename), so a crash never leaves a half-written results
+file; :meth:`RunFolder.open` takes the lock and then removes the temp files
+a killed run left behind.  A folder that cannot be created or written is a
+one-line error (``UserError``: the path is a file; ``EnvironmentFailure``:
+permissions, a full disk)."""
 from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from avhb.errors import EnvironmentFailure, UserError
+from avhb.run.lock import LockHolder, RunLock
 from avhb.score.metric import SampleRecord
 from avhb.redact import redact
 
 
-def write_json_atomic(path: Path, data: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+def write_atomic(path: Path, write: Callable[[Any], None]) -> None:
+    """Write ``path`` through a temp file and a rename; ``write(fh)`` fills
+    the (text) file.  An OS error (full disk...) removes the temp file and
+    is raised as ``EnvironmentFailure``."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(redact(data), fh, indent=2, ensure_ascii=False, default=_default)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise EnvironmentFailure(f"cannot write {path}: {exc.strerror or exc}; the run's finished work is kept, "
+                                 "re-run the command to resume") from None
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    write_atomic(path, lambda fh: json.dump(redact(data), fh, indent=2, ensure_ascii=False, default=_default))
 
 
 def _default(obj: Any) -> Any:
@@ -34,7 +57,44 @@ def _default(obj: Any) -> Any:
 class RunFolder:
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        if self.root.exists() and not self.root.is_dir():
+            raise UserError(f"--output-dir {self.root}: is a file, not a folder")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise UserError(f"--output-dir {self.root}: a parent of it is a file, not a folder") from None
+        except OSError as exc:
+            raise EnvironmentFailure(f"--output-dir {self.root}: cannot create it: {exc.strerror or exc}") from None
+        if not os.access(self.root, os.W_OK | os.X_OK):
+            raise EnvironmentFailure(f"--output-dir {self.root}: not writable by this user")
+        self.lock = RunLock(self.root)
+
+    def open(self) -> LockHolder | None:
+        """Take the folder's lock (``RunFolderLocked`` when a live process
+        holds it), say so when a killed run's stale lock is taken over, and
+        remove temp files a killed run left.  Returns the stale holder."""
+        stale = self.lock.acquire()
+        if stale is not None:
+            print(f"avhb: note: {self.root}: took over the lock of {stale.describe()}, which is no longer running",
+                  file=sys.stderr)
+        self.clean_temp_files()
+        return stale
+
+    def close(self) -> None:
+        self.lock.release()
+
+    def clean_temp_files(self) -> list[Path]:
+        """Remove ``.*.tmp`` files of interrupted atomic writes (call only
+        while holding the lock: a live writer's temp file is its own)."""
+        removed = []
+        for folder in (self.root, self.root / "samples"):
+            for tmp in folder.glob(".*.tmp") if folder.is_dir() else ():
+                try:
+                    tmp.unlink()
+                    removed.append(tmp)
+                except OSError:
+                    pass
+        return removed
 
     @property
     def journal_dir(self) -> Path:
@@ -60,24 +120,22 @@ class RunFolder:
 
     def write_samples(self, task: str, records: list[SampleRecord]) -> Path:
         path = self.samples_path(task)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w", encoding="utf-8") as fh:
-            for r in records:
-                line = {
-                    "id": r.id, "repeat": r.repeat, "doc": _public_doc(r.doc), "prompt_hash": r.meta.get("prompt_hash"),
-                    "prompt": r.meta.get("prompt"), "media": r.meta.get("media"), "adaptations": r.meta.get("adaptations", []),
-                    "target": r.target, "response": r.response, "extracted": r.extracted, "scores": r.scores,
-                    "judgements": r.judgements, "error": r.error,
-                    **({"trajectory": r.trajectory} if r.trajectory else {}),
-                    **({"outputs": r.outputs} if r.outputs else {}),
-                    "flags": {k: v for k, v in r.meta.items() if k not in _LOGGED_ELSEWHERE},
-                }
-                fh.write(json.dumps(redact(line), ensure_ascii=False, default=_default) + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, lambda fh: _write_sample_lines(fh, records))
         return path
+
+
+def _write_sample_lines(fh: Any, records: list[SampleRecord]) -> None:
+    for r in records:
+        line = {
+            "id": r.id, "repeat": r.repeat, "doc": _public_doc(r.doc), "prompt_hash": r.meta.get("prompt_hash"),
+            "prompt": r.meta.get("prompt"), "media": r.meta.get("media"), "adaptations": r.meta.get("adaptations", []),
+            "target": r.target, "response": r.response, "extracted": r.extracted, "scores": r.scores,
+            "judgements": r.judgements, "error": r.error,
+            **({"trajectory": r.trajectory} if r.trajectory else {}),
+            **({"outputs": r.outputs} if r.outputs else {}),
+            "flags": {k: v for k, v in r.meta.items() if k not in _LOGGED_ELSEWHERE},
+        }
+        fh.write(json.dumps(redact(line), ensure_ascii=False, default=_default) + "\n")
 
 
 _LOGGED_ELSEWHERE = ("prompt", "prompt_hash", "media", "adaptations")

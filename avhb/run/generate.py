@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, TypeVar
 
 from avhb.data.sources import DataSource
-from avhb.errors import SampleError, UserError
+from avhb.errors import EnvironmentFailure, SampleError, UserError
 from avhb.media.materialize import MediaPlan
 from avhb.model.caller import Caller, NotInJournal
 from avhb.run.driver import SampleContext, single_step
@@ -77,7 +77,7 @@ async def drive_one(run: TaskRun, record: SampleRecord) -> None:
     ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=run.multi_step)
     try:
         out = await run.driver(ctx, record.doc)
-    except (UserError, NotInJournal):
+    except (UserError, NotInJournal, EnvironmentFailure):
         raise
     except SampleError as exc:  # a failed step, a missing media file, a template field not in the sample
         record.error = str(exc)

@@ -6,6 +6,13 @@ SIGKILL loses at most the line being written (a torn last line is skipped on
 reading); ``fsync`` runs at most every ``fsync_interval`` seconds and on
 close, which bounds what a power cut can lose without paying one fsync per
 sample.  In memory: an index of byte offsets, the entries stay on disk.
+
+Entries are redacted (:func:`avhb.redact.redact`) before they are kept or
+written, as the samples file is: a reply that echoes an API key never
+reaches the disk.  A failed write (a full disk) raises ``EnvironmentFailure``
+(one line, exit 1); the lines already written stay valid and a re-run
+resumes from them.  After a failed write, ``close`` releases the files
+without raising again.
 """
 from __future__ import annotations
 
@@ -14,6 +21,9 @@ import os
 import time
 from pathlib import Path
 from typing import Any
+
+from avhb.errors import EnvironmentFailure
+from avhb.redact import redact
 
 
 class Journal:
@@ -32,6 +42,7 @@ class Journal:
         self._ends: dict[str, int] = {}  # where the next line of a kind's file starts
         self._readers: dict[str, int] = {}  # read-only descriptors
         self._last_sync = time.monotonic()
+        self._failed = False
 
     def _path(self, kind: str) -> Path:
         return self.folder / f"{kind}.jsonl"
@@ -85,28 +96,35 @@ class Journal:
                 out[key] = entry
         return out
 
-    def put(self, kind: str, key: str, record: dict[str, Any]) -> None:
-        record = {"key": key, **record}
+    def put(self, kind: str, key: str, record: dict[str, Any]) -> dict[str, Any]:
+        """Append one entry (redacted); returns the entry as kept."""
+        record = redact({"key": key, **record})
         index = self._load(kind)
-        fh = self._files.get(kind)
-        if fh is None:
-            path = self._path(kind)
-            fh = open(path, "ab")
-            end = path.stat().st_size
-            # a torn last line must not swallow the next record
-            if end and not _ends_with_newline(path):
-                fh.write(b"\n")
-                end += 1
-            self._files[kind] = fh
-            self._ends[kind] = end
+        path = self._path(kind)
         line = json.dumps(record, ensure_ascii=False, default=str).encode() + b"\n"
-        fh.write(line)
-        fh.flush()
+        try:
+            fh = self._files.get(kind)
+            if fh is None:
+                fh = open(path, "ab")
+                end = path.stat().st_size
+                # a torn last line must not swallow the next record
+                if end and not _ends_with_newline(path):
+                    fh.write(b"\n")
+                    end += 1
+                self._files[kind] = fh
+                self._ends[kind] = end
+            fh.write(line)
+            fh.flush()
+            now = time.monotonic()
+            if now - self._last_sync >= self.fsync_interval:
+                self.sync()
+        except OSError as exc:
+            self._failed = True
+            raise EnvironmentFailure(f"cannot write the journal {path}: {exc.strerror or exc}; the run's finished "
+                                     "work is kept, re-run the command to resume") from None
         index[key] = self._ends[kind]
         self._ends[kind] += len(line)
-        now = time.monotonic()
-        if now - self._last_sync >= self.fsync_interval:
-            self.sync()
+        return record
 
     def sync(self) -> None:
         for fh in self._files.values():
@@ -114,9 +132,23 @@ class Journal:
         self._last_sync = time.monotonic()
 
     def close(self) -> None:
-        self.sync()
+        """Sync and close; never raises after a failed write (the run is
+        already stopping with that error)."""
+        try:
+            self.sync()
+        except OSError as exc:
+            if not self._failed:
+                self._failed = True
+                self._close_files()
+                raise EnvironmentFailure(f"cannot write the journal in {self.folder}: {exc.strerror or exc}") from None
+        self._close_files()
+
+    def _close_files(self) -> None:
         for fh in self._files.values():
-            fh.close()
+            try:
+                fh.close()
+            except OSError:
+                pass  # the buffered bytes are lost with the disk that refused them
         self._files.clear()
         for fd in self._readers.values():
             os.close(fd)

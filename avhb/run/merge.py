@@ -34,6 +34,7 @@ from typing import Any
 
 from avhb.errors import UserError
 from avhb.run.folder import write_json_atomic
+from avhb.run.lock import RunFolderLocked, RunLock
 from avhb.run.options import read_manifest
 from avhb.run.shard import Shard
 
@@ -89,23 +90,23 @@ def _count_lines(path: Path) -> int:
         return -1
 
 
-def _check_not_running(folder: Path, label: str) -> None:
-    """A shard whose folder is held by a live process is still running."""
-    try:
-        from avhb.run.lock import RunFolderLocked, RunLock  # the run-folder lock (issue 15)
-    except ImportError:  # pragma: no cover - before the lock exists there is nothing to check
-        return
+def _hold(folder: Path, label: str) -> RunLock:
+    """The shard folder's lock, held for the whole merge: a shard that is
+    still running (a live process holds its folder) is refused, and none
+    can start writing while it is merged."""
     lock = RunLock(folder)
     try:
         lock.acquire()
     except RunFolderLocked as exc:
         raise UserError(f"{label} is still running: {exc}") from None
-    lock.release()
+    return lock
 
 
-def plan_merge(out: Path, folders: list[Path]) -> tuple[dict[str, Any], list[tuple[Shard, Path, dict[str, Any]]]]:
+def plan_merge(out: Path, folders: list[Path], locks: list[RunLock] | None = None
+               ) -> tuple[dict[str, Any], list[tuple[Shard, Path, dict[str, Any]]]]:
     """Check the shards (module docstring, step 1); returns the run.json of
-    the merged run and the shards in index order."""
+    the merged run and the shards in index order.  Each shard's lock is
+    taken (and appended to ``locks``, for the caller to release)."""
     if not folders:
         raise UserError("avhb merge OUT SHARD_DIR...: name the shard run folders")
     shards: list[tuple[Shard, Path, dict[str, Any]]] = []
@@ -141,7 +142,11 @@ def plan_merge(out: Path, folders: list[Path]) -> tuple[dict[str, Any], list[tup
                             f"run.json {key!r}: they are not shards of one run")
     for shard, folder, run in shards:
         label = _describe(shard, folder)
-        _check_not_running(folder, label)
+        lock = _hold(folder, label)
+        if locks is not None:
+            locks.append(lock)
+        else:
+            lock.release()
         check_finished(folder, run, label)
     first = shards[0][2]
     merged = {k: v for k, v in first.items() if k not in ("shard", "finished")}
@@ -207,15 +212,28 @@ def _summed_usage(shards: list[tuple[Shard, Path, dict[str, Any]]]) -> dict[str,
 def merge(out: Path, folders: list[Path], command: list[str] | None = None,
           write_report: bool = True) -> dict[str, Any]:
     """The merge (module docstring); returns the merged results.json."""
+    out = Path(out)
+    locks: list[RunLock] = []
+    try:
+        return _merge(out, [Path(f) for f in folders], command, write_report, locks)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _merge(out: Path, folders: list[Path], command: list[str] | None, write_report: bool,
+           locks: list[RunLock]) -> dict[str, Any]:
     import asyncio
 
     from avhb.run.evaluator import Evaluator
+    from avhb.run.folder import RunFolder
     from avhb.run.options import options_from_run
 
-    out = Path(out)
-    merged, shards = plan_merge(out, [Path(f) for f in folders])
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in ("samples", "results.json", "report.html"):  # a previous merge's outputs are rebuilt
+    merged, shards = plan_merge(out, folders, locks)
+    folder = RunFolder(out)
+    folder.open()  # OUT's lock, held until the merged run is written
+    locks.append(folder.lock)
+    for stale in ("samples", "results.json", "report.html", "pooled.json"):  # a previous merge's are rebuilt
         path = out / stale
         if path.is_dir():
             shutil.rmtree(path)
@@ -229,10 +247,11 @@ def merge(out: Path, folders: list[Path], command: list[str] | None = None,
     options.replay_judges = True
     options.write_report = False
     evaluator = Evaluator(options)
-    asyncio.run(evaluator.run())
+    evaluator.folder = folder
+    asyncio.run(evaluator._run())
     evaluator.results.judge_usage = _summed_usage(shards)
     results = evaluator.results.to_json()
-    evaluator.folder.write_results(results)
+    folder.write_results(results)
     if write_report:
         evaluator._write_report()
     return results

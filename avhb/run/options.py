@@ -19,7 +19,7 @@ class RunOptions:
     judge_args: list[str] = field(default_factory=list)  # the --judge flags as given (kept for `avhb score`)
     data: dict[str, Path] = field(default_factory=dict)
     sample_data: bool = False
-    limit: int | None = None
+    limit: int | float | None = None  # samples per task, or a fraction of each task (0.1)
     samples: list[str] | None = None
     seed: int = 1234
     repeats: int | None = None
@@ -33,6 +33,21 @@ class RunOptions:
     shard: Any = None  # avhb.run.shard.Shard: this process runs one slice of every task (--shard I/N)
     executor: Any = None  # avhb.run.executor.ExecutorSpec: where backends run (--executor; None: in this process)
     replay_judges: bool = False  # every judge answer from the journal too (`avhb merge`): no call at all
+    include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
+    batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
+    notes: list[str] = field(default_factory=list)  # said once at the start and kept in run.json
+
+
+def limit_for(limit: int | float | None, total: int) -> int | None:
+    """How many of a task's ``total`` samples ``--limit`` keeps: a count,
+    or a fraction rounded up (lm-eval's reading of ``--limit 0.1``)."""
+    import math
+
+    if limit is None:
+        return None
+    if isinstance(limit, float) and limit < 1:
+        return int(math.ceil(total * limit))
+    return int(limit)
 
 
 def parse_ablations(text: str | None) -> tuple[str, ...]:
@@ -41,6 +56,48 @@ def parse_ablations(text: str | None) -> tuple[str, ...]:
         if a not in ABLATIONS:
             raise UserError(f"--ablate {a!r}: unknown switch (choose from {', '.join(ABLATIONS)})")
     return items
+
+
+# generation settings whose type is known: (type, lowest allowed value or None)
+_GEN_NUMBERS: dict[str, tuple[type, float | None]] = {
+    "max_tokens": (int, 1), "max_new_tokens": (int, 1), "max_gen_toks": (int, 1), "max_completion_tokens": (int, 1),
+    "temperature": (float, 0), "top_p": (float, 0), "top_k": (int, 0), "min_p": (float, 0), "seed": (int, None),
+    "n": (int, 1), "presence_penalty": (float, None), "frequency_penalty": (float, None),
+    "repetition_penalty": (float, 0), "top_logprobs": (int, 0),
+}
+
+
+def check_gen_kwargs(gen: dict[str, Any], where: str = "--gen-kwargs") -> dict[str, Any]:
+    """Refuse generation settings of the wrong type before any call
+    (``max_tokens=lots`` would otherwise fail every sample); other keys pass
+    through to the backend as given."""
+    import math
+
+    for key, value in gen.items():
+        if key not in _GEN_NUMBERS:
+            continue
+        typ, low = _GEN_NUMBERS[key]
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if ok and typ is int and value != int(value):
+            ok = False
+        if not ok or (low is not None and value < low):
+            kind = "a whole number" if typ is int else "a number"
+            bound = f" >= {low:g}" if low is not None else ""
+            raise UserError(f"{where} {key}={value!r}: must be {kind}{bound}")
+    return gen
+
+
+def parse_error_budget(text: str) -> float:
+    """``--max-errors``: ``5%`` or a share ``0.05`` (0 allows no failed
+    sample, ``100%`` any number)."""
+    raw = str(text).strip()
+    try:
+        value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 <= value <= 1:  # NaN fails too
+        raise UserError(f"--max-errors {text!r}: give a share of samples, e.g. 5% or 0.05")
+    return value
 
 
 def read_manifest(run_dir: Path) -> dict[str, Any]:
@@ -69,6 +126,10 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
     from avhb.run.shard import Shard
 
     run = read_manifest(run_dir)
+    from avhb.taskdef.include import add_include_path
+
+    for folder in run.get("include_paths") or []:  # the run's --include_path folders, again
+        add_include_path(folder)
     model = run.get("model") or {}
     judge_args = list(judge_args or run.get("judge_args") or [])
     return RunOptions(
@@ -77,7 +138,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         data={k: Path(v) for k, v in (run.get("data") or {}).items()}, sample_data=bool(run.get("sample_data")),
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
-        score_only=score_only, command=run.get("command", []), shard=Shard.from_json(run.get("shard")))
+        score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
+        shard=Shard.from_json(run.get("shard")))
 
 
 def media_plan(task: Any, options: RunOptions):
@@ -88,4 +150,4 @@ def media_plan(task: Any, options: RunOptions):
 
     merged = {**(task.cfg.get("media") or {}), **options.media}
     spec = MediaSpec.from_dict(merged, where=f"task {task.name}: media")
-    return MediaPlan(spec, tuple(options.ablations), task.name)
+    return MediaPlan(spec, tuple(options.ablations), task.name, language=None if "{" in (spec.asr_language or "") else spec.asr_language)

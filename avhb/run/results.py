@@ -7,14 +7,21 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
     {"results": {task: {m: value, m_stderr: ..., m_n: ...,
                         [m_runs: [...], m_run_std: ...,]
                         samples, errors, judge_failures}},
-     "groups": {group: {m: ..., m_stderr: ..., m_n: ...}},
-     "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...}}}},
-     "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...}}
+     "groups": {group: {m: ..., m_stderr: ..., m_n: ..., samples, errors}},
+     "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...,
+                                           samples, errors}}}},
+     "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...},
+     "metrics": {task: {m: {"kind": "headline" | "diagnostic" | "count",
+                            "higher_is_better": true | false | null, "description": "..."}}}}
 
 and :meth:`RunResults.from_json` is the one reader of that flat form (the
 report and the printed table use it).  A key of a flat mapping is a metric
 unless it is a bookkeeping count or the ``_stderr`` / ``_n`` / ``_runs`` /
 ``_run_std`` companion of another key in the same mapping.
+
+``errors`` counts samples that failed outside the model (excluded from
+every metric, docs/errors.md): per task, per breakdown value, and per group
+(summed over its member tasks).
 """
 from __future__ import annotations
 
@@ -22,7 +29,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from avhb.score.aggregate import Aggregate, weighted_mean
+from avhb.score.aggregate import Aggregate, pooled_mean, weighted_mean
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, MetricInfo
 
 BOOKKEEPING = ("samples", "errors", "judge_failures")
 _COMPANIONS = ("_stderr", "_n", "_runs", "_run_std")
@@ -35,9 +43,27 @@ class TaskResult:
     errors: int = 0
     judge_failures: int = 0
     breakdowns: dict[str, dict[str, dict[str, Aggregate]]] = field(default_factory=dict)
+    info: dict[str, MetricInfo] = field(default_factory=dict)  # metric -> kind, direction, description
+    # field -> value -> {"samples": n, "errors": k}
+    breakdown_counts: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         return {"samples": self.samples, "errors": self.errors, "judge_failures": self.judge_failures}
+
+    def kind(self, metric: str) -> str:
+        """headline / diagnostic / count; a results.json without the
+        ``metrics`` block reads every number as a headline."""
+        info = self.info.get(metric)
+        return info.kind if info else HEADLINE
+
+    def ordered(self, kinds: tuple[str, ...] = (HEADLINE, DIAGNOSTIC)) -> dict[str, Aggregate]:
+        """The metrics of the given kinds, headline first, in file order within a kind."""
+        return {k: a for kind in kinds for k, a in self.metrics.items() if self.kind(k) == kind}
+
+    def count_cells(self) -> dict[str, int]:
+        """The count outputs as integers (None values left out)."""
+        return {k: int(round(a.value)) for k, a in self.metrics.items()
+                if self.kind(k) == COUNT and a.value is not None}
 
 
 @dataclass
@@ -48,14 +74,58 @@ class RunResults:
     model: str | None = None
     judge_usage: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept as they are
+    group_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # group -> {"samples", "errors"}
 
     # ------------------------------------------------------------ groups
-    def aggregate_groups(self, groups: Mapping[str, Mapping[str, Any]], members_of) -> None:
+    def aggregate_groups(self, groups: Mapping[str, Mapping[str, Any]], members_of, entries_of=None) -> None:
         """Score every group whose member tasks all have results; a group
         with only some of them is listed in ``partial_groups`` instead (a
         number from a subset would read as the benchmark's headline).
-        ``members_of(group)`` lists a group's tasks."""
-        for group, info in groups.items():
+        ``members_of(group)`` lists a group's tasks (subgroups flattened);
+        ``entries_of(group)`` its direct members as ``("task"|"group", name)``
+        (needed for ``aggregate_over: members``).
+
+        What a group's metric combines: by default (``aggregate_over:
+        tasks``) the results of every task under it, subgroups flattened;
+        with ``aggregate_over: members`` each direct member's score, a
+        subgroup counting as one member (its own aggregate).  Per metric:
+        ``weight_by_size: true`` pools the members' units (``pooled_mean``:
+        the mean over all units, its stderr from the pooled units, so a
+        member with one scored sample still gives a stderr); otherwise the
+        plain mean of the members' values, stderr propagated assuming
+        independence (``weighted_mean``; None when a member has none)."""
+        done: dict[str, dict[str, Aggregate] | None] = {}
+
+        def score(group: str, seen: frozenset = frozenset()) -> dict[str, Aggregate] | None:
+            if group in done:
+                return done[group]
+            info = groups.get(group) or {}
+            members_all = members_of(group)
+            members = [t for t in members_all if t in self.tasks]
+            if not members or len(members) < len(members_all):
+                done[group] = None
+                return None
+            if info.get("aggregate_over", "tasks") == "members" and entries_of is not None:
+                units = []
+                for kind, name in entries_of(group):
+                    if kind == "group" and name not in seen:
+                        units.append(score(name, seen | {group}) or {})
+                    elif kind == "task":
+                        units.append(self.tasks[name].metrics)
+            else:
+                units = [self.tasks[t].metrics for t in members]
+            cell: dict[str, Aggregate] = {}
+            for spec in info.get("aggregate") or []:
+                metric = spec["metric"]
+                parts = [u[metric] for u in units if metric in u and u[metric].value is not None]
+                if spec.get("weight_by_size", False):
+                    cell[metric] = pooled_mean(parts)
+                else:
+                    cell[metric] = weighted_mean([(Aggregate(a.value, a.stderr, a.n or 0), 1.0) for a in parts])
+            done[group] = cell
+            return cell
+
+        for group in groups:
             members_all = members_of(group)
             members = [t for t in members_all if t in self.tasks]
             if not members:
@@ -63,29 +133,24 @@ class RunResults:
             if len(members) < len(members_all):
                 self.partial_groups[group] = f"{len(members)}/{len(members_all)} tasks run"
                 self.groups.pop(group, None)
+                self.group_counts.pop(group, None)
                 continue
             self.partial_groups.pop(group, None)
-            cell: dict[str, Aggregate] = {}
-            for spec in info.get("aggregate") or []:
-                metric = spec["metric"]
-                parts = []
-                for t in members:
-                    agg = self.tasks[t].metrics.get(metric)
-                    if agg is None or agg.value is None:
-                        continue
-                    weight = (agg.n or 0) if spec.get("weight_by_size", False) else 1.0
-                    parts.append((Aggregate(agg.value, agg.stderr, agg.n or 0), weight))
-                cell[metric] = weighted_mean(parts)
-            self.groups[group] = cell
+            self.groups[group] = score(group) or {}
+            self.group_counts[group] = {"samples": sum(self.tasks[t].samples for t in members),
+                                        "errors": sum(self.tasks[t].errors for t in members)}
 
     # ------------------------------------------------------------ flat form
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
             "results": {name: {**flat_cells(r.metrics), **r.counts()} for name, r in self.tasks.items()},
-            "groups": {name: flat_cells(cells) for name, cells in self.groups.items()},
-            "breakdowns": {name: {dim: {value: flat_cells(cells) for value, cells in values.items()}
+            "groups": {name: {**flat_cells(cells), **self.group_counts.get(name, {})}
+                       for name, cells in self.groups.items()},
+            "breakdowns": {name: {dim: {value: {**flat_cells(cells), **r.breakdown_counts.get(dim, {}).get(value, {})}
+                                        for value, cells in values.items()}
                                   for dim, values in r.breakdowns.items()}
                            for name, r in self.tasks.items() if r.breakdowns},
+            "metrics": {name: {k: i.as_dict() for k, i in r.info.items()} for name, r in self.tasks.items() if r.info},
         }
         if self.partial_groups:
             out["partial_groups"] = dict(self.partial_groups)
@@ -113,15 +178,28 @@ class RunResults:
             dims = breakdowns.get(name) if isinstance(breakdowns.get(name), Mapping) else {}
             for dim, values in dims.items():
                 if isinstance(values, Mapping):
-                    result.breakdowns[str(dim)] = {str(v): cells_of(c) for v, c in values.items() if isinstance(c, Mapping)}
+                    cells = {str(v): c for v, c in values.items() if isinstance(c, Mapping)}
+                    result.breakdowns[str(dim)] = {v: cells_of(c) for v, c in cells.items()}
+                    result.breakdown_counts[str(dim)] = {v: _counts_of(c) for v, c in cells.items() if _counts_of(c)}
+            infos = (data.get("metrics") or {}).get(name) if isinstance(data.get("metrics"), Mapping) else None
+            for key, d in (infos or {}).items() if isinstance(infos, Mapping) else ():
+                info = MetricInfo.from_dict(d)
+                if info is not None:
+                    result.info[str(key)] = info
             tasks[str(name)] = result
         groups_raw = data.get("groups") if isinstance(data.get("groups"), Mapping) else {}
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
-        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage"}
+        group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
+        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics"}
         partial = data.get("partial_groups") if isinstance(data.get("partial_groups"), Mapping) else {}
         usage = data.get("judge_usage") if isinstance(data.get("judge_usage"), Mapping) else {}
         model = data.get("model") if isinstance(data.get("model"), str) else None
-        return cls(tasks, groups, dict(partial), model, dict(usage), {k: v for k, v in data.items() if k not in known})
+        return cls(tasks, groups, dict(partial), model, dict(usage),
+                   {k: v for k, v in data.items() if k not in known}, group_counts)
+
+
+def _counts_of(mapping: Mapping[str, Any]) -> dict[str, int]:
+    return {k: n for k in ("samples", "errors") if (n := _count(mapping.get(k))) is not None}
 
 
 def flat_cells(cells: Mapping[str, Aggregate]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.errors import SampleError, UserError
+from avhb.errors import EnvironmentFailure, SampleError, UserError
 from avhb.model.caller import NotInJournal
 from avhb.run.generate import run_bounded
 from avhb.run.progress import Progress
@@ -43,7 +43,7 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
                 except SampleError as exc:  # e.g. a sample whose target is not among its options
                     record.error = f"scoring: {exc}"
                     record.scores = {}
-                except (UserError, AssertionError, NotInJournal):
+                except (UserError, AssertionError, EnvironmentFailure, NotInJournal):
                     raise
                 except Exception as exc:  # a metric/filter bug fails this sample, not the run
                     record.error = f"scoring failed: {type(exc).__name__}: {exc}"
@@ -59,10 +59,16 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
               f"first: {crashed[0]}", file=sys.stderr)
 
 
-def _cells(metrics: list[Metric], records: list[SampleRecord]) -> dict[str, Aggregate]:
+def _cells(metrics: list[Metric], records: list[SampleRecord],
+           owners: dict[str, Metric] | None = None) -> dict[str, Aggregate]:
+    """Every metric's aggregates; ``owners`` (when given) learns which
+    metric reported each number."""
     out: dict[str, Aggregate] = {}
     for m in metrics:
-        out.update(m.aggregate(records))
+        cells = m.aggregate(records)
+        out.update(cells)
+        if owners is not None:
+            owners.update(dict.fromkeys(cells, m))
     return out
 
 
@@ -70,18 +76,27 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
               repeats: int) -> TaskResult:
     """The task's ``TaskResult``: every metric over all records; with
     ``repeats > 1`` also each repeat's value (``Aggregate.runs``); one cell
-    per value of each ``breakdown`` field."""
-    result = TaskResult(_cells(metrics, records), samples=len(records),
+    per value of each ``breakdown`` field, with its ``samples`` and
+    ``errors``.  A multi-valued field (a list, or a string split at the
+    breakdown's ``separator``) puts a record in the cell of each of its
+    values, so those cells overlap.  Failed records (``errors``) are left to
+    each metric's ``aggregate``, which excludes them (docs/errors.md)."""
+    owners: dict[str, Metric] = {}
+    result = TaskResult(_cells(metrics, records, owners), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
+    result.info = {key: m.describe(key) for key, m in owners.items()}
     if repeats > 1 and metrics:
         per_run = [_cells(metrics, [r for r in records if r.repeat == k]) for k in range(repeats)]
         for name, agg in result.metrics.items():
             agg.runs = [run[name].value if name in run else None for run in per_run]
     if metrics:
-        for dim in task.breakdown:
+        for axis in task.breakdown:
             values: dict[str, list[SampleRecord]] = {}
             for r in records:
-                key = r.doc.get(dim)
-                values.setdefault("(none)" if key is None else str(key), []).append(r)
-            result.breakdowns[dim] = {value: _cells(metrics, subset) for value, subset in sorted(values.items())}
+                for key in axis.values(r.doc):
+                    values.setdefault(key, []).append(r)
+            result.breakdowns[axis.field] = {value: _cells(metrics, subset) for value, subset in sorted(values.items())}
+            result.breakdown_counts[axis.field] = {value: {"samples": len(subset),
+                                                           "errors": sum(1 for r in subset if r.error)}
+                                                   for value, subset in sorted(values.items())}
     return result

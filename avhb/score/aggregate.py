@@ -74,3 +74,28 @@ def weighted_mean(parts: Sequence[tuple[Aggregate, float]]) -> Aggregate:
     else:
         se = None
     return Aggregate(value, se, sum(a.n or 0 for a, _ in usable))
+
+
+def pooled_mean(parts: Sequence[Aggregate]) -> Aggregate:
+    """The mean over the pooled units of several aggregates, each a mean of
+    its ``n`` units: value = sum n_i v_i / N (N = sum n_i), and the standard
+    error of that mean from the pooled units' sample variance,
+
+        s^2 = [sum (n_i - 1) s_i^2 + sum n_i (v_i - V)^2] / (N - 1),
+        s_i^2 = n_i se_i^2,   stderr = sqrt(s^2 / N),
+
+    i.e. the within-part and between-part sums of squares.  Exact when each
+    part's stderr is its units' sample std / sqrt(n_i) (a mean metric); a
+    part with one unit adds no within term (its stderr may be None).  The
+    stderr is None when a part with two or more units has none, or N < 2.
+    Parts without a value or with n = 0 are left out."""
+    usable = [a for a in parts if a.value is not None and (a.n or 0) > 0]
+    if not usable:
+        return Aggregate(None, None, 0)
+    total = sum(a.n or 0 for a in usable)
+    value = sum(a.value * (a.n or 0) for a in usable) / total
+    if total < 2 or any((a.n or 0) > 1 and a.stderr is None for a in usable):
+        return Aggregate(value, None, total)
+    within = sum(((a.n or 0) - 1) * (a.n or 0) * (a.stderr or 0.0) ** 2 for a in usable)
+    between = sum((a.n or 0) * (a.value - value) ** 2 for a in usable)
+    return Aggregate(value, math.sqrt((within + between) / (total - 1) / total), total)

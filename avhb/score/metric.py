@@ -2,9 +2,34 @@
 
 A metric scores one sample (possibly asking judges) and aggregates many.
 Options come from the task YAML's ``metric_list`` entry.
+
+Every number a metric reports is one of three kinds (:class:`MetricInfo`),
+which the results table and the report read:
+
+* ``headline``: the benchmark's numbers, shown first, with ± stderr and n;
+* ``diagnostic``: numbers that explain the headline (a yes-ratio, per-judge
+  kappas), shown after it; a chart of diagnostics that are all zero or
+  missing is not drawn;
+* ``count``: tallies (unparsed replies, judge failures, skipped pairs),
+  shown as integer columns, never as a metric row or a bar.
+
+A metric declares the kind of its own value (``kind``, default headline,
+with ``higher_is_better``) and of its other outputs (``outputs``: the
+suffix after ``<name>_``, or a glob of it, -> kind or (kind, description));
+an output it does not declare is a diagnostic.  Its one-line description is
+``description``, else the first line of its class docstring; a task's YAML
+may override ``kind``, ``higher_is_better`` and ``description`` of the
+metric's own value.
+Error policy (docs/errors.md): a sample that failed for a reason outside
+the model (``record.error``: missing or corrupt media, a hook or data error,
+a backend that never answered) is never a wrong answer.  It is not scored,
+is excluded from every aggregate, and is counted in the task's ``errors``
+(per breakdown value and per group too).  An answer the model gave that is
+unusable (empty, unparsable) is scored by each metric's own rule.
 """
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -13,6 +38,37 @@ from avhb.score.aggregate import Aggregate, mean_stderr
 
 if TYPE_CHECKING:  # pragma: no cover
     from avhb.score.judges import TaskJudges
+
+
+HEADLINE, DIAGNOSTIC, COUNT = "headline", "diagnostic", "count"
+KINDS = (HEADLINE, DIAGNOSTIC, COUNT)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """What one reported number is: its kind, its direction (None: neither
+    way is better) and a one-line description."""
+
+    kind: str = HEADLINE
+    higher_is_better: bool | None = True
+    description: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "higher_is_better": self.higher_is_better, "description": self.description}
+
+    @classmethod
+    def from_dict(cls, d: Any) -> "MetricInfo | None":
+        if not isinstance(d, dict) or d.get("kind") not in KINDS:
+            return None
+        hib = d.get("higher_is_better")
+        return cls(d["kind"], hib if isinstance(hib, bool) else None, str(d.get("description") or ""))
+
+
+def first_sentence(doc: str | None, limit: int = 160) -> str:
+    """The first sentence of a docstring's first paragraph, on one line."""
+    text = " ".join((doc or "").strip().split("\n\n")[0].split())
+    head = text.split(". ")[0].rstrip(".")
+    return (head[: limit - 1] + "…") if len(head) > limit else head
 
 
 @dataclass
@@ -49,14 +105,34 @@ class Metric:
     """Override ``score``; override ``aggregate`` for pair/group metrics."""
 
     name: str = ""
-    higher_is_better: bool = True
+    kind: str = HEADLINE
+    higher_is_better: bool | None = True
+    description: str = ""  # one line; default: the first line of the class docstring
+    outputs: dict[str, Any] = {}  # other outputs: suffix (glob) -> kind or (kind, description)
     needs_judges: tuple[str, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()  # optional packages: (module, avhb extra), checked up front
 
     def __init__(self, name: str | None = None, **options: Any):
         if name:
             self.name = name
+        if "errors_count_as_wrong" in options:
+            from avhb.errors import UserError
+
+            raise UserError(f"metric {self.name!r}: option errors_count_as_wrong was removed: a sample that failed "
+                            "outside the model is excluded and counted in 'errors' (docs/errors.md)")
         self.options = options
+
+    def describe(self, key: str) -> MetricInfo:
+        """The kind, direction and description of one output (module docstring)."""
+        if key == self.name:
+            return MetricInfo(self.kind, self.higher_is_better, self.description or first_sentence(type(self).__doc__))
+        suffix = key[len(self.name) + 1:] if key.startswith(self.name + "_") else key
+        for pattern, spec in self.outputs.items():
+            if fnmatch.fnmatchcase(suffix, pattern):
+                kind, text = (spec, "") if isinstance(spec, str) else spec
+                hib = False if kind == COUNT else None if kind == DIAGNOSTIC else self.higher_is_better
+                return MetricInfo(kind, hib, text or suffix.replace("_", " "))
+        return MetricInfo(DIAGNOSTIC, None, suffix.replace("_", " "))
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         """Per-sample values; by convention ``{self.name: float | None}``.
@@ -73,14 +149,19 @@ class Metric:
         return None
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
-        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None] +
-                                       [0.0 for r in records if r.error is not None and self.options.get("errors_count_as_wrong", True)])}
+        """The mean of the per-sample values over samples that did not fail
+        (``None`` values excluded too)."""
+        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None])}
 
 
 # A metric may also define ``pool(runs: list[list[SampleRecord]]) ->
 # list[dict[str, Aggregate]]``: statistics computed across several runs (e.g.
 # conciseness cut points pooled over every model), used by
 # ``avhb score RUN_DIR --pool OTHER_RUN...``.
+#
+# And ``prepare() -> str | None``: for ``avhb prepare``, a metric that fetches
+# files when built (an ``evaluate`` module from the Hub) says what it fetched
+# and where offline runs find it.
 
 
 class Filter:

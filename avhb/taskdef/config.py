@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import difflib
 import functools
 import itertools
 import json
@@ -23,7 +24,23 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data)."""
+    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data); a key
+    given twice in one mapping is an error naming both lines (PyYAML keeps
+    the last one silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = key_node.value
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping (first at line {seen[key]})",
+                        key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
 
 
 _Loader.add_constructor("!function", lambda loader, node: {"function": loader.construct_scalar(node)})
@@ -55,9 +72,25 @@ class TaskConfig:
     benchmark: str  # the task pack folder name, e.g. "curve"
     config: dict[str, Any]
     lines: dict[tuple, int] = field(default_factory=dict, repr=False)
+    namespace: str = ""  # the plugin's name for a third-party pack; "" for the built-ins
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.config.get(key, default)
+
+    def _ns(self, name: str) -> str:
+        return f"{self.namespace}/{name}" if self.namespace and "/" not in name else name
+
+    @property
+    def tags(self) -> list[str]:
+        """The task's tags, namespaced like its name (``mypack/shapes_tasks``)."""
+        tags = self.config.get("tag") or []
+        return [self._ns(str(t)) for t in ([tags] if isinstance(tags, str) else tags)]
+
+    @property
+    def data_name(self) -> str:
+        """The pack's name for ``--data NAME=PATH``: its folder, namespaced
+        (``mypack/shapes``; bare for the built-ins)."""
+        return self._ns(self.benchmark) if self.benchmark else self.namespace
 
     def hook_path(self, dotted: str) -> str:
         return hook_import_path(self.package, dotted)
@@ -73,6 +106,7 @@ class GroupConfig:
     file: Path
     tasks: list[str]
     aggregate: list[dict[str, Any]]
+    aggregate_over: str = "tasks"  # "tasks": every task under the group; "members": each direct member's score
 
 
 def _linemap(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
@@ -119,22 +153,61 @@ def _validator():
     return jsonschema.Draft202012Validator(schema)
 
 
-def validate_doc(doc: YamlDoc) -> None:
-    """Raise a UserError naming file, line and key for the first schema error."""
+# lm-eval task keys avhb does not implement: named, so a copied file says why
+LM_EVAL_ONLY = {
+    "fewshot_split": "few-shot prompting is not implemented",
+    "num_fewshot": "few-shot prompting is not implemented",
+    "fewshot_config": "few-shot prompting is not implemented",
+    "fewshot_delimiter": "few-shot prompting is not implemented",
+    "training_split": "avhb evaluates one split (test_split)",
+    "validation_split": "avhb evaluates one split (test_split)",
+    "should_decontaminate": "decontamination is not implemented",
+    "doc_to_decontamination_query": "decontamination is not implemented",
+    "target_delimiter": "options are scored as ' ' + choice",
+    "doc_to_visual": "name media files in the media block (video/audio/images) or use doc_to_messages",
+    "lmms_eval_specific_kwargs": "put prompt text in doc_to_text or a hook",
+}
+
+
+class ConfigErrors(UserError):
+    """Every problem found in one task file (``messages``); its text is the
+    first, with a count of the others."""
+
+    def __init__(self, messages: list[str]):
+        self.messages = list(dict.fromkeys(messages))
+        more = len(self.messages) - 1
+        super().__init__(self.messages[0] + (f" (and {more} more; see `avhb validate FILE`)" if more else ""))
+
+
+def schema_errors(doc: YamlDoc) -> list[str]:
+    """Every schema error of a file, each naming file, line and key, in
+    line order."""
     errors = sorted(_validator().iter_errors(doc.data), key=lambda e: (doc.line(tuple(e.absolute_path)), list(e.absolute_path)))
-    if not errors:
-        return
-    err = errors[0]
-    keypath = tuple(err.absolute_path)
-    if err.validator == "additionalProperties":
-        extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
-        if extra:
-            raise doc.error(keypath + (extra[0],), f"unknown key {extra[0]!r}")
-    best = err
-    if err.context:  # oneOf: report the most specific alternative
-        best = max(err.context, key=lambda e: len(e.absolute_path))
-        keypath = tuple(best.absolute_path)
-    raise doc.error(keypath, _short(best))
+    out: list[str] = []
+    for err in errors:
+        keypath = tuple(err.absolute_path)
+        if err.validator == "additionalProperties":
+            extra = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+            for key in extra:
+                why = LM_EVAL_ONLY.get(key) if not keypath else None
+                hint = f" (an lm-eval key avhb does not use: {why})" if why else ""
+                out.append(str(doc.error(keypath + (key,), f"unknown key {key!r}{hint}")))
+            if extra:
+                continue
+        best = err
+        if err.context:  # oneOf: report the most specific alternative
+            best = max(err.context, key=lambda e: len(e.absolute_path))
+            keypath = tuple(best.absolute_path)
+        out.append(str(doc.error(keypath, _short(best))))
+    return out
+
+
+def validate_doc(doc: YamlDoc) -> None:
+    """Raise :class:`ConfigErrors` (every schema error, each naming file,
+    line and key) when the file does not match the schema."""
+    errors = schema_errors(doc)
+    if errors:
+        raise ConfigErrors(errors)
 
 
 def _short(err) -> str:
@@ -145,16 +218,22 @@ def _short(err) -> str:
     return err.message[:200]
 
 
-def load_with_includes(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[str, Any], dict[tuple, int], Path]:
+def load_with_includes(path: Path, seen: tuple[Path, ...] = (),
+                       errors: list[str] | None = None) -> tuple[dict[str, Any], dict[tuple, int], Path]:
     """Returns the merged mapping (child keys override the included file's),
     its line map, and the file that defined each top-level key is not tracked:
-    errors after merging point at the child file."""
+    errors after merging point at the child file.  Schema errors are
+    appended to ``errors`` when given (the caller goes on and reports them
+    with any others), else raised as :class:`ConfigErrors`."""
     path = path.resolve()
     if path in seen:
         chain = " -> ".join(str(p.name) for p in seen + (path,))
         raise UserError(f"{seen[-1]}:1: include: cycle ({chain})")
     doc = read_yaml(path)
-    validate_doc(doc)
+    if errors is None:
+        validate_doc(doc)
+    else:
+        errors += schema_errors(doc)
     data = dict(doc.data)
     parent_name = data.pop("include", None)
     if parent_name is None:
@@ -162,7 +241,7 @@ def load_with_includes(path: Path, seen: tuple[Path, ...] = ()) -> tuple[dict[st
     parent_path = (path.parent / parent_name)
     if not parent_path.is_file():
         raise doc.error(("include",), f"included file {parent_name!r} not found next to {path.name}")
-    parent, _, _ = load_with_includes(parent_path, seen + (path,))
+    parent, _, _ = load_with_includes(parent_path, seen + (path,), errors)
     merged = {**parent, **data}
     return merged, doc.lines, path
 
@@ -251,33 +330,128 @@ def package_for(file: Path, root_dir: Path, root_package: str) -> str:
     return ".".join([root_package, *rel.parts]) if rel.parts else root_package
 
 
-def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str) -> tuple[list[TaskConfig], list[GroupConfig]]:
-    """All tasks and groups defined by one YAML file (after include/expand)."""
-    data, lines, file = load_with_includes(file)
+@dataclass(frozen=True)
+class KnownNames:
+    """Registered metric and filter names, for ``metric:`` / ``filter:``
+    entries (``None`` in a field: not checked)."""
+
+    metrics: frozenset[str] | None = None
+    filters: frozenset[str] | None = None
+
+
+def iter_templates(config: dict[str, Any]):
+    """(key path, template text) of every template a resolved config holds."""
+    for key in ("doc_to_text", "doc_to_target", "doc_to_choice", "system_prompt"):
+        if isinstance(config.get(key), str):
+            yield (key,), config[key]
+    for key, value in (config.get("media") or {}).items():
+        if key in ("video", "audio", "images", "asr_language") and isinstance(value, str):
+            yield ("media", key), value
+    for role, spec in (config.get("judges") or {}).items():
+        if isinstance(spec, dict) and isinstance(spec.get("prompt"), str):
+            yield ("judges", role, "prompt"), spec["prompt"]
+
+
+def member_problems(member: dict[str, Any], package: str, folder: Path,
+                    known: KnownNames | None = None) -> list[tuple[tuple, str]]:
+    """(key path, message) of every problem of one resolved task: hooks
+    (read, never imported), templates (parsed, never rendered), judge
+    prompt files, metric and filter names."""
+    from avhb.taskdef.templates import check_template
+
+    out: list[tuple[tuple, str]] = []
+    try:
+        _member_problems(member, package, folder, known, out, check_template)
+    except (TypeError, AttributeError, ValueError):  # a shape the schema already refused
+        pass
+    return out
+
+
+def _member_problems(member, package, folder, known, out, check_template) -> None:
+    for keypath, dotted in iter_hooks(member):
+        problem = check_hook(package, dotted, folder)
+        if problem:
+            out.append((keypath, problem))
+    for keypath, source in iter_templates(member):
+        problem = check_template(source)
+        if problem:
+            out.append((keypath, problem))
+    for role, spec in (member.get("judges") or {}).items():
+        name = spec.get("prompt_file") if isinstance(spec, dict) else None
+        if isinstance(name, str):
+            path = folder / name
+            if not path.is_file():
+                out.append((("judges", role, "prompt_file"), f"prompt file {name!r} not found next to the YAML"))
+            else:
+                problem = check_template(path.read_text(encoding="utf-8"))
+                if problem:
+                    out.append((("judges", role, "prompt_file"), f"{name}: {problem}"))
+    if known is not None:
+        for listkey, field_name, names in (("metric_list", "metric", known.metrics),
+                                           ("filter_list", "filter", known.filters)):
+            if names is None:
+                continue
+            for i, entry in enumerate(member.get(listkey) or []):
+                name = entry.get(field_name) if isinstance(entry, dict) else None
+                if not isinstance(name, str) or name in names:
+                    continue
+                close = difflib.get_close_matches(name, sorted(names), n=3)
+                if field_name == "metric" and "evaluate" in names and _evaluate_name(name, folder, close):
+                    continue  # loaded through Hugging Face evaluate at run time (the metric fallback)
+                hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
+                out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
+
+
+def _evaluate_name(name: str, folder: Path, close: list[str]) -> bool:
+    """An unregistered metric name that the ``evaluate`` fallback will load:
+    ``evaluate/NAME``, a module file or folder next to the YAML, or a bare
+    name that resembles no registered metric (a close one is a typo)."""
+    if name.startswith("evaluate/"):
+        return True
+    if name.endswith(".py") or "/" in name:
+        return (folder / name).exists() or (folder / (name + ".py")).exists()
+    return not close
+
+
+def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
+                 known: KnownNames | None = None) -> tuple[list[TaskConfig], list[GroupConfig]]:
+    """All tasks and groups defined by one YAML file (after include/expand).
+    Every problem of the file is collected and raised together as
+    :class:`ConfigErrors`."""
+    problems: list[str] = []
+    data, lines, file = load_with_includes(file, errors=problems)
     doc = YamlDoc(file, data, lines)
     prefix = f"{namespace}/" if namespace else ""
     package = package_for(file, root_dir.resolve(), root_package)
     rel = file.parent.resolve().relative_to(root_dir.resolve())
     benchmark = rel.parts[0] if rel.parts else ""
     if "group" in data and isinstance(data.get("task"), list):
+        if problems:
+            raise ConfigErrors(problems)
         tasks = [prefix + t if "/" not in t else t for t in data["task"]]
-        return [], [GroupConfig(prefix + data["group"], file, tasks, data.get("aggregate_metric_list") or [])]
+        return [], [GroupConfig(prefix + data["group"], file, tasks, data.get("aggregate_metric_list") or [],
+                                data.get("aggregate_over", "tasks"))]
     if isinstance(data.get("task"), list):
-        raise doc.error(("task",), "a list of tasks needs a 'group' name")
+        raise ConfigErrors(problems + [str(doc.error(("task",), "a list of tasks needs a 'group' name"))])
     out = []
     try:
         members = expand_family(data)
     except UserError as exc:
-        raise doc.error(("expand",), str(exc).removeprefix("expand: ")) from None
+        raise ConfigErrors(problems + [str(doc.error(("expand",), str(exc).removeprefix("expand: ")))]) from None
+    except (TypeError, AttributeError, ValueError):  # a malformed expand block: the schema said why
+        raise ConfigErrors(problems or [str(doc.error(("expand",), "malformed"))]) from None
     for member in members:
         name = member.get("task")
+        if not isinstance(name, str) and name is not None:
+            continue  # the schema error says why
         if not name:
-            raise doc.error(("task",), "missing required key 'task'")
+            problems.append(str(doc.error(("task",), "missing required key 'task'")))
+            continue
         if not member.get("doc_to_text") and not member.get("doc_to_messages"):
-            raise doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")
-        for keypath, dotted in iter_hooks(member):
-            problem = check_hook(package, dotted, file.parent)
-            if problem:
-                raise doc.error(keypath, problem)
-        out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines))
+            problems.append(str(doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")))
+        problems += [str(doc.error(keypath, message))
+                     for keypath, message in member_problems(member, package, file.parent, known)]
+        out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines, namespace))
+    if problems:
+        raise ConfigErrors(problems)
     return out, []

@@ -8,9 +8,16 @@ block merged with ``--media``, parsed once per task into a ``MediaSpec``):
 a list of image paths (or one template),
 ``audio_in_video`` adds the video's own track, ``segment`` clips both,
 ``boxes`` attaches the sample's box annotations to the video.
+
+Media paths are confined to the data root: a path that leaves it (``..``
+components, an absolute path elsewhere) fails its sample, whether a
+template or a ``doc_to_messages`` hook named it, unless the task sets
+``allow_outside_root: true``.  The check is lexical (symbolic links inside
+the root, as in a Hub snapshot, are the data owner's and are followed).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,11 +27,30 @@ from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart
 from avhb.taskdef.templates import is_template, lookup, render
 
 
-def media_path(template: str, doc: dict[str, Any], root: Path) -> str:
+def media_path(template: str, doc: dict[str, Any], root: Path, sample: str | None = None,
+               where: str = "media") -> str:
     """A media file named by a template, relative to the data root unless
     absolute."""
-    path = Path(render(template, doc))
+    path = Path(render(template, doc, sample, where))
     return str(path if path.is_absolute() else Path(root) / path)
+
+
+def outside_root(path: str, root: Path) -> bool:
+    """Whether ``path`` (absolute, or relative to ``root``) lies outside
+    ``root``, comparing normalised paths (no symlink is resolved)."""
+    base = os.path.normpath(os.path.abspath(root))
+    full = os.path.normpath(os.path.abspath(os.path.join(base, path)))
+    return os.path.commonpath([base, full]) != base
+
+
+def check_confined(messages: list[Message], root: Path, task: str) -> None:
+    """``SampleError`` for the first media part outside the data root."""
+    for m in messages:
+        for part in getattr(m, "parts", None) or []:
+            path = getattr(part, "path", None)
+            if isinstance(part, (VideoPart, AudioPart, ImagePart)) and path and outside_root(str(path), root):
+                raise SampleError(f"media path {str(path)!r} is outside the data root {root} (task {task}: set "
+                                  "allow_outside_root: true in its YAML to allow it)")
 
 
 def segment_of(doc: dict[str, Any], fields: tuple[str, str] | None) -> tuple[tuple[float, float] | None, str | None]:
@@ -42,12 +68,29 @@ def segment_of(doc: dict[str, Any], fields: tuple[str, str] | None) -> tuple[tup
         return None, f"segment not used ({exc}): whole video"
 
 
-def _image_paths(template: str, doc: dict[str, Any], root: Path) -> list[str]:
+def _image_paths(template: str, doc: dict[str, Any], root: Path, sample: str | None = None) -> list[str]:
     if is_template(template):
-        return [media_path(template, doc, root)]
-    value = lookup(doc, template)
+        return [media_path(template, doc, root, sample, "media.images")]
+    value = lookup(doc, template, sample)
     values = value if isinstance(value, list) else [value]
     return [str(v if Path(str(v)).is_absolute() else Path(root) / str(v)) for v in values if v]
+
+
+def speech_language(media: MediaSpec, doc: dict[str, Any], sample: str) -> str | None:
+    """The Whisper language of the sample's speech (``media.asr_language``,
+    a code, a locale or a template such as ``{{locale}}``), or None."""
+    from avhb.errors import UserError
+    from avhb.media.spec import whisper_language
+
+    if not media.asr_language:
+        return None
+    if not is_template(media.asr_language):
+        return media.asr_language
+    value = render(media.asr_language, doc, sample, "media.asr_language").strip()
+    try:
+        return whisper_language(value, "media") if value else None
+    except UserError as exc:
+        raise SampleError(f"sample {sample}: {exc}") from None
 
 
 def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec) -> Request:
@@ -56,29 +99,33 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     hook = task.cfg.get("doc_to_messages")
     notes: list[str] = []
     if hook:
-        messages = task.hook(hook["function"])(doc, {"root": root, "media": media})
+        messages = task.messages(doc, {"root": root, "media": media})
     else:
         parts: list[Any] = []
+        language = speech_language(media, doc, sample_id)
         segment, note = segment_of(doc, media.segment)
         if note:
             notes.append(note)
         video_path = None
         if media.video:
-            video_path = media_path(media.video, doc, root)
+            video_path = media_path(media.video, doc, root, sample_id, "media.video")
             boxes = doc.get(media.boxes) if media.boxes else None
             parts.append(VideoPart(path=video_path, segment=segment, boxes=boxes or None))
         if media.images:
-            parts.extend(ImagePart(path=p) for p in _image_paths(media.images, doc, root))
+            parts.extend(ImagePart(path=p) for p in _image_paths(media.images, doc, root, sample_id))
         if media.audio:
-            parts.append(AudioPart(path=media_path(media.audio, doc, root), segment=segment))
+            parts.append(AudioPart(path=media_path(media.audio, doc, root, sample_id, "media.audio"), segment=segment,
+                                   language=language))
         elif media.audio_in_video and video_path:
-            parts.append(AudioPart(path=video_path, segment=segment))
-        parts.append(TextPart(task.text(doc)))
+            parts.append(AudioPart(path=video_path, segment=segment, language=language))
+        parts.append(TextPart(task.text(doc, sample_id)))
         messages = []
         if task.cfg.get("system_prompt"):
             messages.append(Message("system", [TextPart(task.cfg.get("system_prompt"))]))
         messages.append(Message("user", parts))
-    request = Request(messages=messages, generation=task.generation, choices=task.choices(doc))
+    if not task.cfg.get("allow_outside_root", False):
+        check_confined(messages, Path(root), task.name)
+    request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id))
     request.fields = {"task": task.name, "sample_id": sample_id}
     request.adaptations.extend(notes)
     return request

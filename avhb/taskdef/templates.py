@@ -1,16 +1,133 @@
-"""``{{ field }}`` templates for prompts and paths.  Substitution only: no
-expressions, no attribute access, nothing executes."""
+"""Templates for prompts, targets, choices and media paths: Jinja2, the
+language lm-eval and lmms-eval task files are written in, in a sandbox.
+
+* Rendering uses :class:`jinja2.sandbox.SandboxedEnvironment` with
+  ``StrictUndefined``: expressions and filters work
+  (``{{question.strip()}}``, ``{{options[0]}}``, ``{{text | trim}}``,
+  lm-eval's ``regex_replace`` filter), attributes starting with ``_``
+  (``__class__``, ``__globals__``...) are refused, and there is no loader:
+  ``{% include %}`` / ``{% import %}`` / ``{% extends %}`` reach nothing.
+  Today's ``{{field}}`` / ``{{a.b}}`` / ``{{a.0}}`` templates are valid
+  Jinja2 and render as before (``None`` renders as the empty string).
+* :func:`check_template` is the validate-time check (``avhb validate`` and
+  the index build): the template parses, and its source names no
+  ``_``-attribute and no loader statement.  It needs no sample.
+* A field the sample lacks is a :class:`~avhb.errors.SampleError` naming the
+  sample and the field: that sample fails, the run goes on.
+
+Nothing here executes code from a task file: a template is data that the
+sandbox evaluates over the sample's fields.
+"""
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, Mapping
 
 from avhb.errors import SampleError
 
-_FIELD = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*)\s*\}\}")
+_PLAIN_FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*$")
+_LOADER_NODES = ("Include", "Import", "FromImport", "Extends")
 
 
-def lookup(doc: Mapping[str, Any], dotted: str) -> Any:
+def _regex_replace(string: str, pattern: str, repl: str, count: int = 0) -> str:
+    """lm-eval's ``regex_replace`` filter."""
+    return re.sub(pattern, repl, string, count=count)
+
+
+@functools.lru_cache(maxsize=1)
+def environment():
+    from jinja2 import StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False,
+                               finalize=lambda value: "" if value is None else value)
+    env.filters["regex_replace"] = _regex_replace
+    return env
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(source: str):
+    return environment().from_string(source)
+
+
+def is_template(text: Any) -> bool:
+    """Whether ``text`` holds Jinja2 markup (``{{ }}``, ``{% %}``, ``{# #}``)."""
+    return isinstance(text, str) and any(mark in text for mark in ("{{", "{%", "{#"))
+
+
+def is_field_name(text: Any) -> bool:
+    """A bare (dotted) field name such as ``answer`` or ``meta.label``."""
+    return isinstance(text, str) and bool(_PLAIN_FIELD.match(text))
+
+
+def check_template(source: str) -> str | None:
+    """Why ``source`` is not an acceptable template (None when it is):
+    a syntax error, an attribute starting with ``_`` (what a sandbox escape
+    reaches for: ``__class__``, ``__globals__``, ``_private``), or a loader
+    statement.  Reads the template's syntax tree; renders nothing."""
+    from jinja2 import nodes
+    from jinja2.exceptions import TemplateSyntaxError
+
+    try:
+        tree = environment().parse(source)
+    except TemplateSyntaxError as exc:
+        return f"template syntax error at template line {exc.lineno}: {exc.message}"
+    hidden: list[str] = []
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter,
+                               *(getattr(nodes, n) for n in _LOADER_NODES))):
+        if type(node).__name__ in _LOADER_NODES:
+            return f"template uses {{% {type(node).__name__.lower()} %}}: templates cannot load other files"
+        if isinstance(node, nodes.Getattr):
+            name = node.attr
+        elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):
+            name = node.arg.value
+        elif isinstance(node, nodes.Filter) and node.name == "attr" and node.args and isinstance(node.args[0], nodes.Const):
+            name = node.args[0].value
+        else:
+            continue
+        if isinstance(name, str) and name.startswith("_"):
+            hidden.append(name)
+    if hidden:
+        names = sorted(set(hidden), key=lambda n: (source.find(n), n))
+        return (f"template reaches attribute {', '.join(map(repr, names))}: "
+                "attributes starting with '_' are not allowed")
+    return None
+
+
+def render(template: str, doc: Mapping[str, Any], sample: str | None = None, where: str = "template") -> str:
+    """``template`` rendered over the sample's fields.  ``sample`` (its id)
+    and ``where`` (the YAML key) name the failure: a field the sample lacks,
+    a refused attribute or any error inside an expression is a
+    ``SampleError``."""
+    from jinja2.exceptions import SecurityError, TemplateError, UndefinedError
+
+    if not is_template(template):
+        return template
+    who = f"sample {sample}: " if sample is not None else ""
+    try:
+        compiled = _compiled(template)
+    except TemplateError as exc:
+        raise SampleError(f"{who}{where}: {exc}") from None
+    try:
+        return compiled.render(dict(doc))
+    except UndefinedError as exc:
+        raise SampleError(f"{who}{where}: template field not in the sample ({_undefined(exc)}; "
+                          f"fields: {', '.join(sorted(map(str, doc)))[:200]})") from None
+    except SecurityError as exc:
+        raise SampleError(f"{who}{where}: template refused by the sandbox: {exc}") from None
+    except (TemplateError, TypeError, ValueError, AttributeError, IndexError, KeyError, ZeroDivisionError) as exc:
+        raise SampleError(f"{who}{where}: template failed: {type(exc).__name__}: {exc}") from None
+
+
+def _undefined(exc: Exception) -> str:
+    """Jinja's "'x' is undefined" / "'dict object' has no attribute 'y'"."""
+    return str(exc).replace("'dict object' has no attribute", "no field").replace("'list object' has no", "no")
+
+
+def lookup(doc: Mapping[str, Any], dotted: str, sample: str | None = None) -> Any:
+    """The value of a (dotted) field: ``a.b`` goes into mappings, ``a.0``
+    into lists.  A ``SampleError`` naming the sample and field when absent."""
     value: Any = doc
     for part in dotted.split("."):
         if isinstance(value, Mapping) and part in value:
@@ -18,17 +135,6 @@ def lookup(doc: Mapping[str, Any], dotted: str) -> Any:
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
         else:
-            raise SampleError(f"template field {dotted!r} not in the sample (keys: {', '.join(sorted(doc))[:200]})")
+            who = f"sample {sample}: " if sample is not None else ""
+            raise SampleError(f"{who}field {dotted!r} not in the sample (fields: {', '.join(sorted(map(str, doc)))[:200]})")
     return value
-
-
-def render(template: str, doc: Mapping[str, Any]) -> str:
-    def repl(m: re.Match) -> str:
-        value = lookup(doc, m.group(1))
-        return "" if value is None else str(value)
-
-    return _FIELD.sub(repl, template)
-
-
-def is_template(text: str) -> bool:
-    return bool(_FIELD.search(text))

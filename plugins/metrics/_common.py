@@ -4,10 +4,13 @@ sample record, turning judge verdicts into log entries, count aggregates.
 Field specs (used in YAML options such as ``fields:``) name where a value
 comes from in a :class:`avhb.score.metric.SampleRecord`:
 
-* ``response``, ``extracted``, ``target``, ``id`` — the record attribute;
+* ``response``, ``extracted``, ``target``, ``id`` — the record attribute
+  (``extracted.<key>`` / ``target.<key>`` go into a mapping the filters or
+  the target made);
 * ``doc.<key>`` — a key of the sample document (dotted paths go deeper);
 * ``meta.<key>`` — a key of ``record.meta``;
 * ``scores.<key>`` — a per-sample value another metric already wrote;
+* ``outputs.<key>`` — a field a multi-step driver returned with its response;
 * ``literal:<text>`` — the text itself.
 """
 from __future__ import annotations
@@ -34,9 +37,13 @@ def resolve(record: SampleRecord, spec: str) -> Any:
         obj = record.meta
     elif head == "scores":
         obj = record.scores
+    elif head == "outputs":
+        obj = record.outputs
+    elif head in ("extracted", "target"):
+        obj = getattr(record, head)
     else:
         raise ValueError(f"unknown field spec {spec!r} (use response, extracted, target, id, doc.KEY, "
-                         "meta.KEY, scores.KEY or literal:TEXT)")
+                         "meta.KEY, scores.KEY, outputs.KEY or literal:TEXT)")
     for part in rest.split(".") if rest else []:
         if isinstance(obj, dict):
             obj = obj.get(part)

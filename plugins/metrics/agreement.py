@@ -29,6 +29,27 @@ alpha = 1 − (n − 1)·Σ o_ck δ²_ck / Σ n_c n_k δ²_ck, with
 sorted values (ordinal), 1[c≠k] (nominal).  Undefined (None) when the
 expected disagreement is 0.
 
+Two choices change kappa on the same ratings (options of
+:class:`JudgeAgreement` and of the kappa functions):
+
+* **items** — ``pairwise`` (default): each pair of raters over the items
+  both rated; ``all_rated``: only the items *every* rater rated, the same
+  items for every pair (ANCHOR's ``likert_score_analysis.py`` aligns the
+  judges on the intersection of their items first).
+* **labels** (the categories the weights are laid on) — a list: that fixed
+  scale; ``scale``: the integers of the ``scale`` option, default 1..5;
+  ``observed``: each pair's own observed values on its items (what
+  scikit-learn's ``cohen_kappa_score`` does without ``labels``, so
+  upstream's numbers); unset: the values observed over the whole panel,
+  fixed for every pair.  Weights sit on label *positions*: ratings 1, 3, 4,
+  5 observed alone put 3 and 4 one step apart but 1 and 3 one step apart
+  too, so ``observed`` and ``scale`` differ whenever a value of the scale
+  goes unused.  E.g. raters [1, 3, 5] and [1, 3, 4]: linear kappa 0.8 on
+  the scale 1..5, 8/11 on the observed labels {1, 3, 4, 5}.
+
+Pairs whose kappa is undefined are left out of the mean (upstream's mean
+would turn NaN).
+
 Standard errors are bootstrapped over items.
 """
 from __future__ import annotations
@@ -40,10 +61,12 @@ from typing import Any, Sequence
 import numpy as np
 
 from avhb.score.aggregate import Aggregate, bootstrap_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import DIAGNOSTIC, Metric, SampleRecord, ScoreContext
 
 WEIGHTS = (None, "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")
+ITEMS = ("pairwise", "all_rated")
+OBSERVED = "observed"  # labels: each pair's own observed values
 
 
 def _missing(v: Any) -> bool:
@@ -89,9 +112,10 @@ def _codes(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None) -> 
 
 
 def cohen_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = None,
-                labels: Sequence[Any] | None = None) -> float | None:
-    """Weighted Cohen's kappa over items rated by both (see module docstring)."""
-    ca, cb, k = _codes(a, b, labels)
+                labels: Sequence[Any] | str | None = None) -> float | None:
+    """Weighted Cohen's kappa over items rated by both (see module
+    docstring); ``labels`` None or ``"observed"``: the pair's own values."""
+    ca, cb, k = _codes(a, b, None if labels == OBSERVED else labels)
     return _kappa_from_codes(ca, cb, _weights(max(k, 1), weights))
 
 
@@ -109,49 +133,86 @@ def _code_matrix(ratings: dict[str, Sequence[Any]], labels: Sequence[Any] | None
     return codes, max(len(labs), 1)
 
 
-def _pair_kappa(codes: np.ndarray, i: int, j: int, w: np.ndarray, idx: np.ndarray | None = None) -> float | None:
+class _Weights:
+    """Weight matrices by number of categories (``observed`` labels give
+    each pair, and each bootstrap draw, its own count)."""
+
+    def __init__(self, weights: str | None, k: int, observed: bool):
+        self.weights, self.k, self.observed = weights, k, observed
+        self._cache: dict[int, np.ndarray] = {}
+
+    def kappa(self, a: np.ndarray, b: np.ndarray) -> float | None:
+        k = self.k
+        if self.observed and a.size:
+            present = np.unique(np.concatenate([a, b]))
+            a, b, k = np.searchsorted(present, a), np.searchsorted(present, b), len(present)
+        if k not in self._cache:
+            self._cache[k] = _weights(max(k, 1), self.weights)
+        return _kappa_from_codes(a, b, self._cache[k])
+
+
+def _pair_kappa(codes: np.ndarray, i: int, j: int, w: _Weights, idx: np.ndarray | None = None) -> float | None:
     a, b = (codes[i], codes[j]) if idx is None else (codes[i, idx], codes[j, idx])
     both = (a >= 0) & (b >= 0)
-    return _kappa_from_codes(a[both], b[both], w)
+    return w.kappa(a[both], b[both])
 
 
-def _mean_pairs(codes: np.ndarray, w: np.ndarray, idx: np.ndarray | None = None) -> float | None:
+def _mean_pairs(codes: np.ndarray, w: _Weights, idx: np.ndarray | None = None) -> float | None:
     ks = [_pair_kappa(codes, i, j, w, idx) for i, j in itertools.combinations(range(codes.shape[0]), 2)]
     ks = [k for k in ks if k is not None]
     return sum(ks) / len(ks) if ks else None
 
 
+def _prepared(ratings: dict[str, Sequence[Any]], weights: str | None, labels: Sequence[Any] | str | None,
+              items: str) -> tuple[np.ndarray, _Weights]:
+    """The raters x items code matrix (-1 = missing; only the items every
+    rater rated under ``items="all_rated"``) and the weights."""
+    if items not in ITEMS:
+        raise ValueError(f"items must be one of {ITEMS}, not {items!r}")
+    observed = labels == OBSERVED
+    if isinstance(labels, str) and not observed:
+        raise ValueError(f"labels must be a list of categories, {OBSERVED!r} or None, not {labels!r}")
+    codes, k = _code_matrix(ratings, None if observed else labels)
+    if items == "all_rated":
+        codes = codes[:, (codes >= 0).all(axis=0)]
+    return codes, _Weights(weights, k, observed)
+
+
 def pairwise_kappa(ratings: dict[str, Sequence[Any]], weights: str | None = "linear",
-                   labels: Sequence[Any] | None = None, iters: int = 1000) -> dict[tuple[str, str], Aggregate]:
+                   labels: Sequence[Any] | str | None = None, iters: int = 1000,
+                   items: str = "pairwise") -> dict[tuple[str, str], Aggregate]:
     """Kappa with a bootstrap standard error (over items) for each pair of
-    raters; ``n`` = items both rated.  Labels default to the values
-    observed across all raters."""
-    codes, k = _code_matrix(ratings, labels)
-    w = _weights(k, weights)
+    raters; ``n`` = the items the pair is scored on.  ``labels``: a list, or
+    ``"observed"`` (each pair's own values); None = the values observed
+    across all raters.  ``items``: ``pairwise`` or ``all_rated`` (module
+    docstring)."""
+    codes, w = _prepared(ratings, weights, labels, items)
     names = list(ratings)
     out = {}
     for i, j in itertools.combinations(range(len(names)), 2):
-        items = np.flatnonzero((codes[i] >= 0) & (codes[j] >= 0)).tolist()
+        scored = np.flatnonzero((codes[i] >= 0) & (codes[j] >= 0)).tolist()
 
         def stat(sample: Sequence[int], i: int = i, j: int = j) -> float | None:
             return _pair_kappa(codes, i, j, w, np.asarray(sample, dtype=int))
 
-        out[(names[i], names[j])] = Aggregate(_pair_kappa(codes, i, j, w), bootstrap_stderr(items, stat, iters=iters), len(items))
+        out[(names[i], names[j])] = Aggregate(_pair_kappa(codes, i, j, w), bootstrap_stderr(scored, stat, iters=iters),
+                                              len(scored))
     return out
 
 
 def mean_pairwise_kappa(ratings: dict[str, Sequence[Any]], weights: str | None = "linear",
-                        labels: Sequence[Any] | None = None, iters: int = 1000) -> Aggregate:
+                        labels: Sequence[Any] | str | None = None, iters: int = 1000,
+                        items: str = "pairwise") -> Aggregate:
     """Mean of the defined pairwise kappas, bootstrap stderr over items;
-    ``n`` = items rated by at least two raters."""
-    codes, k = _code_matrix(ratings, labels)
-    w = _weights(k, weights)
-    items = np.flatnonzero((codes >= 0).sum(axis=0) >= 2).tolist()
+    ``n`` = items rated by at least two raters (``pairwise``) or by all
+    (``all_rated``)."""
+    codes, w = _prepared(ratings, weights, labels, items)
+    scored = np.flatnonzero((codes >= 0).sum(axis=0) >= 2).tolist()
 
     def stat(sample: Sequence[int]) -> float | None:
         return _mean_pairs(codes, w, np.asarray(sample, dtype=int))
 
-    return Aggregate(_mean_pairs(codes, w), bootstrap_stderr(items, stat, iters=iters), len(items))
+    return Aggregate(_mean_pairs(codes, w), bootstrap_stderr(scored, stat, iters=iters), len(scored))
 
 
 def _value_counts(data: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray]:
@@ -281,8 +342,12 @@ class JudgeAgreement(Metric):
     Reads ``record.judgements[<source>]["per_judge"]`` (the members' values,
     in panel order) written by a judged metric such as ``likert``.
     Options: ``source`` (required), ``judges`` (member names; default j0,
-    j1, ...), ``labels`` (category list for kappa; default the observed
-    values over the whole panel), ``bootstrap_iters`` (1000).  Reports, for
+    j1, ...), ``items`` (``pairwise``, default, or ``all_rated``),
+    ``labels`` (a category list; ``scale`` = the integers of ``scale``,
+    default [1, 5]; ``observed`` = each pair's own values; default the
+    values observed over the whole panel), ``bootstrap_iters`` (1000).
+    ANCHOR's upstream definition is ``items: all_rated, labels: observed``
+    (module docstring).  Reports, for
     linear and quadratic weights, the kappa of each pair
     ``<name>_kappa_<w>_<a>_<b>`` and their mean ``<name>_kappa_<w>``;
     Fleiss' kappa ``<name>_fleiss`` (upstream's analysis script reports it
@@ -293,6 +358,8 @@ class JudgeAgreement(Metric):
     """
 
     name = "agreement"
+    kind = DIAGNOSTIC  # how far judges agree says how far a judged score can be trusted
+    outputs = {"kappa_*": DIAGNOSTIC, "fleiss": DIAGNOSTIC, "alpha_*": DIAGNOSTIC}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {}
@@ -306,20 +373,30 @@ class JudgeAgreement(Metric):
             raise ValueError(f"{self.name}: {width} judges rated but only {len(names)} names given")
         return {name: [row[i] if i < len(row) else None for row in rows] for i, name in enumerate(names)}
 
+    def _labels(self, ratings: dict[str, list[Any]]) -> list[Any] | str:
+        labels = self.options.get("labels")
+        if labels is None:  # fixed for every pair and every bootstrap draw
+            return sorted({v for col in ratings.values() for v in col if not _missing(v)})
+        if labels == "scale":
+            low, high = (int(x) for x in self.options.get("scale", (1, 5)))
+            return list(range(low, high + 1))
+        if labels == OBSERVED or isinstance(labels, list):
+            return labels
+        raise ValueError(f"{self.name}: labels must be a list, 'scale' or 'observed', not {labels!r}")
+
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ratings = self.table(records)
         iters = int(self.options.get("bootstrap_iters", 1000))
-        labels = self.options.get("labels")
-        if labels is None:  # fixed for every pair and every bootstrap draw
-            labels = sorted({v for col in ratings.values() for v in col if not _missing(v)})
+        items = str(self.options.get("items", "pairwise"))
+        labels = self._labels(ratings)
         out: dict[str, Aggregate] = {}
         if len(ratings) < 2:
             return out
         for w in ("linear", "quadratic"):
-            pairs = pairwise_kappa(ratings, w, labels, iters)
+            pairs = pairwise_kappa(ratings, w, labels, iters, items)
             for (a, b), agg in pairs.items():
                 out[f"{self.name}_kappa_{w}_{a}_{b}"] = agg
-            out[f"{self.name}_kappa_{w}"] = mean_pairwise_kappa(ratings, w, labels, iters)
+            out[f"{self.name}_kappa_{w}"] = mean_pairwise_kappa(ratings, w, labels, iters, items)
         data = list(ratings.values())
         out[f"{self.name}_fleiss"] = fleiss_kappa_stderr(data, iters)
         for level in ("ordinal", "interval"):

@@ -2,8 +2,36 @@
 
 Definitions
 -----------
-``parse_choice(reply, options)`` follows the MMMU rule parser, minus its
-random fallback:
+Two rule parsers map a free-text reply to an option letter; neither guesses.
+
+``parse_choice(reply, options)`` — the default (``parser: single``) — commits
+only when the reply indicates exactly one option:
+
+1. the reply is NFKC-normalised (full-width ``Ｂ``/``（Ｂ）`` become ASCII);
+2. a *letter mention* is an option letter (upper case) standing alone:
+   not next to another ASCII letter or digit, nor followed by an apostrophe
+   (``(B)``, ``[B]``, ``**B**``, ``B.``, ``B)``, ``Answer: B``,
+   ``答案是B``, ``B. blue`` all mention B; ``Bob`` and ``I'm`` do not);
+   options keyed by anything but a single letter are matched by their text
+   only (rule 5);
+3. ``A`` and ``I`` are also English words: a mention followed by a space and
+   a lower-case word is the article / pronoun ("A square that is blue.",
+   "I think ...") unless that word is one that follows an option name
+   (``or``, ``and``, ``is``, ``seems`` ... see ``LETTER_FOLLOWERS``) or the
+   text after the letter is that option's own text ("A red car" for
+   ``A = red car``);
+4. the distinct letters mentioned: exactly one -> that letter; two or more
+   ("A or B", "A and B", "A B C D", "I think it's (B), not (A)") -> no
+   letter, the reply is *ambiguous*;
+5. no letter mentioned and the reply has more than 5 whitespace tokens (as
+   MMMU): the options whose text occurs in the reply (case-insensitive, not
+   inside a longer word; an option text inside another matched option's
+   occurrence does not count): exactly one -> it, several -> ambiguous;
+6. otherwise no letter.
+
+``parse_choice_mmmu(reply, options)`` (``parser: mmmu``) is MMMU's
+``parse_multi_choice_response`` rule, for reproducing published numbers,
+minus its random fallback:
 
 1. strip each of ``, . ! ? ; : '`` once from both ends (in that order) and
    pad the reply with one space on each side;
@@ -13,14 +41,16 @@ random fallback:
    option text occurs in the reply (case-insensitive; empty texts ignored);
 5. several candidates: the one whose match starts last wins (``rfind`` of the
    form that produced the candidates); a tie goes to the earlier option;
-6. no candidate: ``None`` — avhb never guesses.
+6. no candidate: ``None``.
 
-``resolve_choice`` applies the rules and, when they fail, asks the
-``answer_matcher`` judge role with fields ``question``, ``options``
-(``"A. text"`` lines) and ``response``; the judge's value must be one of the
-option letters, anything else (``None``, ``"Z"``, an unknown letter) leaves
-the reply unparsed.  A judge reply that never parsed (``ok`` False) is a
-judge failure, also unparsed.  Unparsed replies score 0 and are counted.
+``resolve_choice`` applies the chosen rule and, when it yields no letter
+(ambiguous or none), asks the ``answer_matcher`` judge role with fields
+``question``, ``options`` (``"A. text"`` lines) and ``response``; the
+judge's value must be one of the option letters, anything else (``None``,
+``"Z"``, an unknown letter) leaves the reply unparsed.  A judge reply that
+never parsed (``ok`` False) is a judge failure, also unparsed.  Without a
+bound judge (``use_judge: false``) such replies are unparsed.  Unparsed
+replies score 0 and are counted.
 
 ``exact_match(pred, gold)``: 1.0 iff the normalised strings are equal
 (strip, collapse whitespace, optionally lower-case and drop punctuation);
@@ -31,16 +61,24 @@ from __future__ import annotations
 import json
 import re
 import string
-from dataclasses import dataclass
+import unicodedata
+from dataclasses import dataclass, field
 from typing import Any
 
 from avhb.score.aggregate import Aggregate
 from avhb.errors import SampleError
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, Metric, SampleRecord, ScoreContext
 
 from ._common import as_text, count, usable, verdict_log
 
 _EDGE_PUNCT = [",", ".", "!", "?", ";", ":", "'"]
+PARSERS = ("single", "mmmu")
+# Words after which a capital "A" / "I" still names an option ("A or B", "A is right").
+LETTER_FOLLOWERS = frozenset("""
+or and nor but vs versus then than is was are were be being been seems seem seemed appears appear looks look
+would could should might must may can will shall has had have does did do not also alone only either neither
+because since as so if when while though although which that with without to through over instead rather
+""".split())
 _INLINE_OPTION = re.compile(r"^\s*\(?([A-Z])\s*[\).:]\.?\s+(\S.*?)\s*$")
 
 
@@ -101,7 +139,86 @@ def gold_letter(target: Any, options: dict[str, str]) -> str | None:
 
 # ---------------------------------------------------------------- parsing
 
+@dataclass
+class ChoiceParse:
+    """What a rule parser read: ``letter`` (None unless exactly one option
+    was indicated) and the distinct ``candidates`` it saw (two or more:
+    the reply is ambiguous)."""
+
+    letter: str | None
+    candidates: list[str] = field(default_factory=list)
+
+    @property
+    def ambiguous(self) -> bool:
+        return self.letter is None and len(self.candidates) > 1
+
+
+def _starts_with_option(text: str, option: str) -> bool:
+    """True when ``text`` begins with the option's text as whole words."""
+    opt = " ".join(option.lower().split())
+    low = " ".join(text.lower().split())
+    return bool(opt) and low.startswith(opt) and not low[len(opt):len(opt) + 1].isalnum()
+
+
+def letter_mentions(reply: str, options: dict[str, str]) -> list[str]:
+    """The distinct option letters a reply mentions, in order of first
+    mention (rules 1-3 of the module docstring)."""
+    text = unicodedata.normalize("NFKC", reply)
+    found: list[str] = []
+    for L in options:
+        if len(L) != 1 or not L.isalpha():
+            continue
+        for m in re.finditer(rf"(?<![A-Za-z0-9]){re.escape(L)}(?![A-Za-z0-9'\u2019])", text):
+            after = text[m.end():]
+            if L in ("A", "I"):
+                word = re.match(r"\s+([a-z][a-z\-]*)", after)
+                if word and word.group(1) not in LETTER_FOLLOWERS and not _starts_with_option(after.strip(), options[L]):
+                    continue  # the article "A ..." / the pronoun "I ..."
+            found.append((m.start(), L))
+            break
+    return [L for _, L in sorted(found)]
+
+
+def _option_text_matches(reply: str, options: dict[str, str]) -> list[str]:
+    """Options whose text occurs in the reply as a phrase (rule 5)."""
+    low = unicodedata.normalize("NFKC", reply).lower()
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for L, text in options.items():
+        opt = " ".join(text.strip().lower().split())
+        if not opt:
+            continue
+        head = r"(?<![a-z0-9])" if opt[0].isascii() and opt[0].isalnum() else ""
+        tail = r"(?![a-z0-9])" if opt[-1].isascii() and opt[-1].isalnum() else ""
+        pattern = head + r"\s+".join(re.escape(w) for w in opt.split()) + tail
+        found = [(m.start(), m.end()) for m in re.finditer(pattern, low)]
+        if found:
+            spans[L] = found
+    out = []
+    for L, own in spans.items():
+        inside = all(any(o0 <= a and b <= o1 and (o1 - o0) > (b - a) for K, theirs in spans.items() if K != L
+                         for o0, o1 in theirs) for a, b in own)
+        if not inside:
+            out.append(L)
+    return out
+
+
+def parse_choice_detail(reply: str | None, options: dict[str, str]) -> ChoiceParse:
+    """The default rule (module docstring) with the candidates it saw."""
+    if not reply or not options or not reply.strip():
+        return ChoiceParse(None)
+    letters = letter_mentions(reply, options)
+    if not letters and len(reply.split()) > 5:
+        letters = _option_text_matches(reply, options)
+    return ChoiceParse(letters[0] if len(letters) == 1 else None, letters)
+
+
 def parse_choice(reply: str | None, options: dict[str, str]) -> str | None:
+    """The default rule: the option letter when exactly one option is
+    indicated, else None (module docstring)."""
+    return parse_choice_detail(reply, options).letter
+
+
+def parse_choice_mmmu(reply: str | None, options: dict[str, str]) -> str | None:
     """MMMU rule parser without a random fallback (see module docstring)."""
     if not reply or not options:
         return None
@@ -135,15 +252,33 @@ def parse_choice(reply: str | None, options: dict[str, str]) -> str | None:
     return cands[best]
 
 
+def check_parser(name: Any) -> str:
+    """The rule parser's name (``single`` or ``mmmu``); anything else is a ``ValueError``."""
+    if name not in PARSERS:
+        raise ValueError(f"choice parser must be one of {', '.join(PARSERS)}, not {name!r}")
+    return name
+
+
+def rule_parse(reply: str | None, options: dict[str, str], parser: str = "single") -> ChoiceParse:
+    """The named rule parser's reading of a reply."""
+    if check_parser(parser) == "mmmu":
+        return ChoiceParse(parse_choice_mmmu(reply, options))
+    return parse_choice_detail(reply, options)
+
+
 @dataclass
 class ChoiceResolution:
     letter: str | None
     by: str | None  # "rules" | "judge" | None
     judge_failed: bool = False
     judgement: dict[str, Any] | None = None
+    ambiguous: list[str] | None = None  # the candidates of an ambiguous reply (default parser)
 
     def as_meta(self) -> dict[str, Any]:
-        return {"letter": self.letter, "by": self.by, "judge_failed": self.judge_failed}
+        meta = {"letter": self.letter, "by": self.by, "judge_failed": self.judge_failed}
+        if self.ambiguous:
+            meta["ambiguous"] = list(self.ambiguous)
+        return meta
 
 
 async def resolve_choice(
@@ -153,21 +288,23 @@ async def resolve_choice(
     ctx: ScoreContext | None,
     use_judge: bool = True,
     role: str = "answer_matcher",
+    parser: str = "single",
 ) -> ChoiceResolution:
-    """Rules first; then the matcher judge (when enabled and the reply is
-    not blank); else unparsed."""
-    letter = parse_choice(reply, options)
-    if letter is not None:
-        return ChoiceResolution(letter, "rules")
+    """Rules first (``parser``: ``single`` or ``mmmu``); then the matcher
+    judge (when enabled and the reply is not blank); else unparsed."""
+    parsed = rule_parse(reply, options, parser)
+    if parsed.letter is not None:
+        return ChoiceResolution(parsed.letter, "rules")
+    ambiguous = parsed.candidates if parsed.ambiguous else None
     judges = getattr(ctx, "judges", None)
     if not use_judge or judges is None or not reply or not reply.strip():
-        return ChoiceResolution(None, None)
+        return ChoiceResolution(None, None, ambiguous=ambiguous)
     verdict = await judges.ask(role, {"question": question, "options": format_options(options), "response": reply})
     log = verdict_log(role, verdict)
     if not verdict.ok:
-        return ChoiceResolution(None, "judge", judge_failed=True, judgement=log)
+        return ChoiceResolution(None, "judge", judge_failed=True, judgement=log, ambiguous=ambiguous)
     picked = gold_letter(verdict.value, options) if isinstance(verdict.value, str) and len(verdict.value.strip()) == 1 else None
-    return ChoiceResolution(picked, "judge" if picked else None, judgement=log)
+    return ChoiceResolution(picked, "judge" if picked else None, judgement=log, ambiguous=ambiguous)
 
 
 def record_options(record: SampleRecord, options_field: str = "options", question_field: str = "question") -> dict[str, str]:
@@ -210,6 +347,7 @@ class ExactMatch(Metric):
     with ``record.target``."""
 
     name = "exact_match"
+    description = "1 when the answer equals the target after normalisation (case, white space), else 0"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         pred = record.extracted if record.extracted is not None else record.response
@@ -221,7 +359,8 @@ class ChoiceAccuracy(Metric):
     """Accuracy of a multiple-choice answer.
 
     Options: ``options_field`` ("options"), ``question_field`` ("question"),
-    ``use_judge`` (True), ``role`` ("answer_matcher").  Uses the letter the
+    ``use_judge`` (True), ``role`` ("answer_matcher"), ``parser``
+    ("single", the default rule; "mmmu" for MMMU's rule).  Uses the letter the
     ``choice_letter`` filter already resolved (``record.meta["choice"]``)
     when present, else resolves ``record.extracted`` (a string) or the raw
     response.  Unparsed replies score 0, get ``meta["unparsed"] = True`` and
@@ -231,6 +370,13 @@ class ChoiceAccuracy(Metric):
     """
 
     name = "choice_accuracy"
+    description = "share of answers naming the right option (rules, then the answer_matcher judge; never a guess)"
+    outputs = {"unparsed": (COUNT, "replies no rule or judge could map to an option (scored 0)"),
+               "judge_failures": (COUNT, "answer_matcher replies that never parsed")}
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        check_parser(options.get("parser", "single"))
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -250,7 +396,8 @@ class ChoiceAccuracy(Metric):
         else:
             text = record.extracted if isinstance(record.extracted, str) and record.extracted.strip() else record.response
             question = as_text(record.doc.get(o.get("question_field", "question")))
-            res = await resolve_choice(text, options, question, ctx, o.get("use_judge", True), o.get("role", "answer_matcher"))
+            res = await resolve_choice(text, options, question, ctx, o.get("use_judge", True), o.get("role", "answer_matcher"),
+                                       o.get("parser", "single"))
             record.meta["choice"] = res.as_meta()
             if res.judgement is not None:
                 record.judgements[self.name] = res.judgement

@@ -72,7 +72,7 @@ from typing import Any, Awaitable, Callable
 from avhb.errors import UserError
 from avhb.model.messages import AudioPart, ImagePart, VideoPart
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 
@@ -338,10 +338,17 @@ class Citation(Metric):
     ``meta.citation_units`` then ``doc.context``), ``role`` ("entailment"),
     ``precision`` ("loo" | "alce"), ``dedup`` (True), ``max_citations`` (3),
     ``out_of_range`` ("zero" | "drop"), ``empty_answer`` ("skip" | "zero"),
-    ``max_statements`` (None), ``errors_count_as_wrong`` (True).
+    ``max_statements`` (None).  Samples that failed outside the model are
+    excluded (docs/errors.md).
     """
 
     name = "citation"
+    outputs = {"recall": (HEADLINE, "citation recall: statements whose cited text entails them"),
+               "precision": (HEADLINE, "citation precision: citations that support their statement"),
+               "f1": (HEADLINE, "harmonic mean of citation recall and precision, per answer, averaged"),
+               "f1_of_means": (DIAGNOSTIC, "harmonic mean of the mean citation recall and the mean precision"),
+               "judge_failures": COUNT, "no_statements": COUNT, "uncited_statements": COUNT,
+               "out_of_range_statements": COUNT, "nontext_citations": COUNT}
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -403,13 +410,12 @@ class Citation(Metric):
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
-        n_err = (len(records) - len(ok)) if self.options.get("errors_count_as_wrong", True) else 0
         out = {}
         for part in ("recall", "precision", "f1"):
             key = f"{self.name}_{part}"
-            out[key] = mean_stderr([r.scores.get(key) for r in ok] + [0.0] * n_err)
+            out[key] = mean_stderr([r.scores.get(key) for r in ok])
         pairs = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
-        pairs = [(p, r) for p, r in pairs if p is not None and r is not None] + [(0.0, 0.0)] * n_err
+        pairs = [(p, r) for p, r in pairs if p is not None and r is not None]
         out[f"{self.name}_f1_of_means"] = Aggregate(f1_of_means(pairs), bootstrap_stderr(pairs, f1_of_means), len(pairs))
         metas = [r.meta.get(self.name) or {} for r in ok]
         out[f"{self.name}_judge_failures"] = count(sum(bool(m.get("judge_failed")) for m in metas), len(ok))

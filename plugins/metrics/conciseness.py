@@ -34,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 
@@ -110,6 +110,8 @@ class Conciseness(Metric):
     requires = (("tiktoken", "tiktoken"),)
 
     name = "conciseness"
+    outputs = {"tokens": (DIAGNOSTIC, "mean answer length in tokens"), "missing": COUNT,
+               "pooled": (HEADLINE, "conciseness with cut points pooled over every run")}
 
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)

@@ -11,9 +11,11 @@
   emphasis/heading marks and one bullet removed.  Without a match: the
   whole text stripped (``fallback: whole``, default; sets
   ``meta["final_answer_missing"]``) or None (``fallback: none``).
-* ``choice_letter`` — option letter by the MMMU rules, then the
-  ``answer_matcher`` judge (see ``choice.py``); None when unparsed, with
-  ``meta["unparsed"] = True``.  Options as ``ChoiceAccuracy``.
+* ``choice_letter`` — option letter by the rule parser (``parser``:
+  ``single``, the default, commits only when exactly one option is
+  indicated; ``mmmu``, MMMU's rule), then the ``answer_matcher`` judge (see
+  ``choice.py``); None when unparsed, with ``meta["unparsed"] = True``.
+  Options as ``ChoiceAccuracy``.
 
 Every filter passes None through unchanged.
 """
@@ -26,7 +28,7 @@ from avhb.errors import SampleError
 from avhb.score.metric import Filter, SampleRecord, ScoreContext
 
 from ._common import as_text
-from .choice import record_options, resolve_choice
+from .choice import check_parser, record_options, resolve_choice
 
 FINAL_ANSWER = re.compile(r"(?i)final\s+answer\s*[:\-]?\s*")
 
@@ -95,6 +97,10 @@ class FinalAnswer(Filter):
 class ChoiceLetter(Filter):
     name = "choice_letter"
 
+    def __init__(self, **options: Any):
+        super().__init__(**options)
+        check_parser(options.get("parser", "single"))
+
     async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
         if value is None:
             record.meta["unparsed"] = True
@@ -105,7 +111,8 @@ class ChoiceLetter(Filter):
         if not options:
             raise SampleError(f"sample {record.id}: no answer options found")
         question = as_text(record.doc.get(o.get("question_field", "question")))
-        res = await resolve_choice(str(value), options, question, ctx, o.get("use_judge", True), o.get("role", "answer_matcher"))
+        res = await resolve_choice(str(value), options, question, ctx, o.get("use_judge", True), o.get("role", "answer_matcher"),
+                                   o.get("parser", "single"))
         record.meta["choice"] = res.as_meta()
         if res.judgement is not None:
             record.judgements[self.name] = res.judgement

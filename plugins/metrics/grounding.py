@@ -36,9 +36,8 @@ lists by position, or one box each; a gold box with no prediction or an
 unreadable one scores 0) and reports the mean IoU over all pairs and the
 share >= the threshold (option ``threshold``, 0.5); its standard error is
 closed-form when every sample has one pair, else bootstrapped over samples.
-All three count failed samples (``record.error``) as 0 (for boxes: 0 on
-each of the sample's gold boxes) unless ``errors_count_as_wrong: false``,
-and report ``<name>_bad_reference`` and ``<name>_unparsed``.
+All three exclude samples that failed outside the model (``record.error``;
+docs/errors.md) and report ``<name>_bad_reference`` and ``<name>_unparsed``.
 """
 from __future__ import annotations
 
@@ -47,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve, usable
 
@@ -279,8 +278,7 @@ class _Grounding(Metric):
     counted in ``<name>_bad_reference``).  Then an unreadable prediction
     (None, text, malformed or invalid values) scores 0 (flagged
     ``meta["<name>_unparsed"]``, counted in ``<name>_unparsed``).  Failed
-    samples (``record.error``) count as 0 unless ``errors_count_as_wrong``
-    is false."""
+    samples (``record.error``) are excluded."""
 
     def _pred_gold(self, record: SampleRecord) -> tuple[Any, Any]:
         pred = resolve(record, self.options.get("pred", "extracted"))
@@ -297,9 +295,6 @@ class _Grounding(Metric):
     def _unparsed(self, record: SampleRecord, why: str) -> None:
         record.meta[f"{self.name}_unparsed"] = why
 
-    def _errors_as_wrong(self) -> bool:
-        return bool(self.options.get("errors_count_as_wrong", True))
-
     def _counts(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         return {
@@ -309,11 +304,13 @@ class _Grounding(Metric):
 
 
 class TemporalGrounding(_Grounding):
-    """Options: ``pred`` (field spec, "extracted"), ``gold`` ("target"),
-    ``errors_count_as_wrong`` (True).  An explicit empty prediction ([])
+    """Options: ``pred`` (field spec, "extracted"), ``gold`` ("target").
+    An explicit empty prediction ([])
     is a miss (0) but not unparsed; None is unparsed."""
 
     name = "temporal"
+    outputs = {"precision": HEADLINE, "recall": HEADLINE, "f1": HEADLINE, "f1_of_means": DIAGNOSTIC,
+               "bad_reference": COUNT, "unparsed": COUNT}
 
     def _prf(self, record: SampleRecord) -> tuple[float, float, float] | None:
         self._reset(record)
@@ -343,13 +340,12 @@ class TemporalGrounding(_Grounding):
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
-        n_err = (len(records) - len(ok)) if self._errors_as_wrong() else 0
         rows = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
-        rows = [(p, r) for p, r in rows if p is not None] + [(0.0, 0.0)] * n_err
+        rows = [(p, r) for p, r in rows if p is not None]
         out = {}
         for part in ("precision", "recall", "f1"):
             key = f"{self.name}_{part}"
-            out[key] = mean_stderr([r.scores.get(key) for r in ok] + [0.0] * n_err)
+            out[key] = mean_stderr([r.scores.get(key) for r in ok])
 
         def f1_of_means(units: Sequence[tuple[float, float]]) -> float | None:
             if not units:
@@ -365,9 +361,10 @@ class TemporalGrounding(_Grounding):
 
 class TemporalIoU(_Grounding):
     """IoU of one predicted and one gold interval per sample.  Options:
-    ``pred``, ``gold``, ``errors_count_as_wrong`` (True)."""
+    ``pred``, ``gold``."""
 
     name = "temporal_iou"
+    outputs = {"bad_reference": COUNT, "unparsed": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         self._reset(record)
@@ -391,19 +388,17 @@ class TemporalIoU(_Grounding):
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
-        n_err = (len(records) - len(ok)) if self._errors_as_wrong() else 0
-        out = {self.name: mean_stderr([r.scores.get(self.name) for r in ok] + [0.0] * n_err)}
+        out = {self.name: mean_stderr([r.scores.get(self.name) for r in ok])}
         out.update(self._counts(records))
         return out
 
 
 class BoxIoU(_Grounding):
-    """Options: ``pred``, ``gold``, ``threshold`` (0.5),
-    ``errors_count_as_wrong`` (True: a failed sample scores 0 on each of
-    its gold boxes).  Reports ``<name>`` (mean IoU over box pairs) and
+    """Options: ``pred``, ``gold``, ``threshold`` (0.5).  Reports ``<name>`` (mean IoU over box pairs) and
     ``<name>_at_<threshold>``."""
 
     name = "box_iou"
+    outputs = {"bad_reference": COUNT, "unparsed": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         self._reset(record)
@@ -421,18 +416,9 @@ class BoxIoU(_Grounding):
             self._unparsed(record, "; ".join(match.unreadable))
         return {self.name: sum(match.ious) / len(match.ious), f"{self.name}_pairs": match.ious}
 
-    def _error_pairs(self, record: SampleRecord) -> list[float]:
-        """0 for each gold box of a failed sample ([] if its gold is bad)."""
-        try:
-            return [0.0] * len(gold_boxes(self._pred_gold(record)[1]))
-        except (ValueError, TypeError, KeyError):
-            return []
-
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         t = float(self.options.get("threshold", 0.5))
         samples = [r.scores.get(f"{self.name}_pairs") for r in usable(records)]
-        if self._errors_as_wrong():
-            samples += [self._error_pairs(r) for r in records if r.error is not None]
         samples = [s for s in samples if s]
         flat = [x for s in samples for x in s]
         name_at = f"{self.name}_at_{t:g}"

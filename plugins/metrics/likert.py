@@ -26,10 +26,9 @@ paper counts it, a failed judge reply is excluded and counted in
 ``<name>_judge_failures``; option ``failures_as_zero: true`` scores it 0
 instead (still counted).
 
-Samples whose model call failed (``record.error``) are not sent to the
-judge.  The Likert facet excludes them (they have no rating) and counts
-them in ``<name>_errors``; the 0/1/2 scorer counts them as 0 (a failed
-answer is a wrong answer) unless ``errors_count_as_wrong: false``.
+Samples that failed outside the model (``record.error``) are not sent to
+the judge; both metrics exclude them (docs/errors.md) and count them in
+``<name>_errors``.
 
 Both metrics pass the judge the fields configured by the ``fields`` option
 (field name -> spec, see ``_common.resolve``), by default
@@ -41,7 +40,7 @@ from __future__ import annotations
 from typing import Any
 
 from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
 
 from ._common import count, judge_fields, usable, verdict_log
 
@@ -80,13 +79,11 @@ def member_failures(verdict_or_log: Any) -> int:
     return sum(v is None for v in (per or []))
 
 
-def score_012(values: list[Any], failures_as_zero: bool = False, errors: int = 0,
-              integer: bool = True) -> tuple[Aggregate, int]:
+def score_012(values: list[Any], failures_as_zero: bool = False, integer: bool = True) -> tuple[Aggregate, int]:
     """Accuracy = mean(score)/2 over the valid values on [0, 2] (whole
     numbers only when ``integer``), and the number of invalid values
-    (excluded, or scored 0 with ``failures_as_zero``).  ``errors`` failed
-    samples are added as score 0."""
-    scores: list[float | None] = [0.0] * errors
+    (excluded, or scored 0 with ``failures_as_zero``)."""
+    scores: list[float | None] = []
     failures = 0
     for v in values:
         r = valid_rating(v, 0, 2, integer=integer)
@@ -136,6 +133,9 @@ class LikertFacet(_JudgedScale):
     judge's rating must be whole)."""
 
     name = "likert"
+    outputs = {"judge_failures": (COUNT, "judge replies that never parsed (excluded)"),
+               "member_failures": (COUNT, "panel members whose reply never parsed"),
+               "errors": (COUNT, "samples that failed before the judge")}
     default_role = "cot_judge"
 
     def __init__(self, name: str | None = None, **options: Any):
@@ -162,10 +162,14 @@ class LikertFacet(_JudgedScale):
 
 class Judge012(_JudgedScale):
     """Options: ``role`` (default "scorer"), ``fields``,
-    ``failures_as_zero`` (False), ``errors_count_as_wrong`` (True),
+    ``failures_as_zero`` (False),
     ``integer`` (True: a single judge's value must be 0, 1 or 2)."""
 
     name = "judge_012"
+    outputs = {"raw": (DIAGNOSTIC, "mean 0/1/2 rating"),
+               "judge_failures": (COUNT, "judge replies that never parsed (excluded)"),
+               "member_failures": (COUNT, "panel members whose reply never parsed"),
+               "errors": (COUNT, "samples that failed before the judge")}
     default_role = "scorer"
     low, high = 0, 2
 
@@ -183,9 +187,7 @@ class Judge012(_JudgedScale):
         # accepted here.
         ok = usable(records)
         raw = [r.scores.get(f"{self.name}_raw") if r.scores.get(self.name) is not None else None for r in ok]
-        agg, failures = score_012(raw, bool(self.options.get("failures_as_zero", False)),
-                                  errors=len(records) - len(ok) if self.options.get("errors_count_as_wrong", True) else 0,
-                                  integer=False)
+        agg, failures = score_012(raw, bool(self.options.get("failures_as_zero", False)), integer=False)
         n_err = len(records) - len(ok)
         return {
             self.name: agg,

@@ -18,6 +18,10 @@ True / False / None (unknown: no usable answer).  Then, per unit:
 unit accuracy = right units / scored units (stderr: closed form of a mean
 of 0/1 unit scores).
 
+A unit with a member that failed outside the model (``record.error``) is
+excluded and counted (``<name>_error_units``): whether every member is
+right cannot be known (docs/errors.md).  ``macro_f1`` drops failed records.
+
 ``macro_f1``: per label F1 = 2TP / (2TP + FP + FN) (0 when the label never
 occurs in gold or prediction), averaged over ``labels`` (default: every
 label seen in gold or prediction).  An unknown prediction (None) is a miss
@@ -34,7 +38,7 @@ import numpy as np
 
 from avhb.errors import UserError
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, Metric, SampleRecord, ScoreContext
 
 from ._common import count, resolve
 from .choice import normalize_text
@@ -140,9 +144,11 @@ class UnitAccuracy(Metric):
     per-sample 1/0/None value, e.g. ``scores.exact_match``; default: the
     extracted answer equals the target after strip/lower-case, unknown when
     nothing was extracted), ``unknown``, ``expected_size``, ``incomplete``
-    (see ``unit_accuracy``).  Records whose model call failed are unknown."""
+    (see ``unit_accuracy``).  A unit with a failed member is excluded and
+    counted in ``<name>_error_units``."""
 
     name = "unit_accuracy"
+    outputs = {"excluded_units": COUNT, "incomplete_units": COUNT, "unknown_members": COUNT}
     default_size: int | None = None
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
@@ -167,8 +173,6 @@ class UnitAccuracy(Metric):
         return self._key(record)
 
     def _correct(self, record: SampleRecord) -> bool | None:
-        if record.error is not None:
-            return None
         spec = self.options.get("correct")
         if spec:
             v = resolve(record, spec)
@@ -178,15 +182,18 @@ class UnitAccuracy(Metric):
         return _norm(record.extracted) == _norm(record.target)
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
-        stats = unit_accuracy(records, self._key, self._correct, self.options.get("unknown", "exclude"),
+        units = group_units(records, self._key)
+        failed = {k for k, members in units.items() if any(m.error is not None for m in members)}
+        kept = [r for r in records if self._key(r) not in failed]
+        stats = unit_accuracy(kept, self._key, self._correct, self.options.get("unknown", "exclude"),
                               self.options.get("expected_size", self.default_size),
                               self.options.get("incomplete", "exclude"))
-        n_units = len(group_units(records, self._key))
         return {
             self.name: stats.aggregate(),
-            f"{self.name}_excluded_units": count(stats.excluded_units, n_units),
-            f"{self.name}_incomplete_units": count(stats.incomplete_units, n_units),
-            f"{self.name}_unknown_members": count(stats.unknown_members, len(records)),
+            f"{self.name}_excluded_units": count(stats.excluded_units, len(units)),
+            f"{self.name}_incomplete_units": count(stats.incomplete_units, len(units)),
+            f"{self.name}_unknown_members": count(stats.unknown_members, len(kept)),
+            f"{self.name}_error_units": count(len(failed), len(units)),
         }
 
 
@@ -213,16 +220,18 @@ def _f1_from_codes(p: np.ndarray, g: np.ndarray, k: int) -> float | None:
 class MacroF1(Metric):
     """Macro F1 of ``record.extracted`` against ``record.target`` (strings
     compared after strip/lower-case).  Options: ``labels``, ``unknown``
-    ("wrong" | "exclude"), ``bootstrap_iters`` (1000).  Failed records and
-    None extractions are unknown."""
+    ("wrong" | "exclude"), ``bootstrap_iters`` (1000).  None extractions
+    are unknown; failed records (``record.error``) are dropped."""
 
     name = "macro_f1"
+    outputs = {"unknown": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
-        items = [(None if r.error is not None else _norm(r.extracted), _norm(r.target)) for r in records]
+        ok = [r for r in records if r.error is None]
+        items = [(_norm(r.extracted), _norm(r.target)) for r in ok]
         n_unknown = sum(p is None for p, _ in items)
         if self.options.get("unknown", "wrong") == "exclude":
             items = [(p, g) for p, g in items if p is not None]
@@ -243,5 +252,5 @@ class MacroF1(Metric):
         iters = int(self.options.get("bootstrap_iters", 1000))
         return {
             self.name: Aggregate(_f1_from_codes(p, g, k), bootstrap_stderr(list(range(len(items))), stat, iters=iters), len(items)),
-            f"{self.name}_unknown": count(n_unknown, len(records)),
+            f"{self.name}_unknown": count(n_unknown, len(ok)),
         }

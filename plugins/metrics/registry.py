@@ -16,6 +16,8 @@ METRICS: dict[str, str] = {
     "unit_accuracy": f"{_M}.pairs:UnitAccuracy",
     "pair_accuracy": f"{_M}.pairs:PairAccuracy",
     "macro_f1": f"{_M}.pairs:MacroF1",
+    # Hugging Face evaluate modules; also what names avhb does not register resolve to (Task.metrics)
+    "evaluate": f"{_M}.hf_evaluate:EvaluateMetric",
 }
 
 FILTERS: dict[str, str] = {

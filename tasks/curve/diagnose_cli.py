@@ -17,18 +17,29 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="avhb diagnose", description="Evidence-graph diagnosis of a CURVE run")
     ap.add_argument("run_dir")
     ap.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",
-                    help="bind graph_builder / node_checker (default: the run's --judge flags)")
+                    help="bind graph_builder / node_checker / hint_writer (default: the run's --judge flags, "
+                         "else Gemini-2.5-Pro)")
     ap.add_argument("--model", default=None, help="the model to re-query with hints (default: the run's model)")
     ap.add_argument("--model-args", default=None)
     ap.add_argument("--tasks", default=None, help="comma-separated curve_* tasks (default: all in the run)")
     ap.add_argument("--samples", default=None, help="comma-separated sample ids")
     ap.add_argument("--max-rounds", type=int, default=5)
-    ap.add_argument("--only-incorrect", action="store_true")
+    ap.add_argument("--items", choices=("zero", "not_correct", "all"), default=None,
+                    help="which scored samples to diagnose: zero (scored 0, the paper's choice; default), "
+                         "not_correct (every score below 1) or all")
+    ap.add_argument("--only-incorrect", action="store_true", help="the same as --items not_correct")
+    ap.add_argument("--low-resource", default=None, metavar="LOCALE,...",
+                    help="locales counted as low-resource in the summary's resource split "
+                         "(default: bn-BD,kn-IN,mr-IN,ta-IN,te-IN)")
     args = ap.parse_args(argv)
     run_dir = Path(args.run_dir)
     if not (run_dir / "run.json").is_file():
         raise UserError(f"{run_dir}: no run.json (not a run folder)")
-    options = {"max_rounds": args.max_rounds, "only_incorrect": args.only_incorrect}
+    if args.only_incorrect and args.items not in (None, "not_correct"):
+        raise UserError(f"diagnose: --only-incorrect contradicts --items {args.items}")
+    options = {"max_rounds": args.max_rounds, "items": args.items or ("not_correct" if args.only_incorrect else "zero")}
+    if args.low_resource is not None:
+        options["low_resource"] = [c.strip() for c in args.low_resource.split(",") if c.strip()]
     if args.judge:
         options["judges"] = parse_judge_bindings(args.judge)
     if args.model:

@@ -2,7 +2,8 @@
 
 ``load(root, config)`` returns one doc per QA row of the split named by the
 task's ``dataset_name`` (binary | multiple_choice | open_ended), filtered by
-``dataset_kwargs.level`` (``all`` keeps every level).  Every doc carries the
+``dataset_kwargs.level`` (``all`` keeps every level) and
+``dataset_kwargs.category_class`` (``all``, ``temporal`` or ``spatial``).  Every doc carries the
 release row (JSON fields decoded, see ``release.py``) plus these normalised
 keys, each taken from the row when present and otherwise filled as stated:
 
@@ -19,6 +20,9 @@ keys, each taken from the row when present and otherwise filled as stated:
   ``metadata.csv``; each else from the names (category = ``id`` minus a ``T_`` prefix, left of the
   last ``_``; level: a pair whose video starts ``T_`` -> temporal, ``M_``/``R_``
   -> spatial, else video; without a pair, the row's own file name);
+* ``category_class``: ``temporal`` or ``spatial``, the paper's class of the
+  category (``release.CATEGORY_CLASS``; a row's own value wins; None for an
+  unknown category);
 * ``qa_group``: ``binary_qa_pos``/``binary_qa_neg`` from a ``question_id``
   ending in ``_pos``/``_neg``; ``multiple_qa`` / ``open_qa`` for the other splits.
   A binary row that ends up without a ``binary_qa_pos|neg|<k>`` group is a
@@ -41,7 +45,8 @@ from typing import Any
 from avhb.errors import SampleError, UserError
 from avhb.model.messages import Message, TextPart, VideoPart
 
-from .release import LEVELS, category_from_id, level_from_file, read_release, row_video, video_file
+from .release import (CATEGORY_CLASS, CLASSES, LEVELS, category_from_id, level_from_file, read_release, row_video,
+                      video_file)
 
 POST_PROMPTS = {
     "binary": "Answer with yes or no.",
@@ -59,6 +64,9 @@ def load(root: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
     level = str(kwargs.get("level", "all") or "all")
     if level != "all" and level not in LEVELS:
         raise UserError(f"vidpair_halluc: dataset_kwargs.level {level!r} is not 'all' or one of {', '.join(LEVELS)}")
+    cls = str(kwargs.get("category_class", "all") or "all")
+    if cls != "all" and cls not in CLASSES:
+        raise UserError(f"vidpair_halluc: dataset_kwargs.category_class {cls!r} is not 'all' or one of {', '.join(CLASSES)}")
     post = kwargs.get("post_prompt", POST_PROMPTS.get(qa_type, ""))
     root = Path(root)
     if not root.is_dir():
@@ -69,6 +77,8 @@ def load(root: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
     docs = []
     for doc in normalised:
         if level != "all" and doc.get("level") != level:
+            continue
+        if cls != "all" and doc.get("category_class") != cls:
             continue
         question = str(doc.get("question") or "")
         doc["prompt"] = f"{question}\n{post}" if post else question
@@ -105,6 +115,8 @@ def normalise(row: dict[str, Any], rel, qa_type: str, index: int) -> dict[str, A
         doc["level"] = (pair or {}).get("level") or meta.get("level") or None
     if not doc.get("category") and doc.get("id"):
         doc["category"] = category_from_id(str(doc["id"]))
+    if not doc.get("category_class"):
+        doc["category_class"] = CATEGORY_CLASS.get(str(doc.get("category") or ""))
     if not doc.get("level"):
         names = [str(pair[k]) for k in ("positive_video", "adversarial_video") if pair and pair.get(k)]
         names = [PurePosixPath(n.replace("\\", "/")).name for n in names] or [str(doc.get("file_name") or "")]

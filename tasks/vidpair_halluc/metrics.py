@@ -11,13 +11,16 @@ options (every entry of one task should use the same values):
 * ``gt_yes``: ``all`` (default, videoqa.py) or ``answered`` (clipqa.py) — the
   scope of gold yes in ``yes_diff``;
 * ``use_judge`` (MCQ, default true): ask the ``answer_matcher`` role when the
-  rule parser finds no letter;
+  rule parser finds no letter (none, or several candidates);
+* ``parser`` (MCQ, default ``single``): the rule parser of
+  ``avhb.plugins.metrics.choice`` — ``single`` commits only when exactly one
+  option is indicated, ``mmmu`` is MMMU's rule (last candidate wins);
 * ``bootstrap_iters`` (1000): resamples of pairs for every stderr.
 
-A sample whose model call failed (e.g. its video is missing) has no reply:
-binary metrics treat it as a missing answer (excluded by default, wrong under
-``unknown: wrong``), MCQ as unparsed, the open score as 0 (``errors: wrong``,
-default) or excluded (``errors: exclude``).
+A sample that failed outside the model (e.g. its video is missing) has no
+reply and is never a wrong answer (docs/errors.md): binary and MCQ metrics
+count it as ``missing`` and leave it out of every unit and share (a pair
+with a failed member is an incomplete pair), the open score excludes it.
 
 ``open_score``: the ``scorer`` judge's 0-2 rating / 2 (``scale: 2``, parser
 ``score_0_2``) or (rating - 1) / 4 (``scale: 5``, parser ``rating_json`` or
@@ -32,8 +35,8 @@ from typing import Any
 
 from avhb.score.aggregate import Aggregate
 from avhb.errors import SampleError, UserError
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
-from avhb.plugins.metrics.choice import inline_options, options_from, resolve_choice
+from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+from avhb.plugins.metrics.choice import check_parser, inline_options, options_from, resolve_choice
 from avhb.plugins.metrics.likert import valid_rating
 
 from . import scoring
@@ -130,6 +133,9 @@ class YesDiff(_Binary):
 
     stat = "yes_diff"
     higher_is_better = False
+    kind = DIAGNOSTIC
+    description = "(model yes - gold yes) / questions: the yes-bias (0 is unbiased)"
+    outputs = {"model_yes": COUNT, "gt_yes": COUNT}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
@@ -144,6 +150,9 @@ class FPRate(_Binary):
 
     stat = "fp_rate"
     higher_is_better = False
+    kind = DIAGNOSTIC
+    description = "share of questions answered yes where the gold is no"
+    outputs = {"fp": COUNT}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
@@ -158,6 +167,9 @@ class UnknownCount(_Binary):
     ``<name>_skipped_pairs`` (samples skipped whole; n = samples)."""
 
     higher_is_better = False
+    kind = COUNT
+    description = "replies that are neither yes nor no"
+    outputs = {"missing": COUNT, "skipped_pairs": COUNT}
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
@@ -205,10 +217,13 @@ class _Mcq(Metric):
         self.unknown = scoring.check_option("unknown", options.get("unknown", "wrong"), ("exclude", "wrong"))
         scoring.check_upstream_options(self.mode, options.get("unknown"))
         self.use_judge = bool(options.get("use_judge", True))
+        self.parser = check_parser(options.get("parser", "single"))
         self.iters = int(options.get("bootstrap_iters", 1000))
 
     def _key(self) -> str:
-        return "upstream" if self.mode == "upstream" else ("robust" if self.use_judge else "rules")
+        if self.mode == "upstream":
+            return "upstream"
+        return ("mmmu_" if self.parser == "mmmu" else "") + ("robust" if self.use_judge else "rules")
 
     async def extract(self, record: SampleRecord, ctx: ScoreContext | None) -> dict[str, Any]:
         cache = record.meta.setdefault("mcq", {})
@@ -225,7 +240,8 @@ class _Mcq(Metric):
             if is_sequence_answer(record.target, options):
                 out = {"pred": robust_sequence(reply, {k.upper() for k in options}), "gold": gold, "by": "rules"}
             else:
-                res = await resolve_choice(reply, options, str(doc.get("question") or ""), ctx, self.use_judge)
+                res = await resolve_choice(reply, options, str(doc.get("question") or ""), ctx, self.use_judge,
+                                           parser=self.parser)
                 if res.judgement is not None:
                     record.judgements["answer_matcher"] = res.judgement
                 out = {"pred": res.letter, "gold": gold, "by": res.by, "judge_failed": res.judge_failed}
@@ -277,7 +293,9 @@ class McqF1(_Mcq):
     ``<name>_skipped_samples`` (upstream mode; n = samples)."""
 
     stat = "f1"
+    description = "upstream F1: accuracy over the rows counted (unparsed replies count as wrong)"
 
+    outputs = {"unparsed": COUNT, "missing": COUNT, "skipped_samples": COUNT}
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         items = self.items(records)
         ts = scoring.tally_mcq(items, self.mode, self.unknown)
@@ -301,6 +319,7 @@ class McqPairAcc(_Mcq):
 
     stat = "pair_acc"
 
+    outputs = {"incomplete_pairs": COUNT}
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         ts = scoring.tally_mcq(self.items(records), self.mode, self.unknown)
         return {self.name: scoring.mcq_stat(ts, self.stat, self.iters),
@@ -343,12 +362,16 @@ class OpenScore(Metric):
 
     needs_judges = ("scorer",)
 
+    description = "the scorer judge's 0-2 rating of the description, mapped to [0, 1]"
+    outputs = {"judge_failures": COUNT}
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)
         self.scale = int(options.get("scale", 2))
         if self.scale not in SCALES:
             raise ValueError(f"{self.name}: scale must be 2 (0-2) or 5 (1-5), not {self.scale!r}")
-        self.errors = scoring.check_option("errors", options.get("errors", "wrong"), ("exclude", "wrong"))
+        if "errors" in options:
+            raise UserError(f"{self.name}: option 'errors' was removed: a failed sample is excluded and counted in "
+                            "the task's errors (docs/errors.md)")
         self.iters = int(options.get("bootstrap_iters", 1000))
         self._checked: set[int] = set()
 
@@ -384,10 +407,8 @@ class OpenScore(Metric):
             d = r.doc
             key = (r.repeat, d.get("level"), d.get("pair_id") or d.get("id"))
             if r.error is not None:
-                value = 0.0 if self.errors == "wrong" else None
-            else:
-                value = r.scores.get(self.name)
-            units.setdefault(key, []).append(value)
+                continue  # failed outside the model: excluded
+            units.setdefault(key, []).append(r.scores.get(self.name))
         answered = [r for r in records if r.error is None]
         failures = sum(1 for r in answered if r.scores.get(self.name) is None)
         return {self.name: scoring.clustered_mean(units, self.iters),

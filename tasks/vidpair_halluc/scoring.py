@@ -28,8 +28,13 @@ Default rules (mode ``avhb``, ``unknown="exclude"``, upstream-faithful):
 * ``wAcc = (vp_right + qp_right) / (vp_total + qp_total)``.
 
 ``unknown="wrong"``: no sample is skipped; every unit counts and an unknown
-or missing member makes it wrong; every row counts in ``total_qa`` (an
+member makes it wrong; every answered row counts in ``total_qa`` (an
 unknown is neither a yes nor an FP).
+
+Failed samples (no reply: missing video, backend error) are never answers
+(docs/errors.md): they count toward the skip rule's checks (groups, gold
+files) as the rows upstream ships, and nowhere else — not in units, not in
+``total_qa``, not in ``gt_yes``; ``missing`` counts them.
 
 Mode ``upstream`` reproduces the published scripts: pos/neg samples follow
 videoqa.py (the temporal level skips the two-gold-files check, as its
@@ -171,7 +176,7 @@ def tally_sample(items: Sequence[BinaryItem], mode: str = "avhb", unknown: str =
     def gold(it: BinaryItem) -> Any:
         return it.gold if upstream_clip else extract_yes_no(it.gold)
 
-    answers = [(it, pred(it), gold(it)) for it in items]
+    answers = [(it, pred(it), gold(it)) for it in items if it.reply is not None]  # failed rows: no answer
     for it, p, g in answers:
         answered = p in ("yes", "no")
         if g == "yes":
@@ -186,6 +191,8 @@ def tally_sample(items: Sequence[BinaryItem], mode: str = "avhb", unknown: str =
 
     def unit(members: list[tuple[BinaryItem, str, Any]], min_answered: int) -> tuple[int, int]:
         """(counted, right) of one unit."""
+        if not members:
+            return 0, 0
         if unknown == "wrong":
             return 1, int(all(p == g for _, p, g in members))
         known = [(p, g) for _, p, g in members if p in ("yes", "no")]
@@ -301,15 +308,15 @@ def gold_key(gold: Any, options: dict[str, str] | Iterable[str]) -> Any:
 
 def tally_mcq_default(items: Sequence[McqItem], unknown: str = "wrong") -> McqTally:
     """One pairing unit under avhb's rules (``gold`` is already the gold key):
-    unparsed and missing rows are wrong (``unknown="wrong"``) or dropped
-    (``"exclude"``).  The unit is a scored pair only with at least two
+    unparsed rows are wrong (``unknown="wrong"``) or dropped (``"exclude"``);
+    missing rows (failed samples) are always dropped (docs/errors.md).  The unit is a scored pair only with at least two
     members (after dropping, under ``"exclude"``), right iff every one is
     right; otherwise it is an incomplete pair (counted, not scored)."""
     check_option("unknown", unknown, ("exclude", "wrong"))
     t = McqTally()
     t.unparsed = sum(1 for it in items if it.answered and it.pred is None)
     t.missing = sum(1 for it in items if not it.answered)
-    counted = [it for it in items if unknown == "wrong" or it.pred is not None]
+    counted = [it for it in items if it.answered and (unknown == "wrong" or it.pred is not None)]
     verdicts = [it.pred is not None and it.pred == it.gold for it in counted]
     t.rows, t.right = len(counted), sum(verdicts)
     t.labels = tuple((it.pred, it.gold) for it in counted)

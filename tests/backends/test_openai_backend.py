@@ -481,3 +481,131 @@ def test_server_logs_requests_to_a_file(tmp_path):
             assert json.loads(resp.read())["choices"][0]["message"]["content"] == "B"
     lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert len(lines) == 1 and lines[0]["body"]["model"] == "m" and lines[0]["status"] == 200
+
+
+# -- Azure OpenAI's URL shape, organisation/project headers, URL credentials --
+
+async def test_azure_url_shape_api_key_header_and_deployment(server, monkeypatch):
+    monkeypatch.setenv("AVHB_TEST_AZURE_CRED", KEY)
+    monkeypatch.delenv("OPENAI_API_VERSION", raising=False)
+    b = OpenAIBackend_azure(f"azure:gpt4o-prod,base_url={server.endpoint},api_version=2024-10-21,"
+                            "api_key_env=AVHB_TEST_AZURE_CRED")
+    try:
+        r = await b.generate(text_request("hello azure", max_tokens=3))
+    finally:
+        await b.aclose()
+    assert r.error is None and r.text == "hello azure"
+    rec = server.completions()[-1]
+    assert rec.path == "/openai/deployments/gpt4o-prod/chat/completions?api-version=2024-10-21"
+    assert rec.deployment == "gpt4o-prod" and rec.query == {"api-version": "2024-10-21"}
+    assert rec.headers["api-key"] == KEY and "Authorization" not in rec.headers
+    assert rec.body["messages"] == [{"role": "user", "content": "hello azure"}] and rec.body["max_tokens"] == 3
+    assert KEY not in json.dumps(b.describe()) + json.dumps(b.identity)
+    assert b.identity["args"]["api_version"] == "2024-10-21"  # the API version can change answers
+
+
+async def test_azure_deployment_argument_and_errors(server, monkeypatch):
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("AZURE_OPENAI_ENDPOINT", raising=False)
+    monkeypatch.delenv("OPENAI_API_VERSION", raising=False)
+    with pytest.raises(UserError, match="api_version"):
+        OpenAIBackend_azure(f"azure:d1,base_url={server.endpoint}")
+    with pytest.raises(UserError, match="base_url"):
+        OpenAIBackend_azure("azure:d1,api_version=2024-10-21")
+    monkeypatch.setenv("OPENAI_API_VERSION", "2025-01-01-preview")
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", server.endpoint + "/")
+    b = OpenAIBackend_azure("azure:gpt-4o,deployment=team-a/eu", max_retries=0)
+    r = await b.generate(text_request("x"))
+    await b.aclose()
+    # no key: Azure (here, the local server speaking its shape) answers 401, recorded as the sample's error
+    assert r.text == "" and "401" in r.error and "subscription key" in r.error
+    assert b._url == (server.endpoint + "/openai/deployments/team-a%2Feu/chat/completions"
+                      "?api-version=2025-01-01-preview")
+
+
+async def test_azure_endpoint_given_with_the_deployment_path(server, monkeypatch):
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    b = OpenAIBackend_azure(f"azure:ignored,base_url={server.endpoint}/openai/deployments/dep7,api_version=v1")
+    assert (await b.generate(text_request("y"))).text == "y"
+    await b.aclose()
+    assert server.completions()[-1].deployment == "dep7"
+
+
+def OpenAIBackend_azure(text: str, max_retries: int | None = None):
+    from avhb.model_backends.openai_backend import AzureOpenAIBackend
+
+    spec = parse_backend_spec(text + (f",max_retries={max_retries}" if max_retries is not None else ""))
+    return AzureOpenAIBackend(spec)
+
+
+async def test_organization_and_project_headers(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_ORG_ID", raising=False)
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj_env")
+    b = _backend(server, organization="org-abc")
+    await b.generate(text_request("x"))
+    await b.aclose()
+    headers = server.completions()[-1].headers
+    assert headers["OpenAI-Organization"] == "org-abc" and headers["OpenAI-Project"] == "proj_env"
+    assert b.describe()["runtime"]["organization"] == "org-abc"
+    assert "organization" not in b.identity["args"]  # which account pays does not change the answers
+    monkeypatch.delenv("OPENAI_PROJECT_ID")
+    b = _backend(server)
+    await b.generate(text_request("y"))
+    await b.aclose()
+    assert "OpenAI-Project" not in server.completions()[-1].headers
+    assert "OpenAI-Organization" not in server.completions()[-1].headers
+
+
+async def test_userinfo_url_and_api_key_one_source_wins_said_once(server, monkeypatch, capsys):
+    """Hardening defect 11 (second half): with ``user:pass@`` in base_url and
+    OPENAI_API_KEY set, aiohttp refused every request ("Cannot combine
+    AUTHORIZATION header with AUTH argument or credentials encoded in URL").
+    Now the URL's credentials are sent as Basic auth, the key is not, and
+    this is said once."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    url = server.base_url.replace("http://", "http://gateway-user:s3cr%40t-pass@")
+    b = OpenAIBackend(parse_backend_spec(f"openai:fake,base_url={url},max_retries=0"))
+    try:
+        rs = await b.generate_batch([text_request(f"q{i}") for i in range(3)])
+    finally:
+        await b.aclose()
+    assert [r.error for r in rs] == [None] * 3 and [r.text for r in rs] == ["q0", "q1", "q2"]
+    for rec in server.completions():
+        assert rec.headers["Authorization"] == "Basic " + base64.b64encode(b"gateway-user:s3cr@t-pass").decode()
+        assert KEY not in json.dumps(dict(rec.headers))
+    err = capsys.readouterr().err
+    assert err.count("warning") == 1 and "OPENAI_API_KEY" in err and "Basic" in err
+    assert KEY not in err and "s3cr" not in err
+    described = json.dumps(b.describe()) + json.dumps(b.identity)
+    assert "s3cr" not in described and "gateway-user" not in described
+    assert b.identity["args"]["base_url"] == server.base_url
+
+
+async def test_userinfo_url_without_key_is_basic_auth_silently(server, monkeypatch, capsys):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    url = server.base_url.replace("http://", "http://u:p@")
+    b = OpenAIBackend(parse_backend_spec(f"openai:fake,base_url={url}"))
+    assert (await b.generate(text_request("z"))).text == "z"
+    await b.aclose()
+    assert server.completions()[-1].headers["Authorization"] == "Basic " + base64.b64encode(b"u:p").decode()
+    assert "warning" not in capsys.readouterr().err
+
+
+def test_azure_routes_refuse_what_azure_refuses(server):
+    import urllib.error
+    import urllib.request
+
+    def post(path, headers):
+        req = urllib.request.Request(server.endpoint + path, method="POST", headers=headers,
+                                     data=json.dumps({"messages": [{"role": "user", "content": "hi"}]}).encode())
+        try:
+            with urllib.request.urlopen(req) as resp:
+                return resp.status, json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    assert post("/openai/deployments/d/chat/completions", {"api-key": "k"})[0] == 404
+    assert post("/openai/deployments/d/chat/completions?api-version=1", {})[0] == 401
+    status, data = post("/openai/deployments/d/chat/completions?api-version=1", {"api-key": "k"})
+    assert status == 200 and data["choices"][0]["message"]["content"] == "hi"  # the echo fixture
+    assert post("/openai/chat/completions?api-version=1", {"api-key": "k"})[0] == 404

@@ -316,7 +316,7 @@ def test_cli_fills_the_scorer_role_with_embed_minilm(testpack, tmp_path):
     out = tmp_path / "run"
     # a panel of two embed/minilm judges on one role: the defaults [0.5, 0.8]
     # and strict thresholds given on the command line (with one torch thread)
-    proc = run_cli("--tasks", "testpack/qa_judged", "--model", f"scripted,replies={replies}", "--data", f"qa={data}",
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", f"scripted,replies={replies}", "--data", f"testpack/qa={data}",
                    "--judge", "scorer=embed/minilm", "--judge", "scorer=embed/minilm,thresholds=[0.7,0.99],threads=1",
                    "--output-dir", str(out), "--no-report")
     assert proc.returncode == 0, proc.stderr
@@ -346,7 +346,7 @@ def test_cli_thresholds_that_do_not_fit_are_judge_failures(testpack, tmp_path):
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps([{"id": "a", "reply": EXACT}]))
     out = tmp_path / "run"
-    proc = run_cli("--tasks", "testpack/qa_judged", "--model", f"scripted,replies={replies}", "--data", f"qa={data}",
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", f"scripted,replies={replies}", "--data", f"testpack/qa={data}",
                    "--judge", "scorer=embed/minilm,thresholds=[0.5]", "--output-dir", str(out), "--no-report")
     assert proc.returncode == 0, proc.stderr
     res = json.loads((out / "results.json").read_text())["results"]["testpack/qa_judged"]
@@ -362,7 +362,7 @@ def test_cli_unknown_judge_argument_exits_2(testpack, tmp_path):
     (data / "easy.jsonl").write_text(json.dumps({"id": "a", "q": "q?", "a": EXACT}) + "\n")
     replies = tmp_path / "replies.json"
     replies.write_text(json.dumps([{"id": "a", "reply": EXACT}]))
-    proc = run_cli("--tasks", "testpack/qa_judged", "--model", f"scripted,replies={replies}", "--data", f"qa={data}",
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", f"scripted,replies={replies}", "--data", f"testpack/qa={data}",
                    "--judge", "scorer=embed/minilm,treshold=0.5", "--output-dir", str(tmp_path / "run"), "--no-report")
     assert proc.returncode == 2
     assert "unknown argument(s) ['treshold']" in proc.stderr.strip().splitlines()[-1]

@@ -82,6 +82,13 @@ def test_audio_as_transcript_replaces_waveform(clip):
     audio = req.messages[1].parts[1]
     assert audio.array is None and isinstance(audio.transcript, str)
     assert any(a.startswith("audio -> transcript") for a in req.adaptations)
+    # the file is gone too: a backend that hears gets the transcript, not the audio
+    from avhb.model_backends.encode_messages import encode_messages
+
+    assert audio.path is None
+    content = encode_messages(req, audio=True)[1]["content"]
+    assert [p["type"] for p in content if "Audio transcript" in p.get("text", "")] == ["text"]
+    assert not any(p["type"] == "input_audio" for p in content)
 
 
 def test_backend_without_pixels_gets_no_video_and_it_is_recorded(clip):

@@ -167,3 +167,77 @@ def test_fleiss_matches_statsmodels():
         data = [[min(5, max(1, b + rng.choice([-1, 0, 0, 1]))) for b in base] for _ in range(raters)]
         table, _ = irr.aggregate_raters(np.array(data).T)
         assert fleiss_kappa(data) == pytest.approx(irr.fleiss_kappa(table, method="fleiss"), abs=1e-12)
+
+
+def test_kappa_scale_vs_observed_labels():
+    # [1,3,5] vs [1,3,4]: O has one off-diagonal cell (5 vs 4).  On the scale
+    # 1..5 (positions 0..4): sum w*O = 1; E = 1/3 per (row in {0,2,4}, col in
+    # {0,2,3}): linear sum |i-j| = 15 -> 5, quadratic 39 -> 13.
+    a, b = [1, 3, 5], [1, 3, 4]
+    assert cohen_kappa(a, b, "linear", [1, 2, 3, 4, 5]) == pytest.approx(0.8)
+    assert cohen_kappa(a, b, "quadratic", [1, 2, 3, 4, 5]) == pytest.approx(12 / 13)
+    # observed labels {1,3,4,5} (positions 0..3, rows {0,1,3}, cols {0,1,2}):
+    # linear sum 11 -> 11/3, quadratic 21 -> 7
+    assert cohen_kappa(a, b, "linear") == pytest.approx(8 / 11)
+    assert cohen_kappa(a, b, "linear", "observed") == pytest.approx(8 / 11)
+    assert cohen_kappa(a, b, "quadratic") == pytest.approx(6 / 7)
+    for labels, lin, quad in (([1, 2, 3, 4, 5], 0.8, 12 / 13), ("observed", 8 / 11, 6 / 7)):
+        assert pairwise_kappa({"x": a, "y": b}, "linear", labels, iters=20)[("x", "y")].value == pytest.approx(lin)
+        assert pairwise_kappa({"x": a, "y": b}, "quadratic", labels, iters=20)[("x", "y")].value == pytest.approx(quad)
+
+
+# Three judges, eight items; j1 skipped item 7 and j2 item 6, so items 0-5
+# are the ones every judge rated.  ANCHOR's upstream (likert_score_analysis.py)
+# keeps those six for every pair: j0~j1 = j0~j2 = 19/28 (sum w*O = 3,
+# sum w*E = 28/3), j1~j2 = 1 -> mean 11/14 = 0.786.  avhb's pairwise default
+# scores each pair on the items it shares (7, 7, 6): 8/11, 8/11, 1 -> 9/11 =
+# 0.818.  Every value 1..5 is used, so the label choice does not move it.
+THREE = {"j0": [3, 1, 3, 5, 2, 1, 1, 1], "j1": [3, 1, 4, 5, 3, 2, 1, None], "j2": [3, 1, 4, 5, 3, 2, None, 1]}
+
+
+def _records(table):
+    names = list(table)
+    out = []
+    for i in range(len(table[names[0]])):
+        r = SampleRecord(id=str(i), doc={})
+        r.judgements["halluc"] = {"per_judge": [table[n][i] for n in names]}
+        out.append(r)
+    return out
+
+
+def test_three_judge_kappa_under_both_definitions():
+    upstream = JudgeAgreement(source="halluc", judges=list(THREE), items="all_rated", labels="observed",
+                              bootstrap_iters=50).aggregate(_records(THREE))
+    assert upstream["agreement"].value == pytest.approx(11 / 14) and round(upstream["agreement"].value, 3) == 0.786
+    assert upstream["agreement"].n == 6
+    assert upstream["agreement_kappa_linear_j0_j1"].value == pytest.approx(19 / 28)
+    assert upstream["agreement_kappa_linear_j0_j1"].n == 6
+    assert upstream["agreement_kappa_linear_j1_j2"].value == pytest.approx(1.0)
+    assert upstream["agreement_kappa_quadratic"].value == pytest.approx(21 / 23)
+    ours = JudgeAgreement(source="halluc", judges=list(THREE), labels="scale", bootstrap_iters=50).aggregate(
+        _records(THREE))
+    assert ours["agreement"].value == pytest.approx(9 / 11) and round(ours["agreement"].value, 3) == 0.818
+    assert ours["agreement_kappa_linear_j0_j1"].value == pytest.approx(8 / 11)
+    assert ours["agreement_kappa_linear_j0_j1"].n == 7 and ours["agreement"].n == 8
+    assert ours["agreement_kappa_quadratic"].value == pytest.approx(183 / 197)
+    # the default (labels observed over the panel) is unchanged: here the same as the scale
+    default = JudgeAgreement(source="halluc", judges=list(THREE), bootstrap_iters=50).aggregate(_records(THREE))
+    assert default["agreement"].value == pytest.approx(9 / 11)
+    # Fleiss' kappa always uses the items every judge rated
+    assert upstream["agreement_fleiss"].value == pytest.approx(ours["agreement_fleiss"].value)
+    assert upstream["agreement_fleiss"].n == 6
+
+
+def test_agreement_labels_change_the_kappa_and_bad_options_fail():
+    table = {"a": [1, 3, 5, 1, 3], "b": [1, 3, 4, 1, 3]}
+    scale = JudgeAgreement(source="halluc", labels="scale", bootstrap_iters=20).aggregate(_records(table))
+    observed = JudgeAgreement(source="halluc", labels="observed", bootstrap_iters=20).aggregate(_records(table))
+    assert scale["agreement"].value == pytest.approx(cohen_kappa(table["a"], table["b"], "linear", [1, 2, 3, 4, 5]))
+    assert observed["agreement"].value == pytest.approx(cohen_kappa(table["a"], table["b"], "linear"))
+    assert scale["agreement"].value != pytest.approx(observed["agreement"].value)
+    narrow = JudgeAgreement(source="halluc", labels="scale", scale=[1, 7], bootstrap_iters=20).aggregate(_records(table))
+    assert narrow["agreement"].value == pytest.approx(cohen_kappa(table["a"], table["b"], "linear", list(range(1, 8))))
+    with pytest.raises(ValueError):
+        JudgeAgreement(source="halluc", labels="panel").aggregate(_records(table))
+    with pytest.raises(ValueError):
+        JudgeAgreement(source="halluc", items="some").aggregate(_records(table))

@@ -3,8 +3,8 @@ import pytest
 
 from avhb.errors import SampleError
 from avhb.score.metric import SampleRecord, ScoreContext
-from avhb.plugins.metrics.choice import (ChoiceAccuracy, ExactMatch, exact_match, inline_options,
-                                         options_from, parse_choice, resolve_choice)
+from avhb.plugins.metrics.choice import (ChoiceAccuracy, ExactMatch, exact_match, inline_options, options_from,
+                                         parse_choice, parse_choice_detail, parse_choice_mmmu, resolve_choice)
 from avhb.plugins.metrics.filters import ChoiceLetter, FinalAnswer, Lowercase, Regex, Strip, final_answer
 from avhb.plugins.metrics.testing import UNPARSED, ScriptedJudges
 
@@ -24,16 +24,68 @@ OPTS = {"A": "red car", "B": "blue car", "C": "green bus", "D": "yellow taxi"}
     ("the blue car", None),  # <= 5 tokens: no content matching
     ("not the red car at all, it is the blue car after all", "B"),
     ("None of these options look right to me at all", None),  # nothing: no random guess
+    # the hedges the default parser refuses: MMMU commits to the last letter, or to the article
+    ("A or B", "B"), ("A and B", "B"), ("A B C D", "D"), ("I think it's (B), not (A)", "A"),
+    ("A square that is blue.", "A"),
     ("", None),
     (None, None),
 ])
-def test_parse_choice(reply, expected):
+def test_parse_choice_mmmu(reply, expected):
+    assert parse_choice_mmmu(reply, OPTS) == expected
+
+
+def test_parse_choice_mmmu_tie_goes_to_earlier_option():
+    # "red" and "red wine" both start at the same position
+    assert parse_choice_mmmu("I would definitely pick the red wine here", {"A": "red", "B": "red wine"}) == "A"
+
+
+@pytest.mark.parametrize("reply,candidates", [
+    # hedged or several candidates: no letter (the judge decides, or the reply is unparsed)
+    ("A or B", ["A", "B"]),
+    ("A and B", ["A", "B"]),
+    ("A B C D", ["A", "B", "C", "D"]),
+    ("I think it's (B), not (A)", ["B", "A"]),
+    ("The answer is (A), not (C)", ["A", "C"]),
+    ("(C) is wrong, so (A)", ["C", "A"]),
+    ("I think B is right but C", ["B", "C"]),
+    ("not the red car at all, it is the blue car after all", ["A", "B"]),  # two option texts
+    # "A" as the English article, followed by words that are not option A's text: no candidate
+    ("A square that is blue.", []),
+    ("b", []),  # lower case is not a letter mention
+    ("the blue car", []),  # <= 5 tokens: no content matching (as MMMU)
+    ("None of these options look right to me at all", []),
+    ("", []),
+    (None, []),
+])
+def test_parse_choice_refuses_hedges(reply, candidates):
+    got = parse_choice_detail(reply, OPTS)
+    assert got.letter is None and got.candidates == candidates
+    assert got.ambiguous == (len(candidates) > 1)
+    assert parse_choice(reply, OPTS) is None
+
+
+@pytest.mark.parametrize("reply,expected", [
+    ("(B)", "B"), ("Answer: B", "B"), ("**B**", "B"), ("[B]", "B"), ("答案是B", "B"), ("B. blue", "B"),
+    ("B", "B"), ("B.", "B"), ("（Ｂ）", "B"),  # full width
+    ("The answer is (B).", "B"), ("Option D, the yellow taxi", "D"),
+    ("A red car", "A"),  # "A" followed by option A's own text
+    ("A is correct", "A"), ("A seems right", "A"),  # "A" followed by a verb: the option
+    ("A cat sits there. The answer is D.", "D"),  # the article does not count, D does
+    ("I'm sure it's C", "C"),  # the pronoun is no candidate (nor is it an option here)
+    ("I believe that the correct one is clearly the blue car", "B"),  # one option text, > 5 tokens
+])
+def test_parse_choice_reads_unambiguous_letters(reply, expected):
     assert parse_choice(reply, OPTS) == expected
 
 
-def test_parse_choice_tie_goes_to_earlier_option():
-    # "red" and "red wine" both start at the same position
-    assert parse_choice("I would definitely pick the red wine here", {"A": "red", "B": "red wine"}) == "A"
+def test_parse_choice_option_text_inside_a_longer_one_does_not_count():
+    opts = {"A": "red", "B": "red wine"}
+    assert parse_choice("I would definitely pick the red wine here", opts) == "B"
+    assert parse_choice_detail("I would definitely pick red, not red wine", opts).candidates == ["A", "B"]
+    # the pronoun "I" is not option I; "I is" names it
+    nine = {chr(ord("A") + i): f"opt {i}" for i in range(9)}
+    assert parse_choice("I think the answer is (C)", nine) == "C"
+    assert parse_choice_detail("I is right, or C", nine).candidates == ["I", "C"]  # in order of mention
 
 
 def test_options_forms():
@@ -76,6 +128,23 @@ async def test_resolve_choice_uses_judge_only_when_rules_fail():
     assert r.letter is None and judges.count() == 3
 
 
+async def test_hedged_reply_goes_to_the_judge_or_is_unparsed():
+    judges = ScriptedJudges({"answer_matcher": ["B"]})
+    ctx = ScoreContext(judges, "t")
+    r = await resolve_choice("A or B", OPTS, "q", ctx)
+    assert (r.letter, r.by, r.ambiguous, judges.count()) == ("B", "judge", ["A", "B"], 1)
+    assert r.as_meta()["ambiguous"] == ["A", "B"]
+    r = await resolve_choice("A or B", OPTS, "q", ctx, use_judge=False)  # no judge bound: unparsed
+    assert (r.letter, r.by, r.ambiguous) == (None, None, ["A", "B"])
+    r = await resolve_choice("A or B", OPTS, "q", ctx, use_judge=False, parser="mmmu")  # MMMU's rule commits
+    assert (r.letter, r.by) == ("B", "rules")
+    assert judges.count() == 1
+    with pytest.raises(ValueError, match="single, mmmu"):
+        ChoiceAccuracy(parser="first")
+    with pytest.raises(ValueError):
+        ChoiceLetter(parser="guess")
+
+
 def rec(i, response, target="B", doc=None, error=None):
     return SampleRecord(id=str(i), doc=doc if doc is not None else {"question": "Which?", "options": list(OPTS.values())},
                         target=target, response=response, error=error)
@@ -94,7 +163,8 @@ async def test_choice_accuracy_metric():
     assert records[2].meta["choice"] == {"letter": "B", "by": "judge", "judge_failed": False}
     assert records[3].meta["choice"]["judge_failed"] is True
     agg = m.aggregate(records)
-    assert agg["choice_accuracy"].value == pytest.approx(2 / 6) and agg["choice_accuracy"].n == 6  # error counts wrong
+    # the failed sample is excluded (docs/errors.md), not a wrong answer
+    assert agg["choice_accuracy"].value == pytest.approx(2 / 5) and agg["choice_accuracy"].n == 5
     assert agg["choice_accuracy_unparsed"].value == 2 and agg["choice_accuracy_unparsed"].n == 5
     assert agg["choice_accuracy_judge_failures"].value == 1
 

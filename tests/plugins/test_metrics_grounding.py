@@ -1,6 +1,8 @@
 """Temporal and box grounding."""
 import pytest
 
+from avhb.errors import UserError
+
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.grounding import (BoxIoU, TemporalGrounding, TemporalIoU, box_iou, box_pairs, cover,
                                             interval_iou, length, merge, overlap, share_at_least, temporal_prf)
@@ -77,12 +79,13 @@ async def test_temporal_metric():
         r.scores.update(await m.score(r, CTX))
     assert records[2].scores["temporal_f1"] == 0.0 and "temporal_unparsed" in records[2].meta
     agg = m.aggregate(records)
-    assert agg["temporal_precision"].value == pytest.approx(1.5 / 4)  # error and bad answer count 0
-    assert agg["temporal_recall"].value == pytest.approx((1 / 3 + 1) / 4)
-    assert agg["temporal_f1"].value == pytest.approx(1.4 / 4) and agg["temporal_f1"].n == 4
-    p, r = 1.5 / 4, (1 / 3 + 1) / 4
+    # a bad answer counts 0; the failed sample is excluded (docs/errors.md)
+    assert agg["temporal_precision"].value == pytest.approx(1.5 / 3)
+    assert agg["temporal_recall"].value == pytest.approx((1 / 3 + 1) / 3)
+    assert agg["temporal_f1"].value == pytest.approx(1.4 / 3) and agg["temporal_f1"].n == 3
+    p, r = 1.5 / 3, (1 / 3 + 1) / 3
     assert agg["temporal_f1_of_means"].value == pytest.approx(2 * p * r / (p + r))
-    assert agg["temporal_f1_of_means"].stderr is not None and agg["temporal_f1_of_means"].n == 4
+    assert agg["temporal_f1_of_means"].stderr is not None and agg["temporal_f1_of_means"].n == 3
     assert agg["temporal_unparsed"].value == 1 and agg["temporal_bad_reference"].value == 0
 
 
@@ -111,8 +114,9 @@ async def test_temporal_unreadable_answer_scores_zero_bad_reference_excluded():
     records[0].extracted = [(0, 10)]
     await m.score(records[0], CTX)
     assert "temporal_unparsed" not in records[0].meta
-    assert TemporalGrounding(errors_count_as_wrong=False).aggregate(
-        records + [SampleRecord(id="e", doc={}, error="x")])["temporal_f1"].n == 7
+    assert TemporalGrounding().aggregate(records + [SampleRecord(id="e", doc={}, error="x")])["temporal_f1"].n == 7
+    with pytest.raises(UserError, match="errors_count_as_wrong was removed"):
+        TemporalGrounding(errors_count_as_wrong=True)
 
 
 async def test_temporal_iou_metric():
@@ -132,9 +136,8 @@ async def test_temporal_iou_unreadable_and_errors():
     assert [r.scores["temporal_iou"] for r in records] == [pytest.approx(1 / 3), 0.0, 0.0, 0.0, 1.0, None, None]
     records.append(SampleRecord(id="e", doc={}, error="x"))
     agg = m.aggregate(records)
-    assert agg["temporal_iou"].value == pytest.approx((1 / 3 + 1) / 6) and agg["temporal_iou"].n == 6
+    assert agg["temporal_iou"].value == pytest.approx((1 / 3 + 1) / 5) and agg["temporal_iou"].n == 5  # error excluded
     assert agg["temporal_iou_unparsed"].value == 3 and agg["temporal_iou_bad_reference"].value == 2
-    assert TemporalIoU(errors_count_as_wrong=False).aggregate(records)["temporal_iou"].n == 5
 
 
 async def test_box_metric():
@@ -169,11 +172,9 @@ async def test_box_unreadable_prediction_scores_zero_and_errors_count():
     assert [r.scores["box_iou"] for r in records] == [1.0, 0.0, 0.0, 0.0, None, None, None]
     records.append(SampleRecord(id="e", doc={}, target=gold, error="x"))
     agg = m.aggregate(records)
-    assert agg["box_iou"].value == pytest.approx(1 / 5) and agg["box_iou"].n == 5  # error scores 0
-    assert agg["box_iou_at_0.5"].value == pytest.approx(1 / 5)
+    assert agg["box_iou"].value == pytest.approx(1 / 4) and agg["box_iou"].n == 4  # the failed sample is excluded
+    assert agg["box_iou_at_0.5"].value == pytest.approx(1 / 4)
     assert agg["box_iou_unparsed"].value == 3 and agg["box_iou_bad_reference"].value == 3
-    agg = BoxIoU(errors_count_as_wrong=False).aggregate(records)
-    assert agg["box_iou"].value == pytest.approx(1 / 4) and agg["box_iou"].n == 4
 
 
 async def test_box_multi_pairs_with_bad_member_and_error():
@@ -187,7 +188,7 @@ async def test_box_multi_pairs_with_bad_member_and_error():
     assert r2.scores["box_iou_pairs"] == [0.0, 0.0] and "box_iou_unparsed" in r2.meta
     err = SampleRecord(id="e", doc={}, target=gold, error="x")
     agg = m.aggregate([r1, r2, err])
-    assert agg["box_iou"].value == pytest.approx(1 / 6) and agg["box_iou"].n == 6
+    assert agg["box_iou"].value == pytest.approx(1 / 4) and agg["box_iou"].n == 4  # the failed sample is excluded
     assert agg["box_iou"].stderr is not None and agg["box_iou_unparsed"].value == 2
     # a list prediction with a missing position is a miss, not unreadable
     r3 = SampleRecord(id="c", doc={}, extracted=[(0, 0, 10, 10), None], target=[(0, 0, 10, 10), (0, 0, 4, 4)])

@@ -3,6 +3,8 @@ import math
 
 import pytest
 
+from avhb.errors import UserError
+
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.likert import Judge012, LikertFacet, likert_mean, score_012, valid_rating
 from avhb.plugins.metrics.testing import UNPARSED, FakeVerdict, ScriptedJudges
@@ -30,8 +32,8 @@ def test_pure_functions():
     assert (agg.value, agg.n, bad) == (pytest.approx(0.625), 4, 1)
     agg, bad = score_012([2, 1, 0, None, 2], failures_as_zero=True)
     assert (agg.value, agg.n, bad) == (pytest.approx(0.5), 5, 1)
-    agg, bad = score_012([], errors=2)
-    assert (agg.value, agg.n) == (0.0, 2)
+    agg, bad = score_012([])
+    assert (agg.value, agg.n, bad) == (None, 0, 0)
 
 
 async def test_likert_facet_excludes_and_counts_failures():
@@ -77,10 +79,11 @@ async def test_judge_012():
     assert agg["judge_012_judge_failures"].value == 1
     assert Judge012(failures_as_zero=True).aggregate(records)["judge_012"].value == pytest.approx(0.5)
     with_err = records + [rec(9, response=None, error="x")]
-    agg = m.aggregate(with_err)
-    assert agg["judge_012"].value == pytest.approx(2.5 / 5) and agg["judge_012_errors"].value == 1
-    agg = Judge012(errors_count_as_wrong=False).aggregate(with_err)
-    assert agg["judge_012"].value == pytest.approx(0.625)
+    agg = m.aggregate(with_err)  # a failed sample is excluded and counted, never scored 0 (docs/errors.md)
+    assert agg["judge_012"].value == pytest.approx(0.625) and agg["judge_012"].n == 4
+    assert agg["judge_012_errors"].value == 1
+    with pytest.raises(UserError, match="errors_count_as_wrong was removed"):
+        Judge012(errors_count_as_wrong=True)
 
 
 async def test_judge_012_rejects_off_scale():
@@ -139,4 +142,4 @@ async def test_member_failures_counted():
         agg = m.aggregate(records)
         assert agg[f"{m.name}_member_failures"].value == 1 + 3 + 2 and agg[f"{m.name}_member_failures"].n == 4
         assert agg[f"{m.name}_judge_failures"].value == 1
-        assert agg[m.name].n == (3 if cls is LikertFacet else 4)
+        assert agg[m.name].n == 3  # the failed sample is excluded by both

@@ -71,10 +71,12 @@ def test_unit_and_pair_metrics():
                rec(9, {"g": "pos"}, "yes", "yes")]  # no id: in no unit
     agg = PairAccuracy(key=["doc.id", "doc.g"]).aggregate(records)
     assert agg["pair_accuracy"].value == pytest.approx(2 / 3) and agg["pair_accuracy"].n == 3
-    assert agg["pair_accuracy_incomplete_units"].value == 1 and agg["pair_accuracy_excluded_units"].value == 1
-    assert agg["pair_accuracy_unknown_members"].value == 3
+    # v5 has a failed member: excluded and counted, never scored (docs/errors.md)
+    assert agg["pair_accuracy_incomplete_units"].value == 1 and agg["pair_accuracy_excluded_units"].value == 0
+    assert agg["pair_accuracy_error_units"].value == 1 and agg["pair_accuracy_error_units"].n == 5
+    assert agg["pair_accuracy_unknown_members"].value == 1
     agg = UnitAccuracy(key="doc.id", unknown="wrong").aggregate(records)
-    assert agg["unit_accuracy"].value == pytest.approx(2 / 5)  # v1, v4 right
+    assert agg["unit_accuracy"].value == pytest.approx(2 / 4)  # v1, v4 right; v5 (failed member) excluded
     scored = [rec(i, {"id": f"u{i // 2}"}, None, None) for i in range(4)]
     for r, s in zip(scored, [1.0, 1.0, 1.0, 0.0]):
         r.scores["exact_match"] = s
@@ -87,7 +89,7 @@ def test_macro_f1_metric():
     records = [rec(0, {}, "A", "A"), rec(1, {}, "b", "A"), rec(2, {}, "B", "B"), rec(3, {}, None, "C"),
                rec(4, {}, "A", "C", error="x")]
     agg = MacroF1(bootstrap_iters=200).aggregate(records)
-    # a: tp1 fn2 (one via the failed record) -> 2/4... computed on lower-cased labels
-    want = macro_f1(["a", "b", "b", None, None], ["a", "a", "b", "c", "c"])
-    assert agg["macro_f1"].value == pytest.approx(want) and agg["macro_f1"].n == 5
-    assert agg["macro_f1_unknown"].value == 2 and agg["macro_f1"].stderr > 0
+    # the failed record is dropped (docs/errors.md); computed on lower-cased labels
+    want = macro_f1(["a", "b", "b", None], ["a", "a", "b", "c"])
+    assert agg["macro_f1"].value == pytest.approx(want) and agg["macro_f1"].n == 4
+    assert agg["macro_f1_unknown"].value == 1 and agg["macro_f1"].stderr > 0

@@ -79,8 +79,24 @@ def test_render_svg_is_inline_svg_with_error_bars():
     assert "<?xml" not in svg and "DOCTYPE" not in svg and "<metadata" not in svg
     root = ET.fromstring(svg)
     assert root.get("viewBox")
-    # text is drawn as paths: no <text> element needs a font
-    assert not root.findall(".//{http://www.w3.org/2000/svg}text")
-    # error bar line collections were drawn for both panels
-    ids = [g.get("id", "") for g in root.iter("{http://www.w3.org/2000/svg}g")]
-    assert sum(i.startswith("LineCollection") for i in ids) == 3
+    ns = "{http://www.w3.org/2000/svg}"
+    texts = [t.text or "" for t in root.iter(f"{ns}text")]
+    # one bar per value, one whisker per stderr (0.1; 0.05 x 3; 0.01), the value and n beside each bar
+    assert len(root.findall(f"{ns}rect")) == 7 + 3  # 7 bars + a legend swatch per series (acc, run1, run2)
+    assert len([p for p in root.iter(f"{ns}path")]) == 5
+    assert "0.5 (n=10)" in texts and "-0.2 (n=1)" in texts and "n/a" in texts
+    assert {"acc", "diff", "run1", "run2", "t by category"} <= set(texts)  # titles and the legend
+
+
+def test_svg_escapes_labels_and_keeps_a_long_legend_whole():
+    names = [f"run-{i} <b>&</b> with a long distinguishing label" for i in range(7)]
+    chart = Chart("<script>x</script>", ["<i>a</i>"], [Panel("p", [Series(n, [0.1 * i], [None], [1])
+                                                                     for i, n in enumerate(names)])])
+    svg = render_svg(chart, max_cols=1)
+    assert "<script>" not in svg and "&lt;script&gt;" in svg and "&lt;i&gt;a&lt;/i&gt;" in svg
+    root = ET.fromstring(svg)
+    height = float(root.get("viewBox").split()[3])
+    legend_ys = [float(t.get("y")) for t in root.iter("{http://www.w3.org/2000/svg}text")
+                 if (t.text or "").startswith("run-")]
+    assert len(legend_ys) == 7 and max(legend_ys) < height  # every entry inside the picture
+    assert len(set(legend_ys)) > 1  # wrapped onto several rows

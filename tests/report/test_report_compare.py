@@ -73,7 +73,7 @@ def test_markdown(table):
     i = table.columns.index(Column("vidpair_binary", "wAcc")) + 1
     assert row_b[i] == "0.5350 ± 0.0300 ▲"
     assert "| model-a (c) |" in md[4] and " - |" in md[4]
-    assert "sqrt(se_a² + se_b²)" in md[-1]
+    assert any("sqrt(se_a² + se_b²)" in line for line in md)
 
 
 def test_csv(table):
@@ -97,3 +97,37 @@ def test_html(table, tmp_path):
     other = write_html(table, tmp_path / "sub" / "cmp.html")
     assert other.is_file()
     assert not (table.run_dirs[0] / "report.html").exists()  # a run's own report is never overwritten
+
+
+def test_markdown_delta_table(table):
+    md = table.to_markdown().splitlines()
+    start = next(i for i, line in enumerate(md) if line.startswith("| Δ vs model-a (a) |"))
+    assert md[start].split(" | ")[1:3] == ["curve_ta_IN / accuracy", "curve_ko_KR / accuracy"]
+    row_b = md[start + 2].split(" | ")
+    assert row_b[0] == "| model-b"
+    i = table.columns.index(Column("vidpair_binary", "wAcc"))
+    assert row_b[i + 1] == "+0.0600" and table.delta(1, i) == pytest.approx(0.06)
+    assert table.delta(0, i) == 0.0 and table.delta(2, i) is None  # the baseline; a missing cell
+    assert " - |" in md[start + 3] or md[start + 3].endswith("- |")
+    assert len([line for line in md if line.startswith("| model-b")]) == 2
+
+
+def test_differences_name_what_changed_and_label_the_runs(tmp_path):
+    import json
+
+    a = make_run(tmp_path / "a", model="model-a")
+    b = make_run(tmp_path / "b", model="model-a", shift=0.06)
+    run_b = json.loads((b / "run.json").read_text())
+    run_b.update(ablations=["no_audio"], media={"frames": 64}, gen_kwargs={"temperature": 0.3})
+    run_b["tasks"]["vidpair_binary"]["hash"] = "changed"
+    (b / "run.json").write_text(json.dumps(run_b))
+    table = compare_runs([a, b])
+    diffs = dict(table.differences)
+    assert diffs["ablations"] == ["-", "no_audio"] and diffs["media overrides"] == ["-", "frames=64"]
+    assert diffs["gen kwargs"] == ["-", "temperature=0.3"] and diffs["task hash: vidpair_binary"] == ["h003", "changed"]
+    assert "model" not in diffs and "seed" not in diffs  # the same in both runs
+    assert table.labels == ["model-a · no ablations · no media overrides · no gen kwargs",
+                            "model-a · ablate no_audio · frames=64 · temperature=0.3"]
+    assert "sk-LEAKED-SECRET" not in table.to_html() and "What differs between the runs" in table.to_html()
+    md = table.to_markdown()
+    assert "| ablations | - | no_audio |" in md

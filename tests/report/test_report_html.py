@@ -57,7 +57,7 @@ def test_report_written_with_results_and_charts(full_report):
     assert not list(run.glob(".report.html.*"))  # no temp file left behind
     # results table: value ± stderr and n, hand-computed for curve_ta_IN
     # ratings 2,1,0,2 -> scores 1,.5,0,1: mean .625, se sqrt((.6875/3)/4)=.2394
-    row = re.search(r"<tr class=first><td>curve_ta_IN</td>.*?</tr>", text).group(0)
+    row = re.search(r'<tr class="first"><td>curve_ta_IN</td>.*?</tr>', text).group(0)
     assert '<td class="num">0.6250</td><td class="num se">± 0.2394</td><td class="num">4</td>' in row
     assert "<td>curve</td><td>accuracy</td>" in text  # groups table
     # one family chart (curve; vidpair members share no metric) + 2 x 2 breakdown charts
@@ -128,7 +128,7 @@ def test_partial_run_in_progress(tmp_path):
     run = make_run(tmp_path / "partial", complete=False)
     text = write_report(run).read_text(encoding="utf-8")
     assert "results for 3 of 5 tasks" in text
-    assert re.search(r"<td>vidpair_mcq</td><td colspan=\"7\" class=\"pending\">no results yet "
+    assert re.search(r"<td>vidpair_mcq</td><td colspan=\"10\" class=\"pending\">no results yet "
                      r"\(6 samples logged so far\)</td>", text)
     # the half-written last line is reported, the rest is shown
     assert "samples/vidpair_mcq.jsonl line 7: not JSON (skipped)" in text
@@ -177,5 +177,28 @@ def test_element_ids_unique_and_references_resolve(full_report):
     dupes = {i for i in ids if ids.count(i) > 1}
     assert not dupes, sorted(dupes)[:5]
     refs = set(re.findall(r'(?:href="#|url\(#)([^")]+)', text))
-    nav = {"results", "plots", "judges", "browser", "config"}
-    assert refs - nav and (refs - set(ids)) == set()
+    assert refs and refs <= set(ids)
+
+
+def test_a_task_note_is_shown_under_the_results(tmp_path):
+    run = make_run(tmp_path / "noted")
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["tasks"]["vidpair_mcq"]["config"]["report"] = {"note": "this scorer is <ours>"}
+    (run / "run.json").write_text(json.dumps(manifest))
+    html = write_report(run).read_text()
+    assert '<p class="note">vidpair_mcq: this scorer is &lt;ours&gt;</p>' in html
+
+
+def test_report_caps_huge_texts_and_the_samples_file_keeps_them(tmp_path):
+    """Issue 15, defect 13: a 120 MB field made a 126 MB report.html."""
+    run = tmp_path / "big"
+    (run / "samples").mkdir(parents=True)
+    huge = "word " * 2_000_000  # 10 MB
+    row = {"id": "s0", "repeat": 0, "doc": {"q": "x"}, "prompt": huge, "response": huge, "target": "t",
+           "extracted": huge, "scores": {}, "judgements": {"scorer": {"value": 1, "ok": True, "raw": huge}},
+           "error": None}
+    (run / "samples" / "t.jsonl").write_text(json.dumps(row) + "\n")
+    (run / "results.json").write_text(json.dumps({"results": {"t": {"samples": 1, "errors": 0}}}))
+    size = write_report(run).stat().st_size
+    assert size < 1_000_000, size
+    assert "more characters: the full text is in samples/&lt;task&gt;.jsonl" in (run / "report.html").read_text()

@@ -40,19 +40,48 @@ def test_table_rows_groups_and_notes():
         "groups": {"curve": {"accuracy": 0.7, "accuracy_stderr": 0.05, "accuracy_n": 11}},
     }
     lines = format_results_table(doc).splitlines()
-    assert lines[0].split("|")[1:-1] == [" Task           ", " Metric   ", "  Value ", "   ", " Stderr ", "   N "]
+    assert [c.strip() for c in lines[0].split("|")[1:-1]] == [
+        "Task", "Metric", "Value", "", "Stderr", "N", "Samples", "Errors", "Judge fail.", "Unparsed"]
     body = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines[2:6]]
     assert body == [
-        ["curve_ta_IN", "accuracy", "0.6250", "±", "0.2394", "4"],
-        ["vidpair_binary", "vAcc", "0.4000", "", "", "500"],
-        ["", "qAcc", "-", "", "", "0"],
-        ["empty", "-", "-", "", "", "0"],
+        ["curve_ta_IN *", "accuracy", "0.6250", "±", "0.2394", "4", "5", "1", "2", ""],
+        ["vidpair_binary", "vAcc", "0.4000", "", "", "500", "6", "0", "0", ""],
+        ["", "qAcc", "-", "", "", "0", "", "", "", ""],
+        ["empty", "-", "-", "", "", "", "0", "0", "0", ""],
     ]
     assert lines[6] == ""
     assert [c.strip() for c in lines[9].split("|")[1:-1]] == ["curve", "accuracy", "0.7000", "±", "0.0500", "11"]
-    assert lines[-1] == "curve_ta_IN: 1 errors, 2 judge failures of 5 samples"
+    assert any(line.startswith("- * some samples failed outside the model") and "excluded" in line for line in lines)
     # every table line of one block has the same width
     assert len({len(ln) for ln in lines[:6]}) == 1
+
+
+def test_headline_first_counts_as_integer_columns_and_descriptions():
+    def cells(v, se, n):
+        return {"": v, "_stderr": se, "_n": n}
+
+    res = {}
+    for name, (v, se, n) in {"yes_ratio": (0.6, 0.02, 40), "choice_accuracy": (0.55, 0.03, 40),
+                             "choice_accuracy_unparsed": (3.0, None, 40),
+                             "choice_accuracy_judge_failures": (1.0, None, 40), "skipped": (2.0, None, 40)}.items():
+        res.update({name + k: x for k, x in cells(v, se, n).items()})
+    res.update(samples=41, errors=1, judge_failures=1)
+    doc = {"results": {"mcq": res}, "metrics": {"mcq": {
+        "yes_ratio": {"kind": "diagnostic", "higher_is_better": None, "description": "share of yes"},
+        "choice_accuracy": {"kind": "headline", "higher_is_better": True, "description": "right options"},
+        "choice_accuracy_unparsed": {"kind": "count", "higher_is_better": False, "description": "unparsed"},
+        "choice_accuracy_judge_failures": {"kind": "count", "higher_is_better": False, "description": "x"},
+        "skipped": {"kind": "count", "higher_is_better": False, "description": "skipped"}}}}
+    lines = format_results_table(doc, notes=["mcq: video not sent to local"]).splitlines()
+    body = [[c.strip() for c in ln.split("|")[1:-1]] for ln in lines[2:4]]
+    assert body == [
+        ["mcq", "choice_accuracy", "0.5500", "±", "0.0300", "40", "41", "1", "1", "3",
+         "skipped 2, judge_failures 1"],
+        ["", "yes_ratio (diag)", "0.6000", "±", "0.0200", "40", "", "", "", "", ""],
+    ]
+    assert "choice_accuracy: right options (higher is better)" in lines
+    assert "yes_ratio: share of yes" in lines
+    assert lines[-2:] == ["Notes:", "- mcq: video not sent to local"]
 
 
 def test_table_accepts_bare_task_mapping():

@@ -79,7 +79,7 @@ def test_unparsable_judge_is_counted_not_guessed(testpack, tmp_path):
     rows = [{"id": "a", "q": "q1", "a": "NONSENSE"}, {"id": "b", "q": "q2", "a": "yes"}]
     (data / "easy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "run"
-    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--data", f"qa={data}",
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--data", f"testpack/qa={data}",
                    "--output-dir", str(out), "--no-report")
     assert proc.returncode == 0, proc.stderr
     res = _results(out)["results"]["testpack/qa_judged"]
@@ -90,12 +90,20 @@ def test_unparsable_judge_is_counted_not_guessed(testpack, tmp_path):
 
 def test_backend_error_is_recorded_and_run_goes_on(testpack, tmp_path):
     out = tmp_path / "run"
-    proc = run_cli("--tasks", "testpack/qa_easy", "--model", "testpack/echo,fail_on=question 2", "--sample-data",
-                   "--output-dir", str(out), "--no-report")
+    common = ["--tasks", "testpack/qa_easy", "--model", "testpack/echo,fail_on=question 2", "--sample-data",
+              "--output-dir", str(out), "--no-report"]
+    proc = run_cli(*common, "--max-errors", "20%")
     assert proc.returncode == 0, proc.stderr
     res = _results(out)["results"]["testpack/qa_easy"]
-    assert res["errors"] == 1 and res["exact"] == pytest.approx(5 / 6)
+    # the failed sample is excluded and counted, not scored as wrong (docs/errors.md)
+    assert res["errors"] == 1 and res["exact"] == 1.0 and res["exact_n"] == 5
     assert _samples(out, "testpack/qa_easy")[2]["error"] == "scripted failure"
+    assert "testpack/qa_easy *" in proc.stdout  # the table marks a task with errors
+    # the default error budget (5%) is exceeded by 1 of 6: exit 1, saying so, results kept
+    proc = run_cli(*common)
+    assert proc.returncode == 1
+    assert "1 of 6 samples failed (16.7% > --max-errors 5%)" in proc.stderr and "re-running" in proc.stderr
+    assert _results(out)["results"]["testpack/qa_easy"]["exact_n"] == 5 and "Traceback" not in proc.stderr
 
 
 @pytest.mark.parametrize("args, message", [
@@ -104,6 +112,15 @@ def test_backend_error_is_recorded_and_run_goes_on(testpack, tmp_path):
     (["--tasks", "testpack/qa_easy"], "avhb prepare testpack/qa_easy"),
     (["--tasks", "testpack/qa_easy", "--sample-data", "--ablate", "no_smell"], "unknown switch"),
     (["--tasks", "testpack/qa_easy", "--sample-data", "--model", "nosuch:thing"], "unknown backend 'nosuch'"),
+    # issue 15, defect 13: a bad generation setting fails the command, not every sample
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--gen-kwargs", "max_tokens=lots"],
+     "--gen-kwargs max_tokens='lots': must be a whole number >= 1"),
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--gen-kwargs", "temperature=-1"],
+     "--gen-kwargs temperature=-1: must be a number >= 0"),
+    (["--tasks", "testpack/qa_easy", "--sample-data", "--max-errors", "lots"], "--max-errors 'lots': give a share"),
+    # argparse's own errors are one line too
+    (["--tasks", "testpack/qa_easy", "--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    (["--tasks", ",", "--sample-data"], "--tasks names no task"),
 ])
 def test_user_errors_exit_2_with_one_line(testpack, tmp_path, args, message):
     proc = run_cli(*args, "--output-dir", str(tmp_path / "run"))
@@ -128,7 +145,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(testpack, tmp_path):
     (data / "easy.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     hard = [dict(r, id=f"h{i}", q=f"hard {i}") for i, r in enumerate(rows[:20])]
     (data / "hard.jsonl").write_text("".join(json.dumps(r) + "\n" for r in hard))
-    common = ["--tasks", "testpack/qa_all", "--data", f"qa={data}", "--no-report"]
+    common = ["--tasks", "testpack/qa_all", "--data", f"testpack/qa={data}", "--no-report"]
 
     ref = tmp_path / "ref"
     proc = run_cli(*common, "--model", "testpack/echo", "--output-dir", str(ref))
@@ -179,7 +196,7 @@ def test_score_uses_the_recorded_backend_identity_and_refuses_unfinished_runs(te
     replies.write_text(json.dumps({"question 1": "ans1", "question 2": "wrong"}))
     out = tmp_path / "run"
     common = ["--tasks", "testpack/qa_easy", "--sample-data", "--output-dir", str(out), "--no-report"]
-    proc = run_cli(*common, "--model", f"scripted,replies={replies}")
+    proc = run_cli(*common, "--model", f"scripted,replies={replies}", "--max-errors", "100%")
     assert proc.returncode == 0, proc.stderr
     before = _results(out)["results"]["testpack/qa_easy"]
     assert before["errors"] == 4  # unmatched prompts are recorded errors, not guesses
@@ -249,7 +266,8 @@ def test_data_flag_accepts_a_group_name(testpack, tmp_path):
 
 def test_failed_responses_are_retried_on_resume(testpack, tmp_path):
     out, calls = tmp_path / "run", tmp_path / "calls.txt"
-    common = ["--tasks", "testpack/qa_easy", "--sample-data", "--output-dir", str(out), "--no-report"]
+    common = ["--tasks", "testpack/qa_easy", "--sample-data", "--output-dir", str(out), "--no-report",
+              "--max-errors", "100%"]
     proc = run_cli(*common, "--model", f"testpack/echo,calls={calls},fail_on=question 2")
     assert proc.returncode == 0 and _results(out)["results"]["testpack/qa_easy"]["errors"] == 1
     assert len(calls.read_text().splitlines()) == 6

@@ -99,3 +99,25 @@ def test_command_lines_lose_url_passwords_and_secret_arguments():
     assert "http://bob:***@127.0.0.1:9/v1" in out[1]
     assert "max_tokens=64" in out[3] and "tokens_per_frame=3" in out[3] and "api_key_env=OPENAI_API_KEY" in out[3]
     assert out[4] == "http://127.0.0.1:8000/v1"
+
+
+def test_a_reply_echoing_the_api_key_never_reaches_the_journal(testpack, tmp_path):
+    """Issue 15, defect 11: the journal is redacted like the samples file."""
+    from tests.conftest import run_cli
+    from tests.servers.openai_server import ScriptedServer
+
+    key = "sk-echoedsecret0123456789"
+    with ScriptedServer(reply=lambda body: f"ANSWER: a0 (your key is {key})") as srv:
+        out = tmp_path / "run"
+        proc = run_cli("--tasks", "testpack/qa_easy", "--model", f"openai:m,base_url={srv.base_url}", "--sample-data",
+                       "--output-dir", str(out), env={"OPENAI_API_KEY": key}, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+    journal = (out / "journal" / "responses.jsonl").read_text()
+    assert key not in journal and "your key is ***" in journal
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert key not in path.read_text(errors="replace"), path
+    # a resumed run replays the redacted reply: same samples, no call
+    before = (out / "samples" / "testpack__qa_easy.jsonl").read_text()
+    proc = run_cli("score", str(out), env={"OPENAI_API_KEY": key})
+    assert proc.returncode == 0 and (out / "samples" / "testpack__qa_easy.jsonl").read_text() == before

@@ -6,8 +6,9 @@ import pytest
 
 from avhb.run.results import RunResults, TaskResult, cells_of
 from avhb.run.scoring import summarize
-from avhb.score.aggregate import Aggregate
+from avhb.score.aggregate import Aggregate, mean_stderr, pooled_mean
 from avhb.score.metric import Metric, SampleRecord
+from avhb.taskdef.task import Breakdown
 
 
 class Right(Metric):
@@ -18,7 +19,7 @@ class Right(Metric):
 
 
 class _Task:
-    breakdown = ["kind"]
+    breakdown = [Breakdown("kind")]
 
 
 class _Judges:
@@ -72,3 +73,75 @@ def test_groups_weighted_by_size_from_typed_results():
     res.aggregate_groups(groups, members.__getitem__)
     assert res.groups["g"]["acc"].value == pytest.approx(7 / 9) and res.groups["g"]["acc"].n == 9
     assert "p" not in res.groups and res.partial_groups["p"] == "1/2 tasks run"
+
+
+def test_size_weighted_group_stderr_from_pooled_samples_with_a_one_sample_member():
+    # task a scored [1, 0, 1]; task b one sample [0]: the group is the mean of the 4 pooled scores
+    a, b = mean_stderr([1.0, 0.0, 1.0]), mean_stderr([0.0])
+    assert b.stderr is None and b.n == 1
+    res = RunResults({"a": TaskResult({"accuracy": a}), "b": TaskResult({"accuracy": b})})
+    res.aggregate_groups({"g": {"aggregate": [{"metric": "accuracy", "weight_by_size": True}]}},
+                         {"g": ["a", "b"]}.__getitem__)
+    pooled = mean_stderr([1.0, 0.0, 1.0, 0.0])  # by hand: mean 0.5, s^2 = 1/3, stderr = sqrt(1/12)
+    g = res.groups["g"]["accuracy"]
+    assert g.value == pytest.approx(0.5) and g.n == 4
+    assert g.stderr == pytest.approx(pooled.stderr) and g.stderr == pytest.approx((1 / 12) ** 0.5)
+    flat = res.to_json()["groups"]["g"]
+    assert flat["accuracy_stderr"] == pytest.approx(0.288675, abs=1e-6)  # was null before
+
+
+def test_pooled_mean_equals_the_mean_over_all_samples():
+    parts = [[1.0, 0.5, 0.0, 1.0], [0.0, 0.0], [1.0], [0.5, 1.0, 1.0]]
+    got = pooled_mean([mean_stderr(p) for p in parts])
+    whole = mean_stderr([x for p in parts for x in p])
+    assert got.value == pytest.approx(whole.value) and got.stderr == pytest.approx(whole.stderr) and got.n == whole.n
+    # a member of two or more samples without a stderr: no stderr (nothing invented)
+    assert pooled_mean([Aggregate(0.5, None, 4), Aggregate(1.0, None, 1)]).stderr is None
+    assert pooled_mean([Aggregate(1.0, None, 1)]).stderr is None
+
+
+def test_groups_of_groups_aggregate_their_member_groups_when_asked():
+    # subgroup s1 = tasks a, b; subgroup s2 = task c; top-level groups over s1, s2
+    res = RunResults({"a": TaskResult({"acc": Aggregate(1.0, 0.0, 2)}), "b": TaskResult({"acc": Aggregate(0.0, 0.0, 2)}),
+                      "c": TaskResult({"acc": Aggregate(1.0, 0.0, 4)})})
+    mean = [{"metric": "acc"}]
+    groups = {"s1": {"aggregate": mean}, "s2": {"aggregate": mean},
+              "flat": {"aggregate": mean},
+              "nested": {"aggregate": mean, "aggregate_over": "members"},
+              "nested_sized": {"aggregate": [{"metric": "acc", "weight_by_size": True}], "aggregate_over": "members"}}
+    members = {"s1": ["a", "b"], "s2": ["c"], "flat": ["a", "b", "c"], "nested": ["a", "b", "c"],
+               "nested_sized": ["a", "b", "c"]}
+    entries = {"s1": [("task", "a"), ("task", "b")], "s2": [("task", "c")],
+               **{g: [("group", "s1"), ("group", "s2")] for g in ("flat", "nested", "nested_sized")}}
+    res.aggregate_groups(groups, members.__getitem__, entries.__getitem__)
+    assert res.groups["s1"]["acc"].value == pytest.approx(0.5)
+    assert res.groups["flat"]["acc"].value == pytest.approx((1 + 0 + 1) / 3)  # default: tasks, flattened
+    assert res.groups["nested"]["acc"].value == pytest.approx((0.5 + 1.0) / 2)  # the member groups' scores
+    assert res.groups["nested"]["acc"].n == 8
+    # pooled over the subgroups' units: (2*1 + 2*0 + 4*1) / 8
+    assert res.groups["nested_sized"]["acc"].value == pytest.approx(6 / 8)
+
+
+def test_multi_valued_breakdowns():
+    class Task:
+        breakdown = [Breakdown("skills", ","), Breakdown("tags"), Breakdown("kind")]
+
+    rows = [({"skills": "Counting, OCR", "tags": ["x", "y"], "kind": "a"}, 1.0),
+            ({"skills": "OCR", "tags": ["y"], "kind": "a"}, 0.0),
+            ({"skills": " Counting ,Counting", "tags": [], "kind": "b"}, 0.5),
+            ({"skills": None, "tags": None}, 1.0)]
+    records = []
+    for i, (doc, score) in enumerate(rows):
+        r = SampleRecord(id=str(i), doc=doc)
+        r.scores = {"accuracy": score}
+        records.append(r)
+    result = summarize(Task(), records, [Right()], _Judges(), repeats=1)
+    skills = result.breakdowns["skills"]
+    assert set(skills) == {"Counting", "OCR", "(none)"}
+    assert skills["Counting"]["accuracy"].value == pytest.approx(0.75) and skills["Counting"]["accuracy"].n == 2
+    assert skills["OCR"]["accuracy"].value == pytest.approx(0.5) and skills["OCR"]["accuracy"].n == 2
+    tags = result.breakdowns["tags"]
+    assert tags["x"]["accuracy"].n == 1 and tags["y"]["accuracy"].n == 2 and tags["(none)"]["accuracy"].n == 2
+    assert result.breakdowns["kind"]["(none)"]["accuracy"].n == 1  # a plain field as before
+    assert Breakdown("skills", ",").values({"skills": "a, b"}) == ["a", "b"]
+    assert Breakdown("skills").values({"skills": "a, b"}) == ["a, b"]  # no separator declared: one value

@@ -15,8 +15,8 @@ def judge_reply(body: dict) -> str:
     """Scores 2 when the reference appears in the response, else 0; replies
     nonsense for the reference 'ans3' (an unparsable judge); for the model
     name 'strict' it gives 1 instead of 2 (a disagreeing panel member)."""
-    prompt = body["messages"][-1]["content"] if isinstance(body["messages"][-1]["content"], str) else ""
-    first = body["messages"][0]["content"]
+    first = next(m["content"] for m in body["messages"] if m["role"] == "user")  # fenced fields: see judges.py
+    first = re.sub(r"</?data-[0-9a-f]+>", "", first)
     ref = re.search(r"Reference: (\S+)", first).group(1)
     resp = re.search(r"Response: (.*)\nScore", first, re.S).group(1).strip()
     if ref == "ans3":

@@ -9,7 +9,10 @@ request stalls ~40 ms on the delayed-ACK timer).
         ...  # point a client at srv.base_url (".../v1")
         assert srv.count == 3
 
-Endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``.
+Endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``; and Azure
+OpenAI's shape, ``POST /openai/deployments/<deployment>/chat/completions
+?api-version=...``, answered as Azure answers: 404 without ``api-version``,
+401 without an ``api-key`` (or ``Authorization``) header.
 
 Scripting:
 - ``reply(body) -> str | dict``: a string becomes the assistant message; a
@@ -19,12 +22,14 @@ Scripting:
 - ``hang_next(n, seconds)``: the next ``n`` requests sleep before replying
   (a client with a shorter timeout sees a timeout).
 - ``malformed_next(n)``: the next ``n`` replies are 200 with invalid JSON.
+- ``Fault(empty=True)``: 200 with an empty body; ``Fault(drop=True)``: the
+  connection is closed with no reply at all.
 - ``fault(index, body) -> Fault | None``: a function deciding per request
   (``index`` counts completion requests from 0); consulted after the queue.
 - ``delay``: seconds every completion waits (to measure concurrency).
 
 Observation: ``count``, ``requests`` (``Recorded``: path, headers, body,
-status), ``max_in_flight``, and ``log_path`` (one JSON line per request,
+status, query, deployment), ``max_in_flight``, and ``log_path`` (one JSON line per request,
 written only if given).
 
 Run standalone (benchmarks): ``python -m tests.servers.openai_server
@@ -35,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import threading
 import time
@@ -42,6 +48,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable
+from urllib.parse import parse_qs, urlsplit
+
+_AZURE_PATH = re.compile(r"^/openai/deployments/([^/]+)/chat/completions/?$")
 
 
 @dataclass
@@ -53,6 +62,8 @@ class Fault:
     body: str | None = None
     sleep: float = 0.0  # seconds before answering (timeouts)
     malformed: bool = False  # 200 with a body that is not JSON
+    empty: bool = False  # 200 with an empty body
+    drop: bool = False  # close the connection without any reply
 
 
 class Headers(dict):
@@ -78,6 +89,8 @@ class Recorded:
     body: Any
     status: int = 0
     method: str = "POST"
+    query: dict[str, str] = field(default_factory=dict)
+    deployment: str | None = None  # Azure's URL shape: the deployment named in the path
 
 
 def echo_last_user(body: dict) -> str:
@@ -134,7 +147,8 @@ class _Handler(BaseHTTPRequestHandler):
                 st.requests.append(rec)
         if st.log_path:
             line = json.dumps({"method": rec.method, "path": rec.path, "headers": rec.headers,
-                               "body": rec.body, "status": rec.status})
+                               "body": rec.body, "status": rec.status, "query": rec.query,
+                               "deployment": rec.deployment})
             with st.lock, open(st.log_path, "a", encoding="utf-8") as fh:
                 fh.write(line + "\n")
 
@@ -154,7 +168,19 @@ class _Handler(BaseHTTPRequestHandler):
         st = self.state
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
-        if not self.path.rstrip("/").endswith("/chat/completions"):
+        url = urlsplit(self.path)
+        query = {k: v[-1] for k, v in parse_qs(url.query).items()}
+        azure = _AZURE_PATH.match(url.path)
+        deployment = azure.group(1) if azure else None
+        if azure:  # as Azure OpenAI answers
+            if "api-version" not in query:
+                self._send(404, b'{"error": {"code": "404", "message": "Resource not found (no api-version)"}}')
+                return
+            if "api-key" not in self.headers and "Authorization" not in self.headers:
+                self._send(401, b'{"error": {"code": "401", "message": "Access denied due to missing '
+                                b'subscription key."}}')
+                return
+        elif not url.path.rstrip("/").endswith("/chat/completions") or url.path.startswith("/openai/"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
         try:
@@ -176,10 +202,14 @@ class _Handler(BaseHTTPRequestHandler):
             status, payload, headers = self._answer(index, body, fault)
             # recorded before the reply leaves, so a client that has its
             # answer always finds its request in the log
-            self._record(Recorded(self.path, Headers(self.headers.items()), body, status))
+            self._record(Recorded(self.path, Headers(self.headers.items()), body, status, query=query,
+                                  deployment=deployment))
         finally:
             with st.lock:
                 st.in_flight -= 1
+        if status is None:  # a dropped connection
+            self.close_connection = True
+            return
         self._send(status, payload, headers)
 
     def _answer(self, index: int, body: dict, fault: Fault | None) -> tuple[int, bytes, dict[str, str]]:
@@ -187,6 +217,10 @@ class _Handler(BaseHTTPRequestHandler):
         if fault is not None:
             if fault.sleep:
                 time.sleep(fault.sleep)
+            if fault.drop:
+                return None, b"", {}  # type: ignore[return-value]
+            if fault.empty:
+                return 200, b"", {}
             if fault.malformed:
                 return 200, b'{"id": "x", "choices": [ {"mess', {}
             if fault.status and fault.status != 200:
@@ -245,6 +279,11 @@ class ScriptedServer:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def endpoint(self) -> str:
+        """The server's root, as an Azure resource endpoint is given."""
+        return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> "ScriptedServer":
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},

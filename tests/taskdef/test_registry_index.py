@@ -90,6 +90,21 @@ def test_index_invalidated_by_included_base_change(testpack):
         os.utime(base, (time.time() + 5, time.time() + 5))
         index = build_index()
         assert not index.from_cache
-        assert "via_base" in index.tasks["testpack/qa_judged"]["tags"]
+        assert "testpack/via_base" in index.tasks["testpack/qa_judged"]["tags"]  # namespaced like task names
     finally:
         base.write_text(original)
+
+
+def test_two_plugins_with_one_name_warn_naming_both(testpack, tmp_path):
+    """Issue 15, defect 5: the second plugin of one entry-point name was dropped silently."""
+    dist = tmp_path / "other_pack-2.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: other-pack\nVersion: 2.0\n")
+    (dist / "entry_points.txt").write_text("[avhb]\ntestpack = other_pack_mod\n")
+    (tmp_path / "other_pack_mod.py").write_text("")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), str(testpack)])}
+    proc = run_cli("list", "plugins", env=env)
+    assert proc.returncode == 0
+    warnings = [line for line in proc.stderr.splitlines() if "two plugins are named 'testpack'" in line]
+    assert len(warnings) == 1, proc.stderr
+    assert "avhb-testpack (avhb_testpack.plugin)" in warnings[0] and "other-pack (other_pack_mod)" in warnings[0]

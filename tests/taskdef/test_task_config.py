@@ -168,6 +168,30 @@ def test_group_file(pack):
     assert tasks == [] and group.tasks == ["a", "b"] and group.aggregate[0]["weight_by_size"] is True
 
 
+def test_group_of_groups_key_and_multi_valued_breakdowns(pack):
+    path = write(pack, "gg.yaml", """
+        group: top
+        task: [fam, other]
+        aggregate_over: members
+        aggregate_metric_list:
+          - {metric: acc}
+        """)
+    _, (group,) = resolve_file(path, pack, "mypack", "")
+    assert group.aggregate_over == "members"
+    assert resolve_file(write(pack, "g2.yaml", "group: g2\ntask: [a]\n"), pack, "mypack", "")[1][0].aggregate_over == "tasks"
+    bad = write(pack, "g3.yaml", "group: g3\ntask: [a]\naggregate_over: everything\n")
+    assert "aggregate_over" in error_of(bad)
+    path = write(pack, "t.yaml", """
+        task: t1
+        doc_to_text: "{{q}}"
+        breakdown: [kind, {field: skills, separator: ","}]
+        """)
+    (task,), _ = resolve_file(path, pack, "mypack", "")
+    assert task.get("breakdown") == ["kind", {"field": "skills", "separator": ","}]
+    bad = write(pack, "t2.yaml", 'task: t2\ndoc_to_text: "{{q}}"\nbreakdown: [{field: skills, sep: ","}]\n')
+    assert "breakdown" in error_of(bad)
+
+
 def test_builtin_packs_validate():
     from avhb.cli import main
 

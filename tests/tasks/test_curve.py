@@ -162,7 +162,7 @@ def _run(tmp_path, *extra):
     proc = run_cli("--tasks", "curve_ta_IN,curve_ko_KR", "--model",
                    f"scripted,replies={tmp_path / 'model.json'},video=true,audio=true",
                    "--judge", f"scorer=scripted,replies={tmp_path / 'judge.json'}",
-                   "--output-dir", str(out), "--no-report", *extra)
+                   "--output-dir", str(out), "--no-report", "--max-errors", "100%", *extra)
     assert proc.returncode == 0, proc.stderr
     return out, json.loads((out / "results.json").read_text())
 
@@ -196,11 +196,13 @@ def test_missing_video_fails_its_samples_and_is_counted(tmp_path):
     out, res = _run(tmp_path, "--data", f"curve={data}")
     ko = res["results"]["curve_ko_KR"]
     assert ko["samples"] == 2 and ko["errors"] == 2 and ko["accuracy_errors"] == 2
-    assert ko["accuracy"] == 0.0 and ko["accuracy_n"] == 2  # a failed sample is a wrong answer
+    # a failed sample is excluded and counted, never a wrong answer (docs/errors.md)
+    assert ko["accuracy"] is None and ko["accuracy_n"] == 0
     lines = [json.loads(l) for l in (out / "samples" / "curve_ko_KR.jsonl").read_text().splitlines()]
     assert all("avhbKorea01.mp4" in l["error"] and l["error"].startswith("media:") for l in lines)
-    # ta unaffected; weighted: (1 + 0 + 0 + 0)/4
+    # ta unaffected; weighted by scored questions, the failed ones add nothing: (1 + 0)/2
     assert res["results"]["curve_ta_IN"]["accuracy"] == pytest.approx(0.5)
     ta = res["results"]["curve_ta_IN"]
-    parts = [(Aggregate(r["accuracy"], r["accuracy_stderr"], r["accuracy_n"]), r["accuracy_n"]) for r in (ta, ko)]
-    assert weighted_mean(parts).value == pytest.approx(0.25) and res["partial_groups"]["curve"] == "2/18 tasks run"
+    parts = [(Aggregate(r["accuracy"], r["accuracy_stderr"], r["accuracy_n"]), r["accuracy_n"]) for r in (ta, ko)
+             if r["accuracy"] is not None]
+    assert weighted_mean(parts).value == pytest.approx(0.5) and res["partial_groups"]["curve"] == "2/18 tasks run"

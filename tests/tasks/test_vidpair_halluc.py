@@ -316,12 +316,15 @@ async def test_open_score_scales_and_errors():
     records[3].error, records[3].response = "media: missing", None
     judges = FakeJudges({("scorer", "r0"): 2, ("scorer", "r1"): 1, ("scorer", "r2"): None})
     res = await _score([metrics.open_score("open_score")], records, judges)
-    assert res["open_score"].value == pytest.approx((1 + 0.5 + 0) / 3)  # r2: judge failure, excluded; error = 0
+    # r2: judge failure, excluded; the failed sample is excluded too (never scored 0)
+    assert res["open_score"].value == pytest.approx((1 + 0.5) / 2)
     judges5 = FakeJudges({("scorer", "r0"): 5, ("scorer", "r1"): 3, ("scorer", "r2"): 1})
     for r in records:
         r.scores = {}
-    res = await _score([metrics.open_score("open_score", scale=5, errors="exclude")], records, judges5)
+    res = await _score([metrics.open_score("open_score", scale=5)], records, judges5)
     assert res["open_score"].value == pytest.approx((1 + 0.5 + 0) / 3)
+    with pytest.raises(UserError, match="option 'errors' was removed"):
+        metrics.open_score("open_score", errors="wrong")
     with pytest.raises(ValueError):
         metrics.open_score("x", scale=3)
 

@@ -1,0 +1,110 @@
+"""HAVE-Bench scores.  Every task reports ``score`` (so groups average one
+name); samples that failed outside the model (``record.error``: a rejected
+item, missing media, a backend that never answered) are excluded from every
+number here and counted in the task's ``errors``, never scored as wrong.
+
+Static tasks (:class:`StaticScore`), per item by ``answer_type``:
+
+* ``mcq``: the built-in choice metric (``choice_accuracy``): the rule parser
+  (unambiguous answers only), then the ``answer_matcher`` judge (3 tries);
+  an answer neither maps to an option scores 0 and is counted in
+  ``score_unparsed`` (a matcher that never replied validly also in
+  ``score_judge_failures``);
+* ``open``: the ``scorer`` judge says yes/no against the reference (its
+  prompt is the subtask's ``prompts/open_<subtask>.txt``, with in-context
+  examples): 1 / 0; a reply that never parses is excluded, counted in
+  ``score_excluded`` and ``score_judge_failures``.
+
+``score`` = mean over the scored items (all repeats; per repeat in
+``score_runs``).
+
+Interaction tasks (:class:`InteractionScore`), from the driver's outputs:
+``score`` = success rate over the scored instances; an instance whose edge
+judge never replied validly is excluded (``score_excluded``).  Also
+``mean_turns`` (turns taken, over the scored instances), and the counts
+``ambiguous_steps`` (turns where more than one edge fired; summed),
+``turn_limit`` (instances that ran out of turns), ``fail_node`` (instances
+that reached a fail node) and ``skipped_learn`` (instances that reached a
+``solve`` node before any ``learn`` node; puzzles).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from avhb.plugins.metrics._common import count, usable, verdict_log
+from avhb.plugins.metrics.choice import ChoiceAccuracy
+from avhb.score.aggregate import Aggregate, mean_stderr
+from avhb.score.metric import Metric, SampleRecord, ScoreContext
+
+
+class StaticScore(Metric):
+    """Options: ``matcher`` (judge role, "answer_matcher"), ``scorer``
+    (judge role, "scorer")."""
+
+    name = "score"
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        self.choice = ChoiceAccuracy(name=self.name, question_field="query", role=self.matcher)
+
+    @property
+    def matcher(self) -> str:
+        return self.options.get("matcher", "answer_matcher")
+
+    @property
+    def scorer(self) -> str:
+        return self.options.get("scorer", "scorer")
+
+    @property
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+        return (self.matcher, self.scorer)
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        if record.doc.get("answer_type") == "mcq":
+            return {self.name: (await self.choice.score(record, ctx))[self.name]}
+        fields = {"question": record.doc.get("query") or "", "reference": str(record.target or ""),
+                  "response": record.response or ""}
+        verdict = await ctx.judges.ask(self.scorer, fields)
+        record.judgements[self.name] = verdict_log(self.scorer, verdict)
+        if not verdict.ok or verdict.value not in ("yes", "no"):
+            record.meta["judge_failed"] = True
+            return {self.name: None}
+        return {self.name: 1.0 if verdict.value == "yes" else 0.0}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        values = [r.scores.get(self.name) for r in ok]
+        matcher_failed = sum(bool((r.meta.get("choice") or {}).get("judge_failed")) for r in ok)
+        return {
+            self.name: mean_stderr(values),
+            f"{self.name}_unparsed": count(sum(bool(r.meta.get("unparsed")) for r in ok), len(ok)),
+            f"{self.name}_excluded": count(sum(v is None for v in values), len(ok)),
+            f"{self.name}_judge_failures": count(matcher_failed + sum(bool(r.meta.get("judge_failed")) for r in ok),
+                                                 len(ok)),
+        }
+
+
+class InteractionScore(Metric):
+    """Success rate of a task-graph walk (module docstring)."""
+
+    name = "score"
+
+    async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        out = record.outputs
+        if out.get("outcome") == "excluded":
+            return {self.name: None}
+        return {self.name: 1.0 if out.get("success") else 0.0}
+
+    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+        ok = usable(records)
+        scored = [r for r in ok if r.scores.get(self.name) is not None]
+        outcome = [r.outputs.get("outcome") for r in scored]
+        return {
+            self.name: mean_stderr([r.scores[self.name] for r in scored]),
+            f"{self.name}_excluded": count(len(ok) - len(scored), len(ok)),
+            "mean_turns": mean_stderr([r.outputs.get("turns") for r in scored]),
+            "ambiguous_steps": count(sum(int(r.outputs.get("ambiguous_steps") or 0) for r in scored), len(scored)),
+            "turn_limit": count(outcome.count("turn_limit"), len(scored)),
+            "fail_node": count(outcome.count("fail_node"), len(scored)),
+            "skipped_learn": count(sum(bool(r.outputs.get("skipped_learn")) for r in scored), len(scored)),
+        }
