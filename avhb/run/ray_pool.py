@@ -93,7 +93,9 @@ def connect(executor: Any) -> Cluster:
 
     address = executor.address or os.environ.get("RAY_ADDRESS") or None
     try:
-        ray.init(address=address, include_dashboard=False, ignore_reinit_error=True, logging_level="warning",
+        # no address: a new local cluster, as documented -- Ray's own default would join whatever
+        # /tmp/ray/ray_current_cluster names, a stale head left by an earlier `ray start` included
+        ray.init(address=address or "local", include_dashboard=False, ignore_reinit_error=True, logging_level="warning",
                  namespace="avhb")
     except ConnectionError as exc:
         raise UserError(f"--executor {executor.label}: cannot reach the Ray cluster: {exc}") from None
