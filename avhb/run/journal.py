@@ -51,7 +51,7 @@ class Journal:
         if kind not in self._index:
             index: dict[str, int] = {}
             path = self._path(kind)
-            if path.exists():
+            if path.is_file():  # a regular file: a device (/dev/full) has no entries, only bytes
                 with open(path, "rb") as fh:
                     offset = 0
                     for line in fh:
