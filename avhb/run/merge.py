@@ -8,6 +8,9 @@ combined into one run folder equal to the unsharded run's.
    shard that is still running (its folder is locked by a live process) or
    unfinished (a task without results, a samples file short of its count)
    is named and the merge refuses: it never reports partial numbers.
+   The merge holds every shard's lock from this check to its end (no shard
+   can be resumed into while it is read) and OUT's lock from before OUT is
+   read (a second merge or a run into OUT is refused, naming its pid).
 2. ``OUT/journal/`` is the union of the shards' journals (journal keys are
    content hashes, so a key means the same call in every shard; a key seen
    twice is kept once).  ``OUT/run.json`` is the shards' without ``shard``,
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.errors import UserError
-from avhb.run.folder import write_json_atomic
+from avhb.run.folder import RunFolder, write_json_atomic
 from avhb.run.lock import RunFolderLocked, RunLock
 from avhb.run.options import read_manifest
 from avhb.run.shard import Shard
@@ -92,14 +95,27 @@ def _count_lines(path: Path) -> int:
 
 def _hold(folder: Path, label: str) -> RunLock:
     """The shard folder's lock, held for the whole merge: a shard that is
-    still running (a live process holds its folder) is refused, and none
-    can start writing while it is merged."""
+    still running (a live process holds its folder) is refused, naming that
+    process, and none can start writing while it is merged."""
     lock = RunLock(folder)
     try:
         lock.acquire()
     except RunFolderLocked as exc:
-        raise UserError(f"{label} is still running: {exc}") from None
+        who = exc.holder.describe() if exc.holder else "another process"
+        raise UserError(f"{label} is still running ({who} holds it): wait for it to finish; the merge refuses "
+                        "partial numbers") from None
     return lock
+
+
+def _hold_out(folder: RunFolder) -> None:
+    """OUT's lock, held until the merged run is written: two merges (or a
+    run) into one folder are refused, naming the process that holds it."""
+    try:
+        folder.open()
+    except RunFolderLocked as exc:
+        who = exc.holder.describe() if exc.holder else "another process"
+        raise UserError(f"avhb merge: the output folder {folder.root} is in use by {who}: wait for it to finish, "
+                        "or merge into another folder") from None
 
 
 def plan_merge(out: Path, folders: list[Path], locks: list[RunLock] | None = None
@@ -156,12 +172,15 @@ def plan_merge(out: Path, folders: list[Path], locks: list[RunLock] | None = Non
     if identities:
         merged["judge_identities"] = identities
     merged["merged_from"] = [str(f) for _, f, _ in shards]
-    existing = out / "run.json"
-    if existing.is_file():
+    return merged, shards
+
+
+def _check_out(out: Path, merged: dict[str, Any]) -> None:
+    """OUT is new, or an earlier merge of the same run (read under OUT's lock)."""
+    if (out / "run.json").is_file():
         before = read_manifest(out)
         if before.get("shard") or _first_difference(_config(before), _config(merged)) is not None:
             raise UserError(f"{out} holds another run; merge into a new folder")
-    return merged, shards
 
 
 def merge_journals(out: Path, folders: list[Path]) -> dict[str, int]:
@@ -226,13 +245,13 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, write_repo
     import asyncio
 
     from avhb.run.evaluator import Evaluator
-    from avhb.run.folder import RunFolder
     from avhb.run.options import options_from_run
 
-    merged, shards = plan_merge(out, folders, locks)
+    merged, shards = plan_merge(out, folders, locks)  # every shard's lock, held throughout
     folder = RunFolder(out)
-    folder.open()  # OUT's lock, held until the merged run is written
+    _hold_out(folder)
     locks.append(folder.lock)
+    _check_out(out, merged)
     for stale in ("samples", "results.json", "report.html", "pooled.json"):  # a previous merge's are rebuilt
         path = out / stale
         if path.is_dir():

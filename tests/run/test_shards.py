@@ -276,3 +276,79 @@ def test_merge_refuses_missing_duplicate_mismatched_and_unfinished_shards(tmp_pa
     assert "holds shard 0/3, not shard 2/3" in capsys.readouterr().err
     _avhb("merge", str(out), *map(str, shards))  # the complete set merges
     assert json.loads((out / "results.json").read_text())["results"]["testpack/qa_easy"]["samples"] == 6
+
+
+_HOLD = ("import sys, time\nfrom avhb.run.lock import RunLock\nRunLock(sys.argv[1]).acquire()\n"
+         "print('held', flush=True)\ntime.sleep(120)\n")
+
+
+class _Holder:
+    """Another live process holding a run folder's lock (as a running shard would)."""
+
+    def __init__(self, folder: Path):
+        import subprocess
+        import sys
+
+        self.proc = subprocess.Popen([sys.executable, "-c", _HOLD, str(folder)], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout.readline().strip() == "held"
+        self.pid = self.proc.pid
+
+    def __enter__(self) -> "_Holder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+def test_merge_holds_the_locks_and_refuses_folders_in_use(tmp_path, testpack, capsys, monkeypatch):
+    from avhb.run import merge as merge_module
+    from avhb.run.lock import RunFolderLocked, RunLock, holder
+
+    flags = ["--tasks", "testpack/qa_all", "--model", "testpack/echo", "--sample-data", "--no-report"]
+    shards = [tmp_path / f"s{i}" for i in range(2)]
+    for i, out in enumerate(shards):
+        _avhb(*flags, "--shard", f"{i}/2", "--output-dir", str(out))
+    out = tmp_path / "merged"
+
+    def refused() -> str:
+        capsys.readouterr()
+        assert main(["merge", str(out), *map(str, shards)]) == 2
+        assert not (out / "results.json").exists()
+        return capsys.readouterr().err
+
+    # a shard still running (a live process holds its folder) is named with that process, and refused
+    with _Holder(shards[1]) as running:
+        err = refused()
+    assert f"shard 1/2 ({shards[1]}) is still running (pid {running.pid} on " in err
+    assert "the merge refuses partial numbers" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()  # refused before OUT was touched
+    # OUT in use (another merge, a run) is refused, naming the holder; the shards' locks are let go
+    out.mkdir()
+    with _Holder(out) as other:
+        err = refused()
+    assert f"the output folder {out} is in use by pid {other.pid} on " in err
+    for shard in shards:
+        with RunLock(shard):
+            pass
+    # while the merge reads the shards and writes OUT, every one of those folders is locked
+    seen = []
+    real = merge_module.merge_journals
+
+    def checked(target, folders):
+        for folder in [target, *shards]:
+            with pytest.raises(RunFolderLocked):
+                RunLock(folder).acquire()
+            seen.append(holder(folder).pid)
+        return real(target, folders)
+
+    monkeypatch.setattr(merge_module, "merge_journals", checked)
+    capsys.readouterr()
+    assert main(["merge", str(out), *map(str, shards)]) == 0
+    assert "took over the lock" in capsys.readouterr().err  # the killed holder's stale lock on OUT
+    import os
+
+    assert seen == [os.getpid()] * 3
+    # ... and released after it
+    assert all(holder(f) is None for f in [out, *shards])
+    assert json.loads((out / "results.json").read_text())["results"]["testpack/qa_easy"]["samples"] == 6
