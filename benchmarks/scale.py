@@ -60,8 +60,8 @@ def check(out: Path, n: int) -> str:
 
 def row(label: str, n: int, res: dict, calls: int, detail: str) -> str:
     wall = res["wall"]
-    return (f"| {label:<14} | {n:>7} | {wall:7.2f} | {n / wall:8.0f} | {1000 * wall / n:6.3f} | "
-            f"{1000 * res['cpu'] / n:6.3f} | {res['peak_mb']:7.0f} | {calls:>7} | {detail} |")
+    return (f"| {label:<14} | {n:>7} | {wall:7.2f} | {n / wall:9.0f} | {1000 * wall / n:10.3f} | "
+            f"{1000 * res['cpu'] / n:13.3f} | {res['peak_mb']:7.0f} | {calls:>7} | {detail} |")
 
 
 def main(argv: list[str] | None = None) -> int:
