@@ -106,3 +106,47 @@ def test_a_worker_killed_mid_run_changes_nothing(tmp_path, testpack):
     run = json.loads((out / "run.json").read_text())
     assert run["model"]["executor"] == {"kind": "ray", "workers": 2}
     assert run["model"]["identity"] == json.loads((tmp_path / "one" / "run.json").read_text())["model"]["identity"]
+
+
+def test_a_killed_driver_resumes_with_the_same_command(tmp_path, testpack):
+    """The run folder on the driver is the single truth: the driver (and the
+    local Ray cluster it started, its process group) SIGKILLed mid-run, the
+    same command finishes the run with what was journaled kept, and the
+    result equals a one-process run's."""
+    data = _data(tmp_path / "data")
+    with ScriptedServer(reply=_answer, delay=0.2) as server:
+        model = f"openai:fake,base_url={server.base_url},concurrency={PER_WORKER}"
+        base = [sys.executable, "-m", "avhb.cli", "--tasks", "testpack/qa_easy", "--model", model, "--sample-data",
+                "--data", f"testpack/qa_easy={data}", "--no-report"]
+        env = dict(os.environ, OPENAI_API_KEY="sk-test-not-real", RAY_USAGE_STATS_ENABLED="0")
+        one = subprocess.run([*base, "--output-dir", str(tmp_path / "one")], env=env, capture_output=True, text=True,
+                             timeout=300)
+        assert one.returncode == 0, one.stderr[-3000:]
+        server.reset_counters()
+
+        out = tmp_path / "ray"
+        command = [*base, "--executor", "ray,workers=2", "--output-dir", str(out)]
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+        journal = out / "journal" / "responses.jsonl"
+        try:
+            deadline = time.monotonic() + 240
+            while proc.poll() is None and time.monotonic() < deadline and (
+                    not journal.exists() or len(journal.read_bytes().splitlines()) < 10):
+                time.sleep(0.02)
+            assert proc.poll() is None, proc.stderr.read()[-3000:]
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray processes it started
+            proc.wait()
+        kept = len(journal.read_bytes().splitlines())
+        assert 10 <= kept < ROWS and not (out / "results.json").exists()
+        calls_before = server.count
+
+        again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert again.returncode == 0, again.stderr[-3000:]
+        # the journaled answers were kept: only the rest were asked again
+        assert server.count - calls_before <= ROWS - kept + 2 * PER_WORKER
+
+    assert _samples(out) == _samples(tmp_path / "one")
+    assert json.loads((out / "results.json").read_text()) == json.loads((tmp_path / "one" / "results.json").read_text())
+    assert len((out / "journal" / "responses.jsonl").read_text().splitlines()) == ROWS
