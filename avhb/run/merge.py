@@ -102,8 +102,8 @@ def _hold(folder: Path, label: str) -> RunLock:
         lock.acquire()
     except RunFolderLocked as exc:
         who = exc.holder.describe() if exc.holder else "another process"
-        raise UserError(f"{label} is still running ({who} holds it): wait for it to finish; the merge refuses "
-                        "partial numbers") from None
+        raise UserError(f"{label} is still running: {who} holds it; wait for it to finish (the merge refuses "
+                        "partial numbers)") from None
     return lock
 
 

@@ -320,7 +320,7 @@ def test_merge_holds_the_locks_and_refuses_folders_in_use(tmp_path, testpack, ca
     # a shard still running (a live process holds its folder) is named with that process, and refused
     with _Holder(shards[1]) as running:
         err = refused()
-    assert f"shard 1/2 ({shards[1]}) is still running (pid {running.pid} on " in err
+    assert f"shard 1/2 ({shards[1]}) is still running: pid {running.pid} on " in err
     assert "the merge refuses partial numbers" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()  # refused before OUT was touched
     # OUT in use (another merge, a run) is refused, naming the holder; the shards' locks are let go
