@@ -57,12 +57,21 @@ REPORT_S = 10.0
 
 @dataclass
 class Cluster:
-    """The connection to the Ray cluster (one per process)."""
+    """The connection to the Ray cluster (one per process), and what the
+    run's pools have reserved on it.  Every pool's actors live for the whole
+    run, so pools that together ask for more CPUs or GPUs than the cluster
+    has would wait for each other forever (a judge pool behind the model's):
+    :meth:`reserve` refuses that up front."""
 
     address: str | None
     workers: int | None  # actors per pool, when given
     nodes: int
     gpus: float
+    cpus: float = float("inf")
+    held: list[tuple[str, int, float, float]] = field(default_factory=list)  # (label, actors, cpus, gpus)
+
+    def _free(self) -> tuple[float, float]:
+        return (self.cpus - sum(h[2] for h in self.held), self.gpus - sum(h[3] for h in self.held))
 
     def default_workers(self, resources: dict[str, float], replicas: int = 1) -> int:
         per = float(resources.get("num_gpus") or 0)
@@ -72,13 +81,38 @@ class Cluster:
                 raise UserError(f"--executor ray: {count} workers x {per:g} GPUs each, but the cluster has "
                                 f"{self.gpus:g} GPUs")
             return count
+        free_cpus, free_gpus = self._free()
         if per > 0:
-            count = int(self.gpus // per)
+            count = int(free_gpus // per)
             if count < 1:
                 raise UserError(f"--executor ray: one backend instance needs {per:g} GPUs, the cluster has "
-                                f"{self.gpus:g}")
+                                f"{self.gpus:g}{self._held_text()}")
             return count
-        return max(1, self.nodes)
+        cpu = float(resources.get("num_cpus") or 0)
+        room = int(free_cpus // cpu) if cpu > 0 and free_cpus != float("inf") else self.nodes
+        return max(1, min(self.nodes, room))
+
+    def reserve(self, label: str, count: int, resources: dict[str, float]) -> None:
+        """Hold ``count`` actors' resources for ``label``'s pool, or refuse
+        (``UserError``) when the cluster cannot place them beside the pools
+        already held."""
+        cpu = count * float(resources.get("num_cpus") or 0)
+        gpu = count * float(resources.get("num_gpus") or 0)
+        free_cpus, free_gpus = self._free()
+        short = [f"{need:g} {kind} (free: {free:g} of {total:g})"
+                 for need, free, total, kind in ((cpu, free_cpus, self.cpus, "CPUs"), (gpu, free_gpus, self.gpus, "GPUs"))
+                 if need > free + 1e-9]
+        if short:
+            raise UserError(f"--executor ray: {label} on {count} workers needs {' and '.join(short)}"
+                            f"{self._held_text()}; every backend's workers live for the whole run, so lower "
+                            "workers=N or add nodes")
+        self.held.append((label, count, cpu, gpu))
+
+    def _held_text(self) -> str:
+        if not self.held:
+            return ""
+        return " (held by the run's other backends: " + ", ".join(
+            f"{label} {n} workers" for label, n, _, _ in self.held) + ")"
 
 
 _cluster: Cluster | None = None
@@ -101,7 +135,8 @@ def connect(executor: Any) -> Cluster:
         raise UserError(f"--executor {executor.label}: cannot reach the Ray cluster: {exc}") from None
     nodes = [n for n in ray.nodes() if n.get("Alive")]
     resources = ray.cluster_resources()
-    _cluster = Cluster(address, executor.workers, len(nodes), float(resources.get("GPU", 0)))
+    _cluster = Cluster(address, executor.workers, len(nodes), float(resources.get("GPU", 0)),
+                       float(resources.get("CPU", 0)))
     print(f"avhb: ray cluster {address or 'started locally'}: {len(nodes)} nodes, "
           f"{resources.get('CPU', 0):g} CPUs, {resources.get('GPU', 0):g} GPUs", file=sys.stderr)
     return _cluster
@@ -158,6 +193,7 @@ class RayPool(Backend):
         self.requires = self.local.requires
         resources = dict(self.local.resources())
         count = cluster.default_workers(resources, int(getattr(self.local, "replicas", 1) or 1))
+        cluster.reserve(spec.label, count, {"num_cpus": resources.get("num_cpus", 1), **resources})
         per = max(1, int(getattr(self.local, "concurrency", 1) or 1))
         self.concurrency = per * count
         options = {"num_cpus": resources.get("num_cpus", 1), "num_gpus": resources.get("num_gpus", 0),
