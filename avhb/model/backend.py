@@ -121,6 +121,9 @@ class Backend:
     # The generation settings the backend reads; others are dropped (said once
     # at the start of a run).  None: every setting is passed on.
     generation_keys: frozenset[str] | None = None
+    # Independent instances a run should use (vLLM's data_parallel_size): more than one needs a
+    # cluster executor (--executor ray), which runs one instance per worker.
+    replicas: int = 1
 
     def __init__(self, spec: BackendSpec):
         self.spec = spec
@@ -135,6 +138,17 @@ class Backend:
     def describe(self) -> dict[str, Any]:
         """Metadata written to run.json."""
         return {**self.identity, "capabilities": self.capabilities.__dict__}
+
+    def resources(self) -> dict[str, float]:
+        """What one instance occupies on a cluster (``--executor ray``):
+        Ray resource amounts such as ``{"num_gpus": 2}``.  Default: one CPU."""
+        return {"num_cpus": 1}
+
+    def check_media(self, media: Any, task: str) -> None:
+        """Refuse, before any call, a task's media settings (``MediaSpec``)
+        this backend cannot take (``UserError``); vLLM checks frames per
+        prompt and context.  Default: anything goes."""
+        return None
 
     async def generate(self, request: Request) -> Response:
         raise NotImplementedError

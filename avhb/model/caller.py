@@ -152,6 +152,11 @@ class Caller:
         return self.backend is None
 
     @property
+    def concurrency(self) -> int:
+        """Calls this caller sends at once (its backend's ``concurrency``)."""
+        return max(1, int(getattr(self.backend, "concurrency", 1) or 1)) if self.backend is not None else 1
+
+    @property
     def capabilities(self) -> Capabilities:
         return self.backend.capabilities if self.backend is not None else Capabilities()
 

@@ -23,9 +23,10 @@ from typing import Any
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
-from avhb.model.backend import create_backend
-from avhb.model.caller import Caller
+from avhb.model.caller import Caller, NotInJournal
 from avhb.registry import get_registry
+from avhb.run.executor import backend_factory
+from avhb.run.finished import file_stamp, fingerprint, is_finished
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate
 from avhb.run.journal import Journal
@@ -34,6 +35,7 @@ from avhb.run.notes import adaptation_notes, first_request_media, gen_kwargs_not
 from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.scoring import score, summarize
+from avhb.run.shard import select as select_shard
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.index import TaskIndex, build_index, load_task
@@ -72,16 +74,26 @@ class Evaluator:
         records = {t.name: self._records(t, sources[t.name]) for t in tasks}  # data read before any model call
         notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched)
         recorded = self.folder.read_json("run.json") or {}
-        backend = None if self.o.score_only else create_backend(self.o.model)
+        make_backend = backend_factory(self.o.executor)
+        backend = None if self.o.score_only else make_backend(self.o.model)
         if backend is not None:
             notes += self._backend_notes(backend, tasks, plans, sources, records)
         journal = Journal(self.folder.journal_dir)
-        judges = Judges(self.o.judges, journal, create_backend)
+        judges = Judges(self.o.judges, journal, make_backend,
+                        replay_identities=(recorded.get("judge_identities") or {}) if self.o.replay_judges else None)
         for t in tasks:  # a judge that cannot be built (or cannot see what it is sent) fails now
             roles = t.judge_roles()
             if self.o.predict_only:
                 roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
-            judges.prepare(roles)
+            if not self.o.replay_judges:
+                judges.prepare(roles)
+        replicas = int(getattr(backend, "replicas", 1) or 1)
+        if replicas > 1 and self.o.executor is None:
+            raise UserError(f"--model {self.o.model.label}: {replicas} engines (data_parallel_size) run as Ray workers, "
+                            "one engine each: add --executor ray[:ADDRESS]")
+        if backend is not None:
+            for t in tasks:  # settings the backend can refuse before it loads (vLLM: frames per prompt)
+                backend.check_media(plans[t.name].spec, t.name)
         if backend is not None:
             model = Caller(journal, "responses", backend, label=self.o.model.label)
         else:
@@ -95,15 +107,29 @@ class Evaluator:
             self.manifest = build_manifest(
                 recorded or None, self.o, tasks, sources, plans,
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
-                self._describe_judges(tasks, judges), self.registry.versions(), notes)
+                self._describe_judges(tasks, judges), self.registry.versions(), notes, judges.identities())
             self.folder.write_run(self.manifest)
+            before = RunResults.from_json(self.folder.read_json("results.json"))
+            ran = False
             for task in tasks:
                 run = TaskRun(task, sources[task.name], plans[task.name], model,
                               judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
                               self.o.seed)
-                await self._run_task(run, judges, records[task.name])
+                fp = fingerprint(task, run.source, run.plan, self.o, model.identity, self._judge_identities(task, judges),
+                                 self.registry.versions())
+                if (not self.o.score_only and task.name in before.tasks
+                        and is_finished(recorded, task.name, fp, self.folder.samples_path(task.name))):
+                    self.results.tasks[task.name] = before.tasks[task.name]  # nothing to do: see avhb.run.finished
+                    if not ran:  # a resume with nothing to do leaves results.json as it was
+                        self.results.judge_usage = dict(before.judge_usage)
+                    print(f"avhb: {task.name}: finished earlier with the same settings; results kept", file=sys.stderr)
+                    clean = True
+                else:
+                    ran = True
+                    clean = await self._run_task(run, judges, records[task.name])
                 self.results.aggregate_groups(self.index.groups, self.index.group_members, self.index.group_entries)
-                self._write_results(judges)  # each task's results land as soon as it finishes
+                self._write_results(judges, ran)  # each task's results land as soon as it finishes
+                self._mark_finished(task.name, fp if clean else None)
                 self.stopped = self._stop_reason(model, judges)
                 if self.stopped:
                     break
@@ -218,9 +244,33 @@ class Evaluator:
                 except SampleError as exc:
                     record.error = str(exc)
                 records.append(record)
+        if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
+            records = select_shard(records, task.metrics(), self.o.shard, task.name)
         return records
 
-    async def _run_task(self, run: TaskRun, judges: Judges, records: list[SampleRecord]) -> None:
+    def _judge_identities(self, task: Task, judges: Judges) -> dict[str, list[Any]]:
+        """The identities of the judges each of the task's roles asks."""
+        roles = task.judge_roles()
+        if self.o.predict_only:
+            roles = {n: r for n, r in roles.items() if r.in_loop and task.cfg.get("driver")}
+        return {name: [judges.caller(spec).identity for spec in judges.panel(role)] for name, role in roles.items()}
+
+    def _mark_finished(self, task: str, fp: str | None) -> None:
+        """Record (or clear) the task's fingerprint in run.json."""
+        finished = dict(self.manifest.get("finished") or {})
+        stamp = file_stamp(self.folder.samples_path(task)) if fp else None
+        if fp and stamp:
+            finished[task] = {"fingerprint": fp, "samples": stamp}
+        elif task in finished:
+            del finished[task]
+        else:
+            return
+        self.manifest["finished"] = finished
+        self.folder.write_run(self.manifest)
+
+    async def _run_task(self, run: TaskRun, judges: Judges, records: list[SampleRecord]) -> bool:
+        """Generate and score one task; True when no sample failed and every
+        judge verdict was read (the task is finished: avhb.run.finished)."""
         task = run.task
         metrics = [] if self.o.predict_only else task.metrics()
         missing = await generate(run, records, lambda: judges.usage.cost + run.model.usage.cost)
@@ -230,8 +280,13 @@ class Evaluator:
                             "(the run is unfinished or failed there): resume it with its original command first; "
                             "avhb score makes no model calls")
         if metrics:
-            await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
-        self.results.tasks[task.name] = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
+            try:
+                await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
+            except NotInJournal:
+                raise UserError(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
+                                "(the run is unfinished there): resume it with its original command first") from None
+        result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
+        self.results.tasks[task.name] = result
         self.not_attempted += sum(1 for r in records if r.error and "not attempted: " in r.error)
         path = self.folder.write_samples(task.name, records)
         failed = [r for r in records if r.error]
@@ -240,6 +295,7 @@ class Evaluator:
             print(f"avhb: warning: task {task.name}: {len(failed)} of {len(records)} samples failed and are excluded "
                   f"from its metrics (first: sample {first.id!r}: {' '.join(first.error.split())[:300]}); "
                   f"see {path}", file=sys.stderr)
+        return result.errors == 0 and result.judge_failures == 0
 
     def _note_adaptations(self, task: Task, records: list[SampleRecord]) -> None:
         """Adaptations the plan-time notes did not foresee (a driver's
@@ -254,9 +310,12 @@ class Evaluator:
         self.folder.write_run(self.manifest)
 
     # ------------------------------------------------------------------ outputs
-    def _write_results(self, judges: Judges) -> None:
+    def _write_results(self, judges: Judges, ran: bool = True) -> None:
         self.results.model = self.o.model.label if self.o.model else None
-        self.results.judge_usage = judges.usage.as_dict()
+        if ran:
+            self.results.judge_usage = judges.usage.as_dict()
+        if self.o.shard is not None:  # a shard's numbers are a slice's, not the benchmark's
+            self.results.extra["shard"] = self.o.shard.label
         self.folder.write_results(self.results.to_json())
 
     def _write_report(self) -> None:

@@ -115,8 +115,11 @@ class RunFolder:
     def write_results(self, results: dict[str, Any]) -> None:
         write_json_atomic(self.root / "results.json", results)
 
+    def samples_path(self, task: str) -> Path:
+        return self.root / "samples" / f"{task.replace('/', '__')}.jsonl"
+
     def write_samples(self, task: str, records: list[SampleRecord]) -> Path:
-        path = self.root / "samples" / f"{task.replace('/', '__')}.jsonl"
+        path = self.samples_path(task)
         write_atomic(path, lambda fh: _write_sample_lines(fh, records))
         return path
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, Iterable, TypeVar
 
 from avhb.data.sources import DataSource
 from avhb.errors import EnvironmentFailure, SampleError, UserError
@@ -23,6 +23,7 @@ from avhb.score.metric import SampleRecord
 from avhb.taskdef.task import Task
 
 DRIVERS_IN_FLIGHT = 256  # samples whose driver runs at once (the backend's own limit applies within)
+T = TypeVar("T")
 
 
 @dataclass
@@ -51,7 +52,6 @@ async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[
     """Fill each record's response (or error); returns how many records a
     replaying caller could not find in the journal."""
     missing = 0
-    in_flight = asyncio.Semaphore(DRIVERS_IN_FLIGHT)
     todo = [r for r in records if r.error is None]
     label = f"{run.task.name}: {'replay' if run.model.replaying else 'model'}"
     with Progress(label, len(todo)) as bar:
@@ -59,17 +59,17 @@ async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[
 
         async def one(record: SampleRecord) -> None:
             nonlocal missing
-            async with in_flight:
-                try:
-                    await drive_one(run, record)
-                except NotInJournal:
-                    missing += 1
-                    record.error = "not in the journal"
+            try:
+                await drive_one(run, record)
+            except NotInJournal:
+                missing += 1
+                record.error = "not in the journal"
             spent = cost_of() - seen[0]
             seen[0] += spent
             bar.update(1, error=record.error is not None, cost=spent)
 
-        await run_all(one(r) for r in todo)
+        # as many samples at once as the backend takes (a vLLM batch), at least DRIVERS_IN_FLIGHT
+        await run_bounded(todo, one, max(DRIVERS_IN_FLIGHT, run.model.concurrency))
     return missing
 
 
@@ -109,6 +109,20 @@ def _log_calls(record: SampleRecord, ctx: SampleContext) -> None:
         record.meta["usage"] = usage
     if last.meta:
         record.meta["response"] = last.meta
+
+
+async def run_bounded(items: Iterable[T], fn: Callable[[T], Awaitable[Any]], limit: int) -> None:
+    """``fn(item)`` for every item, at most ``limit`` at once, started in
+    order: ``limit`` workers pull from one iterator, so memory holds
+    ``limit`` coroutines, not one per sample.  The first failure cancels
+    the others and is raised as itself."""
+    iterator = iter(items)
+
+    async def worker() -> None:
+        for item in iterator:  # shared: each worker takes the next item
+            await fn(item)
+
+    await run_all(worker() for _ in range(max(1, limit)))
 
 
 async def run_all(coroutines) -> None:

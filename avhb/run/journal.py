@@ -5,7 +5,7 @@ One JSON object per line in ``journal/<kind>.jsonl`` (kinds: ``responses``,
 SIGKILL loses at most the line being written (a torn last line is skipped on
 reading); ``fsync`` runs at most every ``fsync_interval`` seconds and on
 close, which bounds what a power cut can lose without paying one fsync per
-sample.
+sample.  In memory: an index of byte offsets, the entries stay on disk.
 
 Entries are redacted (:func:`avhb.redact.redact`) before they are kept or
 written, as the samples file is: a reply that echoes an API key never
@@ -27,50 +27,92 @@ from avhb.redact import redact
 
 
 class Journal:
+    """``get`` / ``put`` over the journal files.  What is kept in memory is
+    an index, key -> the byte offset of the key's last line, not the
+    entries: an entry is read back (one ``pread``) when it is asked for,
+    so a 100,000-sample run's journal costs a few tens of MB, not its size
+    in Python objects."""
+
     def __init__(self, folder: Path, fsync_interval: float = 0.2):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
-        self._entries: dict[str, dict[str, dict[str, Any]]] = {}
+        self._index: dict[str, dict[str, int]] = {}
         self._files: dict[str, Any] = {}
+        self._ends: dict[str, int] = {}  # where the next line of a kind's file starts
+        self._readers: dict[str, int] = {}  # read-only descriptors
         self._last_sync = time.monotonic()
         self._failed = False
 
-    def _load(self, kind: str) -> dict[str, dict[str, Any]]:
-        if kind not in self._entries:
-            entries: dict[str, dict[str, Any]] = {}
-            path = self.folder / f"{kind}.jsonl"
-            if path.exists():
+    def _path(self, kind: str) -> Path:
+        return self.folder / f"{kind}.jsonl"
+
+    def _load(self, kind: str) -> dict[str, int]:
+        if kind not in self._index:
+            index: dict[str, int] = {}
+            path = self._path(kind)
+            if path.is_file():  # a regular file: a device (/dev/full) has no entries, only bytes
                 with open(path, "rb") as fh:
+                    offset = 0
                     for line in fh:
                         try:
                             record = json.loads(line)
                         except ValueError:
-                            continue  # torn write from a killed run
-                        if isinstance(record, dict) and "key" in record:
-                            entries[record["key"]] = record
-            self._entries[kind] = entries
-        return self._entries[kind]
+                            record = None  # torn write from a killed run
+                        if isinstance(record, dict) and isinstance(record.get("key"), str):
+                            index[record["key"]] = offset
+                        offset += len(line)
+            self._index[kind] = index
+        return self._index[kind]
+
+    def _read(self, kind: str, offset: int) -> dict[str, Any] | None:
+        fd = self._readers.get(kind)
+        if fd is None:
+            fd = self._readers[kind] = os.open(self._path(kind), os.O_RDONLY)
+        chunk, size = b"", 4096
+        while True:  # one line from offset
+            chunk = os.pread(fd, size, offset)
+            end = chunk.find(b"\n")
+            if end >= 0 or len(chunk) < size:
+                line = chunk if end < 0 else chunk[:end]
+                break
+            size *= 4
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return None
+        return record if isinstance(record, dict) else None
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:
-        return self._load(kind).get(key)
+        offset = self._load(kind).get(key)
+        return None if offset is None else self._read(kind, offset)
 
     def all(self, kind: str) -> dict[str, dict[str, Any]]:
-        return self._load(kind)
+        """Every entry of a kind (read from disk: for tools and tests)."""
+        out = {}
+        for key, offset in self._load(kind).items():
+            entry = self._read(kind, offset)
+            if entry is not None:
+                out[key] = entry
+        return out
 
     def put(self, kind: str, key: str, record: dict[str, Any]) -> dict[str, Any]:
         """Append one entry (redacted); returns the entry as kept."""
         record = redact({"key": key, **record})
-        path = self.folder / f"{kind}.jsonl"
+        index = self._load(kind)
+        path = self._path(kind)
         line = json.dumps(record, ensure_ascii=False, default=str).encode() + b"\n"
         try:
             fh = self._files.get(kind)
             if fh is None:
                 fh = open(path, "ab")
-                self._files[kind] = fh
+                end = path.stat().st_size
                 # a torn last line must not swallow the next record
-                if path.stat().st_size and not _ends_with_newline(path):
+                if end and not _ends_with_newline(path):
                     fh.write(b"\n")
+                    end += 1
+                self._files[kind] = fh
+                self._ends[kind] = end
             fh.write(line)
             fh.flush()
             now = time.monotonic()
@@ -80,7 +122,8 @@ class Journal:
             self._failed = True
             raise EnvironmentFailure(f"cannot write the journal {path}: {exc.strerror or exc}; the run's finished "
                                      "work is kept, re-run the command to resume") from None
-        self._load(kind)[key] = record
+        index[key] = self._ends[kind]
+        self._ends[kind] += len(line)
         return record
 
     def sync(self) -> None:
@@ -107,6 +150,9 @@ class Journal:
             except OSError:
                 pass  # the buffered bytes are lost with the disk that refused them
         self._files.clear()
+        for fd in self._readers.values():
+            os.close(fd)
+        self._readers.clear()
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -19,10 +19,13 @@ def task_hash(config: dict[str, Any]) -> str:
 
 def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[Any], sources: dict[str, Any],
                    plans: dict[str, Any], model: dict[str, Any] | None, judges: dict[str, list[str]],
-                   plugins: dict[str, str], notes: list[str]) -> dict[str, Any]:
+                   plugins: dict[str, str], notes: list[str],
+                   judge_identities: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run.json document.  ``model`` is the backend's description with
-    its identity (``None`` under ``avhb score``: the recorded one is kept).
-    A folder that holds another model's run is refused."""
+    its identity (``None`` under ``avhb score``: the recorded one is kept);
+    ``judge_identities``: each judge's identity by label (what ``avhb merge``
+    replays judges under).  A folder that holds another model's run, or
+    another shard, is refused."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     info = {
         "command": options.command,
@@ -46,6 +49,20 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
         "include_paths": list(options.include_paths), "batch_size": options.batch_size,
         "notes": notes,
     }
+    shard = getattr(options, "shard", None)
+    if shard is not None:
+        info["shard"] = shard.to_json()
+    identities = {**((existing or {}).get("judge_identities") or {}), **(judge_identities or {})}
+    if identities:
+        info["judge_identities"] = identities
+    for key in ("merged_from", "finished"):  # kept across resumes (avhb.run.finished checks "finished")
+        if key in (existing or {}):
+            info[key] = existing[key]
+    before_shard = (existing or {}).get("shard")
+    if existing and (before_shard or None) != (info.get("shard") or None):
+        was = f"shard {before_shard['index']}/{before_shard['count']}" if before_shard else "an unsharded run"
+        now = f"shard {shard.label}" if shard is not None else "an unsharded run"
+        raise UserError(f"{options.output_dir} holds {was}, not {now}; use another --output-dir")
     before = (existing or {}).get("model")
     if before and model is not None and (before.get("kind"), before.get("name")) != (model.get("kind"), model.get("name")):
         raise UserError(f"{options.output_dir} holds a run of {before.get('kind')}:{before.get('name')}; "

@@ -30,6 +30,9 @@ class RunOptions:
     score_only: bool = False  # `avhb score`: no model calls, every answer replayed from the journal
     command: list[str] = field(default_factory=list)
     write_report: bool = True
+    shard: Any = None  # avhb.run.shard.Shard: this process runs one slice of every task (--shard I/N)
+    executor: Any = None  # avhb.run.executor.ExecutorSpec: where backends run (--executor; None: in this process)
+    replay_judges: bool = False  # every judge answer from the journal too (`avhb merge`): no call at all
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
     notes: list[str] = field(default_factory=list)  # said once at the start and kept in run.json
@@ -120,6 +123,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
     from avhb.model.backend import parse_backend_spec
     from avhb.score.judges import parse_judge_bindings
 
+    from avhb.run.shard import Shard
+
     run = read_manifest(run_dir)
     from avhb.taskdef.include import add_include_path
 
@@ -133,7 +138,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         data={k: Path(v) for k, v in (run.get("data") or {}).items()}, sample_data=bool(run.get("sample_data")),
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
-        score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []))
+        score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
+        shard=Shard.from_json(run.get("shard")))
 
 
 def media_plan(task: Any, options: RunOptions):

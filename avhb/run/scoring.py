@@ -3,13 +3,13 @@ through the same call path as the model) per sample, then the task's
 aggregates, per breakdown value and per repeat."""
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
 from typing import Any, Callable
 
 from avhb.errors import EnvironmentFailure, SampleError, UserError
-from avhb.run.generate import run_all
+from avhb.model.caller import NotInJournal
+from avhb.run.generate import run_bounded
 from avhb.run.progress import Progress
 from avhb.run.results import TaskResult
 from avhb.score.aggregate import Aggregate
@@ -27,35 +27,33 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
     task's data root, for metrics that send a sample's media to a judge."""
     ctx = ScoreContext(judges=judges, task=task.name, root=root)
     filters = task.filters()
-    limit = asyncio.Semaphore(SCORING_IN_FLIGHT)
     crashed: list[str] = []
     with Progress(f"{task.name}: scoring", len(records)) as bar:
         seen = [cost_of()]
 
         async def one(record: SampleRecord) -> None:
-            async with limit:
-                if record.error is None:
-                    try:
-                        value: Any = record.response
-                        for f in filters:
-                            value = await f.apply(value, record, ctx)
-                        record.extracted = value
-                        for m in metrics:
-                            record.scores.update(await m.score(record, ctx))
-                    except SampleError as exc:  # e.g. a sample whose target is not among its options
-                        record.error = f"scoring: {exc}"
-                        record.scores = {}
-                    except (UserError, AssertionError, EnvironmentFailure):
-                        raise
-                    except Exception as exc:  # a metric/filter bug fails this sample, not the run
-                        record.error = f"scoring failed: {type(exc).__name__}: {exc}"
-                        record.scores = {}
-                        crashed.append(record.error)
+            if record.error is None:
+                try:
+                    value: Any = record.response
+                    for f in filters:
+                        value = await f.apply(value, record, ctx)
+                    record.extracted = value
+                    for m in metrics:
+                        record.scores.update(await m.score(record, ctx))
+                except SampleError as exc:  # e.g. a sample whose target is not among its options
+                    record.error = f"scoring: {exc}"
+                    record.scores = {}
+                except (UserError, AssertionError, EnvironmentFailure, NotInJournal):
+                    raise
+                except Exception as exc:  # a metric/filter bug fails this sample, not the run
+                    record.error = f"scoring failed: {type(exc).__name__}: {exc}"
+                    record.scores = {}
+                    crashed.append(record.error)
             spent = cost_of() - seen[0]
             seen[0] += spent
             bar.update(1, error=record.error is not None, cost=spent)
 
-        await run_all(one(r) for r in records)
+        await run_bounded(records, one, SCORING_IN_FLIGHT)
     if crashed:
         print(f"avhb: warning: {task.name}: scoring failed on {len(crashed)} samples (recorded as errors); "
               f"first: {crashed[0]}", file=sys.stderr)

@@ -141,10 +141,14 @@ class Judges:
     run's journal; usage summed over all of them."""
 
     def __init__(self, bindings: dict[str, list[BackendSpec]], journal: Any,
-                 backend_factory: Callable[[BackendSpec], Backend]):
+                 backend_factory: Callable[[BackendSpec], Backend],
+                 replay_identities: dict[str, dict[str, Any]] | None = None):
         self.bindings = bindings
         self.journal = journal
         self.backend_factory = backend_factory
+        # replay_identities (``avhb merge``): judges as the run recorded them (``identities()``),
+        # every answer from the journal and no backend built
+        self.replay_identities = replay_identities
         self.usage = Usage()
         self._callers: dict[str, Caller] = {}
 
@@ -161,9 +165,21 @@ class Judges:
         """One backend instance (and so one concurrency limit) per judge spec."""
         label = _spec_label(spec)
         if label not in self._callers:
-            self._callers[label] = Caller(self.journal, "judges", self.backend_factory(spec), usage=self.usage,
-                                          label=spec.label)
+            if self.replay_identities is not None:
+                identity = self.replay_identities.get(label)
+                if identity is None:
+                    raise UserError(f"judge {spec.label}: the run recorded no identity for it, so its answers "
+                                    "cannot be replayed from the journal")
+                self._callers[label] = Caller(self.journal, "judges", identity=identity, usage=self.usage,
+                                              label=spec.label)
+            else:
+                self._callers[label] = Caller(self.journal, "judges", self.backend_factory(spec), usage=self.usage,
+                                              label=spec.label)
         return self._callers[label]
+
+    def identities(self) -> dict[str, dict[str, Any]]:
+        """Each judge's identity (journal keys are made of it) by its spec."""
+        return {label: c.identity for label, c in self._callers.items()}
 
     def callers(self) -> list[Caller]:
         """Every judge caller built so far."""

@@ -139,6 +139,15 @@ class Metric:
         None means 'not scorable' (excluded from the mean and counted)."""
         raise NotImplementedError
 
+    def group_key(self, record: SampleRecord) -> Any:
+        """The unit (pair, group) this metric scores ``record`` in, for a
+        metric whose aggregate needs every member of a unit together:
+        ``--shard`` keeps the samples of one key in one shard
+        (:mod:`avhb.run.shard`).  Read only ``record.id``, ``record.doc``
+        and ``record.target``: it is asked before any model call.  None
+        (the default): the sample is scored on its own."""
+        return None
+
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         """The mean of the per-sample values over samples that did not fail
         (``None`` values excluded too)."""

@@ -36,6 +36,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
+from avhb.errors import UserError
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
 from avhb.score.metric import COUNT, Metric, SampleRecord, ScoreContext
 
@@ -159,6 +160,17 @@ class UnitAccuracy(Metric):
             raise ValueError(f"{self.name}: option 'key' (list of field specs) is required")
         parts = tuple(resolve(record, s) for s in ([specs] if isinstance(specs, str) else specs))
         return None if any(p is None for p in parts) else tuple(str(p) for p in parts)
+
+    def group_key(self, record: SampleRecord) -> Hashable | None:
+        """The unit key, for ``--shard``: only key fields known before the
+        model answers (``doc.*``, ``id``, ``target``) can keep a unit in
+        one shard."""
+        specs = self.options.get("key") or []
+        for spec in [specs] if isinstance(specs, str) else specs:
+            if not (spec in ("id", "target") or spec.startswith(("doc.", "literal:"))):
+                raise UserError(f"metric {self.name}: key field {spec!r} is known only after the model answers, "
+                                "so a shard cannot keep its units together (use doc.* fields, id or target)")
+        return self._key(record)
 
     def _correct(self, record: SampleRecord) -> bool | None:
         spec = self.options.get("correct")

@@ -96,6 +96,12 @@ class _Binary(Metric):
                                           level=d.get("level")))
         return out
 
+    def group_key(self, record: SampleRecord) -> Any:
+        """Rows of one sample (a pair of videos at one level) score together:
+        ``--shard`` keeps them in one shard."""
+        d = record.doc
+        return (d.get("level"), d.get("id") if self.mode == "upstream" else (d.get("pair_id") or d.get("id")))
+
     def tallies(self, records: list[SampleRecord]) -> list[scoring.BinaryTally]:
         return scoring.tally_binary(self.items(records), self.mode, self.unknown)
 
@@ -249,6 +255,12 @@ class _Mcq(Metric):
         return {"mcq_correct": float(got["pred"] is not None and got["pred"] == got["gold"]),
                 "mcq_unparsed": float(got["pred"] is None)}
 
+    def group_key(self, record: SampleRecord) -> Any:
+        """The pair (upstream: the sample) a row is scored in; ``--shard``
+        keeps it in one shard."""
+        d = record.doc
+        return (d.get("level"), d.get("id") if self.mode == "upstream" else (d.get("pair_id") or d.get("id")))
+
     def items(self, records: list[SampleRecord]) -> list[scoring.McqItem]:
         out = []
         for r in records:
@@ -384,6 +396,10 @@ class OpenScore(Metric):
             record.meta.setdefault("judge_failures", []).append(self.name)
             return {self.name: None}
         return {self.name: (v - low) / (high - low)}
+
+    def group_key(self, record: SampleRecord) -> Any:
+        """The pair whose ratings cluster the stderr; ``--shard`` keeps it in one shard."""
+        return (record.doc.get("level"), record.doc.get("pair_id") or record.doc.get("id"))
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         units: dict[Any, list[float | None]] = {}

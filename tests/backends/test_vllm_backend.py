@@ -242,3 +242,78 @@ async def test_batch_settings_reach_sampling_params_and_bad_ones_fail_one_sample
     assert params == [{"max_tokens": 5, "temperature": 0.0, "stop": ["\n"], "seed": 1},
                       {"max_tokens": 3, "temperature": 0.0}]
     assert prompts[0]["prompt"].startswith("<|im_start|>user\na")
+
+
+# -- parallelism and limits, checked before any model loads (issue 17) --------
+
+def _vllm(monkeypatch, gpus: str | None = "0,1,2,3", **args):
+    from avhb.model_backends import vllm_backend
+
+    monkeypatch.setattr(vllm_backend, "_cpu_build", lambda: False)
+    if gpus is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", gpus)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    return VLLMBackend(BackendSpec("vllm", "Qwen3-VL", args))
+
+
+def test_tensor_times_pipeline_parallel_must_fit_the_visible_gpus(monkeypatch):
+    from avhb.errors import UserError
+
+    b = _vllm(monkeypatch, tensor_parallel_size=2, pipeline_parallel_size=2)
+    assert b.engine_args["pipeline_parallel_size"] == 2 and b.resources() == {"num_cpus": 1, "num_gpus": 4}
+    assert "pipeline_parallel_size" not in b.identity["args"]  # where it runs, not what it answers
+    with pytest.raises(UserError, match=r"tensor_parallel_size 4 x pipeline_parallel_size 2 = 8 GPUs per engine, "
+                                        r"but 4 are visible \(CUDA_VISIBLE_DEVICES='0,1,2,3'\)"):
+        _vllm(monkeypatch, tensor_parallel_size=4, pipeline_parallel_size=2)
+    with pytest.raises(UserError, match="1 GPUs per engine, but 0 are visible"):
+        _vllm(monkeypatch, gpus="")
+    # a multi-node engine (vLLM places it on the Ray cluster): no local count, no GPUs of the actor's own
+    multi = _vllm(monkeypatch, gpus="0", tensor_parallel_size=8, pipeline_parallel_size=2,
+                  distributed_executor_backend="ray")
+    assert multi.resources()["num_gpus"] == 0
+    for bad, pattern in [({"tensor_parallel_size": 0}, "tensor_parallel_size=0 must be a positive integer"),
+                         ({"pipeline_parallel_size": "two"}, "pipeline_parallel_size='two'"),
+                         ({"distributed_executor_backend": "slurm"}, "distributed_executor_backend='slurm' must be"),
+                         ({"gpu_memory_utilization": 1.5}, r"gpu_memory_utilization=1.5 must be a fraction in \(0, 1\]"),
+                         ({"max_model_len": 0}, "max_model_len=0 must be a positive integer"),
+                         ({"data_parallel_size": 0}, "data_parallel_size=0 must be a positive integer"),
+                         ({"limit_mm_per_prompt": {"vidio": 1}}, "unknown modality 'vidio'"),
+                         ({"limit_mm_per_prompt": {"video": {"count": 1, "frames": 8}}}, "unknown key"),
+                         ({"limit_mm_per_prompt": {"image": -1}}, "image count=-1")]:
+        with pytest.raises(UserError, match=pattern):
+            _vllm(monkeypatch, **bad)
+
+
+def test_data_parallel_is_engines_not_an_engine_argument(monkeypatch):
+    b = _vllm(monkeypatch, data_parallel_size=4)
+    assert b.replicas == 4 and "data_parallel_size" not in b.engine_args  # vLLM's offline LLM refuses DP > 1
+    assert "data_parallel_size" not in b.identity["args"]
+
+
+def test_limits_set_images_per_request_and_refuse_tasks_before_any_call(monkeypatch, capsys):
+    from avhb.errors import UserError
+    from avhb.media.spec import MediaSpec
+
+    b = _vllm(monkeypatch, max_model_len=8192,
+              limit_mm_per_prompt={"image": 2, "video": {"count": 1, "num_frames": 16}})
+    assert b.capabilities.images == 2 and b.capabilities.max_context == 8192
+    b.check_media(MediaSpec.from_dict({"video": "{{v}}", "frames": 16}), "t")
+    with pytest.raises(UserError, match="task t: 32 frames per video, but vllm limit_mm_per_prompt video num_frames is 16"):
+        b.check_media(MediaSpec.from_dict({"video": "{{v}}", "frames": 32}), "t")
+    no_video = _vllm(monkeypatch, limit_mm_per_prompt={"video": 0, "image": 4})
+    assert no_video.capabilities.video is False
+    with pytest.raises(UserError, match="task t: sends video, but vllm limit_mm_per_prompt gives video 0"):
+        no_video.check_media(MediaSpec.from_dict({"video": "{{v}}"}), "t")
+    no_video.check_media(MediaSpec.from_dict({}), "t")  # a text task is fine
+    # context vs frames x tokens per frame: 64 x 256 = 16384 >= 8192
+    wide = _vllm(monkeypatch, max_model_len=8192)
+    with pytest.raises(UserError, match=r"64 frames x 256 tokens per frame = 16384 tokens >= max_model_len 8192: "
+                                        r"every sample would fail under budget: refuse \(about 31 frames fit"):
+        wide.check_media(MediaSpec.from_dict({"video": "{{v}}", "frames": 64, "budget": "refuse"}), "t")
+    wide.check_media(MediaSpec.from_dict({"video": "{{v}}", "frames": 64}), "t")
+    assert "frames are clamped per sample" in capsys.readouterr().err
+    # the preset's default frame budget (64) counts when the task names none
+    with pytest.raises(UserError, match="64 frames x 256"):
+        wide.check_media(MediaSpec.from_dict({"video": "{{v}}", "budget": "refuse"}), "t")

@@ -363,10 +363,13 @@ except ImportError:  # pragma: no cover - the standalone server needs no pytest
 
 async def serve_fast(port: int, reply: str, ready: Callable[[int], None]) -> None:
     """An asyncio server for benchmarks: one thread, keep-alive, every
-    completion answered at once with ``reply`` (request JSON still parsed).
+    completion answered at once with ``reply`` (request JSON still parsed);
+    ``GET /v1/stats`` says how many completions it has answered.
     Much cheaper per request than the threaded server, so a benchmark
     measures the client, not the server."""
     import asyncio
+
+    served = [0]  # completions answered, all connections (GET /v1/stats)
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         sock = writer.get_extra_info("socket")
@@ -386,8 +389,11 @@ async def serve_fast(port: int, reply: str, ready: Callable[[int], None]) -> Non
                 request_line = head.split(b"\r\n", 1)[0]
                 if request_line.startswith(b"GET") and b"/models" in request_line:
                     payload = json.dumps({"object": "list", "data": [{"id": "fake", "object": "model"}]}).encode()
+                elif request_line.startswith(b"GET") and b"/stats" in request_line:
+                    payload = json.dumps({"completions": served[0]}).encode()
                 else:
                     count += 1
+                    served[0] += 1
                     payload = json.dumps({
                         "id": f"chatcmpl-{count}", "object": "chat.completion", "created": 0,
                         "model": body.get("model", "fake"),

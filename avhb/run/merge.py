@@ -1,0 +1,276 @@
+"""``avhb merge OUT SHARD_DIR...``: the run folders of ``--shard I/N`` runs
+combined into one run folder equal to the unsharded run's.
+
+1. Every folder must be a finished shard of the same run: the same ``N``,
+   model, tasks (by config hash), judges, data and options (only the shard
+   index, the output folder, the command line and timestamps may differ),
+   each index ``0..N-1`` exactly once.  A missing index, a duplicate, a
+   shard that is still running (its folder is locked by a live process) or
+   unfinished (a task without results, a samples file short of its count)
+   is named and the merge refuses: it never reports partial numbers.
+   The merge holds every shard's lock from this check to its end (no shard
+   can be resumed into while it is read) and OUT's lock from before OUT is
+   read (a second merge or a run into OUT is refused, naming its pid).
+2. ``OUT/journal/`` is the union of the shards' journals (journal keys are
+   content hashes, so a key means the same call in every shard; a key seen
+   twice is kept once).  ``OUT/run.json`` is the shards' without ``shard``,
+   with ``merged_from``.
+3. The merged run is then scored as ``avhb score`` scores a run, with the
+   judges replayed too: every model answer and every judge verdict comes
+   from the merged journal, so the merge makes no call at all; a missing
+   one stops it as an unfinished shard would.  Samples are rebuilt in the
+   dataset's order, so ``samples/``, ``results.json`` (pairs, groups,
+   breakdowns, bootstrap stderrs, run-wide cut points such as
+   conciseness's) and ``report.html`` equal the unsharded run's.
+   ``judge_usage`` is the sum of the shards' (the calls were made there).
+
+The merge reads the tasks' data like ``avhb score`` (the same paths the
+shards used: a shared filesystem on a cluster).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from avhb.errors import UserError
+from avhb.run.folder import RunFolder, write_json_atomic
+from avhb.run.lock import RunFolderLocked, RunLock
+from avhb.run.options import read_manifest
+from avhb.run.shard import Shard
+
+# run.json keys that may differ between the shards of one run
+_PER_SHARD = frozenset({"shard", "command", "created", "updated", "notes", "versions", "judge_identities",
+                        "merged_from", "finished"})
+
+
+def _describe(shard: Shard | None, folder: Path) -> str:
+    return f"shard {shard.label} ({folder})" if shard else str(folder)
+
+
+def _config(run: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in run.items() if k not in _PER_SHARD}
+    out["tasks"] = {name: (info or {}).get("hash") for name, info in (run.get("tasks") or {}).items()}
+    return out
+
+
+def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    for key in sorted(set(a) | set(b)):
+        if json.dumps(a.get(key), sort_keys=True, default=str) != json.dumps(b.get(key), sort_keys=True, default=str):
+            return key
+    return None
+
+
+def check_finished(folder: Path, run: dict[str, Any], label: str) -> None:
+    """``UserError`` unless every task of the shard has results and a
+    complete samples file."""
+    path = folder / "results.json"
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise UserError(f"{label} is unfinished: no readable results.json; resume it with its original command "
+                        "(the merge refuses partial numbers)") from None
+    done = results.get("results") if isinstance(results, dict) else None
+    for task in run.get("tasks") or {}:
+        cell = (done or {}).get(task)
+        if not isinstance(cell, dict):
+            raise UserError(f"{label} is unfinished: task {task!r} has no results; resume it with its original "
+                            "command (the merge refuses partial numbers)")
+        samples = folder / "samples" / f"{task.replace('/', '__')}.jsonl"
+        lines = _count_lines(samples)
+        if lines != int(cell.get("samples") or 0):
+            raise UserError(f"{label} is unfinished: {samples} has {lines} samples, its results say "
+                            f"{cell.get('samples')}; resume it with its original command")
+
+
+def _count_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return sum(1 for line in fh if line.strip())
+    except OSError:
+        return -1
+
+
+def _hold(folder: Path, label: str) -> RunLock:
+    """The shard folder's lock, held for the whole merge: a shard that is
+    still running (a live process holds its folder) is refused, naming that
+    process, and none can start writing while it is merged."""
+    lock = RunLock(folder)
+    try:
+        lock.acquire()
+    except RunFolderLocked as exc:
+        who = exc.holder.describe() if exc.holder else "another process"
+        raise UserError(f"{label} is still running: {who} holds it; wait for it to finish (the merge refuses "
+                        "partial numbers)") from None
+    return lock
+
+
+def _hold_out(folder: RunFolder) -> None:
+    """OUT's lock, held until the merged run is written: two merges (or a
+    run) into one folder are refused, naming the process that holds it."""
+    try:
+        folder.open()
+    except RunFolderLocked as exc:
+        who = exc.holder.describe() if exc.holder else "another process"
+        raise UserError(f"avhb merge: the output folder {folder.root} is in use by {who}: wait for it to finish, "
+                        "or merge into another folder") from None
+
+
+def plan_merge(out: Path, folders: list[Path], locks: list[RunLock] | None = None
+               ) -> tuple[dict[str, Any], list[tuple[Shard, Path, dict[str, Any]]]]:
+    """Check the shards (module docstring, step 1); returns the run.json of
+    the merged run and the shards in index order.  Each shard's lock is
+    taken (and appended to ``locks``, for the caller to release)."""
+    if not folders:
+        raise UserError("avhb merge OUT SHARD_DIR...: name the shard run folders")
+    shards: list[tuple[Shard, Path, dict[str, Any]]] = []
+    for folder in folders:
+        if out.resolve() == folder.resolve():
+            raise UserError(f"avhb merge: the output folder {out} is one of the shards; merge into a new folder")
+        run = read_manifest(folder)
+        shard = Shard.from_json(run.get("shard"))
+        if shard is None:
+            raise UserError(f"{folder} is not a shard (its run.json has no 'shard'; it was not run with --shard I/N)")
+        shards.append((shard, folder, run))
+    count = shards[0][0].count
+    for shard, folder, _ in shards:
+        if shard.count != count:
+            raise UserError(f"{_describe(shard, folder)} is one of {shard.count} shards, "
+                            f"{_describe(shards[0][0], shards[0][1])} one of {count}")
+    seen: dict[int, Path] = {}
+    for shard, folder, _ in shards:
+        if shard.index in seen:
+            raise UserError(f"shard {shard.label} is given twice: {seen[shard.index]} and {folder}")
+        seen[shard.index] = folder
+    missing = [i for i in range(count) if i not in seen]
+    if missing:
+        given = ", ".join(f"{s.label} ({f})" for s, f, _ in sorted(shards, key=lambda x: x[0].index))
+        raise UserError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(f'{i}/{count}' for i in missing)} "
+                        f"missing (given: {given}); the merge refuses partial numbers")
+    shards.sort(key=lambda x: x[0].index)
+    base = _config(shards[0][2])
+    for shard, folder, run in shards[1:]:
+        key = _first_difference(base, _config(run))
+        if key is not None:
+            raise UserError(f"{_describe(shard, folder)} differs from {_describe(shards[0][0], shards[0][1])} in "
+                            f"run.json {key!r}: they are not shards of one run")
+    for shard, folder, run in shards:
+        label = _describe(shard, folder)
+        lock = _hold(folder, label)
+        if locks is not None:
+            locks.append(lock)
+        else:
+            lock.release()
+        check_finished(folder, run, label)
+    first = shards[0][2]
+    merged = {k: v for k, v in first.items() if k not in ("shard", "finished")}
+    identities: dict[str, Any] = {}
+    for _, _, run in shards:
+        identities.update(run.get("judge_identities") or {})
+    if identities:
+        merged["judge_identities"] = identities
+    merged["merged_from"] = [str(f) for _, f, _ in shards]
+    return merged, shards
+
+
+def _check_out(out: Path, merged: dict[str, Any]) -> None:
+    """OUT is new, or an earlier merge of the same run (read under OUT's lock)."""
+    if (out / "run.json").is_file():
+        before = read_manifest(out)
+        if before.get("shard") or _first_difference(_config(before), _config(merged)) is not None:
+            raise UserError(f"{out} holds another run; merge into a new folder")
+
+
+def merge_journals(out: Path, folders: list[Path]) -> dict[str, int]:
+    """``OUT/journal/<kind>.jsonl`` = the shards' entries, each key once
+    (written to a temp file and renamed, so a killed merge leaves the old
+    journal or the new one).  Returns entries per kind."""
+    kinds = sorted({p.name for f in folders for p in (f / "journal").glob("*.jsonl")})
+    target = out / "journal"
+    target.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
+    for kind in kinds:
+        seen: set[str] = set()
+        tmp = target / f".{kind}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as dst:
+            for folder in folders:
+                path = folder / "journal" / kind
+                if not path.is_file():
+                    continue
+                with open(path, "rb") as src:
+                    for line in src:
+                        try:
+                            key = json.loads(line).get("key")
+                        except (ValueError, AttributeError):
+                            continue  # a torn line of a killed shard
+                        if not isinstance(key, str) or key in seen:
+                            continue
+                        seen.add(key)
+                        dst.write(line if line.endswith(b"\n") else line + b"\n")
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, target / kind)
+        counts[kind] = len(seen)
+    return counts
+
+
+def _summed_usage(shards: list[tuple[Shard, Path, dict[str, Any]]]) -> dict[str, Any]:
+    total: dict[str, Any] = {}
+    for _, folder, _ in shards:
+        usage = (json.loads((folder / "results.json").read_text(encoding="utf-8")).get("judge_usage") or {})
+        for k, v in usage.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                total[k] = total.get(k, 0) + v
+    if "cost" in total:
+        total["cost"] = round(total["cost"], 6)
+    return total
+
+
+def merge(out: Path, folders: list[Path], command: list[str] | None = None,
+          write_report: bool = True) -> dict[str, Any]:
+    """The merge (module docstring); returns the merged results.json."""
+    out = Path(out)
+    locks: list[RunLock] = []
+    try:
+        return _merge(out, [Path(f) for f in folders], command, write_report, locks)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _merge(out: Path, folders: list[Path], command: list[str] | None, write_report: bool,
+           locks: list[RunLock]) -> dict[str, Any]:
+    import asyncio
+
+    from avhb.run.evaluator import Evaluator
+    from avhb.run.options import options_from_run
+
+    merged, shards = plan_merge(out, folders, locks)  # every shard's lock, held throughout
+    folder = RunFolder(out)
+    _hold_out(folder)
+    locks.append(folder.lock)
+    _check_out(out, merged)
+    for stale in ("samples", "results.json", "report.html", "pooled.json"):  # a previous merge's are rebuilt
+        path = out / stale
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+    merge_journals(out, [f for _, f, _ in shards])
+    if command:
+        merged["command"] = list(command)
+    write_json_atomic(out / "run.json", merged)
+    options = options_from_run(out, score_only=True)
+    options.replay_judges = True
+    options.write_report = False
+    evaluator = Evaluator(options)
+    evaluator.folder = folder
+    asyncio.run(evaluator._run())
+    evaluator.results.judge_usage = _summed_usage(shards)
+    results = evaluator.results.to_json()
+    folder.write_results(results)
+    if write_report:
+        evaluator._write_report()
+    return results

