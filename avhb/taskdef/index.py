@@ -416,20 +416,17 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
         top = root + os.sep
         paths = [top + rel for rel in part["rels"]]
         values = part["values"]
-        rows = zip(*part["tasks"])
-        infos: dict[str, dict[str, Any]] = {}
-        for name, fid, benchmark, tag, output_type, dataset, judges in rows:
-            if name in infos or name in tasks:
-                first = (infos.get(name) or tasks[name])["file"]
-                files = duplicates.setdefault(name, [first])
-                if paths[fid] not in files:
-                    files.append(paths[fid])
-                if name in tasks and name not in infos:
-                    errors.append(f"{paths[fid]}:1: task {name!r} is also defined in {first}")
-                continue
-            infos[name] = {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
-                           "benchmark": values[benchmark], "tags": values[tag], "output_type": values[output_type],
-                           "dataset_path": values[dataset], "judges": values[judges]}
+        rows = list(zip(*part["tasks"]))
+
+        def info(row: tuple, paths=paths, values=values, root=root, package=package, namespace=namespace) -> dict:
+            _, fid, benchmark, tag, output_type, dataset, judges = row
+            return {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
+                    "benchmark": values[benchmark], "tags": values[tag], "output_type": values[output_type],
+                    "dataset_path": values[dataset], "judges": values[judges]}
+
+        infos = {row[0]: info(row) for row in rows}
+        if part["dups"] or not tasks.keys().isdisjoint(infos):
+            infos = _first_definitions(rows, paths, info, tasks, duplicates, errors)
         errors += part["errors"]
         tasks.update(infos)
         for fid_text, messages in part["file_errors"].items():
@@ -449,6 +446,27 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
                 errors.append(f"{info['file']}:1: group {name!r} lists {entry!r}, which is no task or group")
     return TaskIndex(tasks, groups, errors, from_cache=not refreshed, refreshed=refreshed, broken=broken,
                      duplicates=duplicates)
+
+
+def _first_definitions(rows: list[tuple], paths: list[str], info, tasks: dict, duplicates: dict,
+                       errors: list[str]) -> dict:
+    """A package's tasks when some name is defined twice (in the package, or
+    by an earlier package): the first definition kept, every file recorded
+    in ``duplicates``, an error for a name an earlier package defines (the
+    package's own repeats are among its errors already)."""
+    kept: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        name, fid = row[0], row[1]
+        if name in kept or name in tasks:
+            first = (kept.get(name) or tasks[name])["file"]
+            files = duplicates.setdefault(name, [first])
+            if paths[fid] not in files:
+                files.append(paths[fid])
+            if name not in kept:
+                errors.append(f"{paths[fid]}:1: task {name!r} is also defined in {first}")
+            continue
+        kept[name] = info(row)
+    return kept
 
 
 def _file_error(messages: list[str]) -> str:
