@@ -333,3 +333,19 @@ def test_a_judge_prompt_file_and_a_metric_plugin_key_the_entries_they_decide(tes
     monkeypatch.setitem(registry.entries["metrics"], "testpack/later", "avhb_testpack.plugin:Exact")
     index = build_index(registry)
     assert "testpack/qa_custom" in index.tasks and not index.from_cache and not index.broken
+
+
+def test_a_task_defined_twice_keeps_its_first_definition_and_names_both_files(testpack_copy):
+    from avhb.taskdef.index import build_index
+
+    folder = testpack_copy / "avhb_testpack" / "tasks" / "qa"
+    first = build_index().tasks["testpack/qa_easy"]
+    again = folder / "zz_again.yaml"
+    again.write_text("include: _base.yaml\ntask: qa_easy\ntag: later_tag\n")
+    index = build_index()
+    kept = index.tasks["testpack/qa_easy"]
+    assert kept["file"] == first["file"] and kept["tags"] == first["tags"] and "testpack/later_tag" not in kept["tags"]
+    assert index.duplicates["testpack/qa_easy"] == [first["file"], str(again.resolve())]
+    with pytest.raises(UserError, match="'testpack/qa_easy' is defined twice"):
+        index.resolve(["testpack/qa_easy"])
+    assert build_index().tasks["testpack/qa_easy"] == kept  # the same from the cached part
