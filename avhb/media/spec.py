@@ -31,10 +31,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from avhb.errors import UserError
-from avhb.media.frames import FrameSpec
+
+if TYPE_CHECKING:  # frames imports numpy: a text-only run never needs it
+    from avhb.media.frames import FrameSpec
 
 
 # upper bounds of the media numbers (inclusive)
@@ -148,6 +150,8 @@ class MediaSpec:
         if n is None and fps is None:
             n = default_frames or 8
         size = (int(sampling["width"]), int(sampling["height"])) if "width" in sampling and "height" in sampling else None
+        from avhb.media.frames import FrameSpec
+
         return FrameSpec(frames=n, fps=fps, max_frames=self.max_frames, segment=segment,
                          include_last=self.include_last_frame, max_side=self.max_side,
                          max_pixels=self.max_pixels, decoder=self.decoder, size=size)  # type: ignore[arg-type]
