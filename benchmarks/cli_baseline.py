@@ -75,7 +75,7 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}")
     for name, rs in runs.items():
         wall, cpu = statistics.median(w for w, _ in rs), statistics.median(c for _, c in rs)
-        print(f"  {name:8s} wall {wall:6.2f} s  cpu {cpu:6.2f} s  head/{name} {head / wall:5.2f}x  "
+        print(f"  {name:8s} wall {wall:6.2f} s  cpu {cpu:6.2f} s  head time / {name} time {head / wall:4.2f}  "
               f"runs {[round(w, 2) for w, _ in rs]}")
 
 
