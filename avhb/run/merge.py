@@ -184,35 +184,39 @@ def _check_out(out: Path, merged: dict[str, Any]) -> None:
 
 
 def merge_journals(out: Path, folders: list[Path]) -> dict[str, int]:
-    """``OUT/journal/<kind>.jsonl`` = the shards' entries, each key once
-    (written to a temp file and renamed, so a killed merge leaves the old
-    journal or the new one).  Returns entries per kind."""
+    """``OUT/journal/<kind>.jsonl`` = the shards' entries, each key once:
+    its last line in its shard, the one the shard's own runs read (a call
+    that failed and was retried on resume has two).  Written to a temp file
+    and renamed, so a killed merge leaves the old journal or the new one.
+    Returns entries per kind."""
     kinds = sorted({p.name for f in folders for p in (f / "journal").glob("*.jsonl")})
     target = out / "journal"
     target.mkdir(parents=True, exist_ok=True)
     counts: dict[str, int] = {}
     for kind in kinds:
-        seen: set[str] = set()
+        lines: dict[str, bytes] = {}  # key -> its line; a key's last line in a shard wins, as Journal reads it
+        for folder in folders:
+            path = folder / "journal" / kind
+            if not path.is_file():
+                continue
+            shard: dict[str, bytes] = {}
+            with open(path, "rb") as src:
+                for line in src:
+                    try:
+                        key = json.loads(line).get("key")
+                    except (ValueError, AttributeError):
+                        continue  # a torn line of a killed shard
+                    if isinstance(key, str):
+                        shard[key] = line if line.endswith(b"\n") else line + b"\n"  # a retried call's newer line
+            for key, line in shard.items():
+                lines.setdefault(key, line)  # shards are disjoint; an earlier shard keeps a key it shares
         tmp = target / f".{kind}.{os.getpid()}.tmp"
         with open(tmp, "wb") as dst:
-            for folder in folders:
-                path = folder / "journal" / kind
-                if not path.is_file():
-                    continue
-                with open(path, "rb") as src:
-                    for line in src:
-                        try:
-                            key = json.loads(line).get("key")
-                        except (ValueError, AttributeError):
-                            continue  # a torn line of a killed shard
-                        if not isinstance(key, str) or key in seen:
-                            continue
-                        seen.add(key)
-                        dst.write(line if line.endswith(b"\n") else line + b"\n")
+            dst.writelines(lines.values())
             dst.flush()
             os.fsync(dst.fileno())
         os.replace(tmp, target / kind)
-        counts[kind] = len(seen)
+        counts[kind] = len(lines)
     return counts
 
 

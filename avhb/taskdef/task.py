@@ -210,16 +210,18 @@ class Task:
             elif entry["metric"] in self.registry.entries.get("metrics", {}) and entry["metric"] != FALLBACK_METRIC:
                 cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
             else:
-                out.append(self._fallback_metric(entry, options, what))
-                continue
-            check_requirements(what, getattr(cls, "requires", ()))
-            try:
-                metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
-            except UserError:
-                raise
-            except Exception as exc:  # bad options: the metric's constructor refused them
-                raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
-                                f"{_describe(exc)}") from None
+                cls = None
+            if cls is None:
+                metric = self._fallback_metric(entry, options, what)
+            else:
+                check_requirements(what, getattr(cls, "requires", ()))
+                try:
+                    metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
+                except UserError:
+                    raise
+                except Exception as exc:  # bad options: the metric's constructor refused them
+                    raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
+                                    f"{_describe(exc)}") from None
             for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
                 if key in entry:
                     setattr(metric, key, entry[key])
@@ -250,8 +252,6 @@ class Task:
             known = ", ".join(n for n in self.registry.names("metrics") if n != FALLBACK_METRIC)
             raise UserError(f"{what}: not an avhb metric (known: {known}), and not loadable through "
                             f"the {FALLBACK_METRIC!r} metric: {exc}") from None
-        if "higher_is_better" in entry:
-            metric.higher_is_better = entry["higher_is_better"]
         return metric
 
     def filters(self) -> list[Filter]:

@@ -51,7 +51,8 @@ async def test_two_shards_share_one_endpoints_rate_limit(monkeypatch):
             for b in shards:
                 await b.aclose()
     assert all(r.error is None and r.text == "ok" for shard in replies for r in shard)
-    assert state["peak"] <= CAPACITY  # the server never served more than its capacity at once
+    # the scripted server refuses above its capacity by construction; the shards did fill it
+    assert state["peak"] == CAPACITY
     for b in shards:  # each shard backed off on its own, and kept below its own ceiling
         assert b.limiter.decreases >= 1 and b.limiter.limit < 16
     # AIMD: after the first halvings the shards' limits sum to about the capacity, so most

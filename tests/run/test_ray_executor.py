@@ -46,19 +46,26 @@ def _samples(run: Path) -> bytes:
     return (run / "samples" / "testpack__qa_easy.jsonl").read_bytes()
 
 
-def test_a_worker_killed_mid_run_changes_nothing(tmp_path, testpack):
+def _one_process_run(server: ScriptedServer, tmp_path: Path) -> tuple[list[str], dict[str, str]]:
+    """The command and environment of the run under test, after running it
+    once in one process into ``tmp_path/one`` (the reference); the server's
+    counters are reset afterwards."""
     data = _data(tmp_path / "data")
-    with ScriptedServer(reply=_answer, delay=0.2) as server:
-        model = f"openai:fake,base_url={server.base_url},concurrency={PER_WORKER}"
-        base = [sys.executable, "-m", "avhb.cli", "--tasks", "testpack/qa_easy", "--model", model, "--sample-data",
-                "--data", f"testpack/qa_easy={data}", "--no-report"]
-        env = dict(os.environ, OPENAI_API_KEY="sk-test-not-real", RAY_USAGE_STATS_ENABLED="0")
+    model = f"openai:fake,base_url={server.base_url},concurrency={PER_WORKER}"
+    base = [sys.executable, "-m", "avhb.cli", "--tasks", "testpack/qa_easy", "--model", model, "--sample-data",
+            "--data", f"testpack/qa_easy={data}", "--no-report"]
+    env = dict(os.environ, OPENAI_API_KEY="sk-test-not-real", RAY_USAGE_STATS_ENABLED="0")
+    one = subprocess.run([*base, "--output-dir", str(tmp_path / "one")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert one.returncode == 0, one.stderr[-3000:]
+    assert server.count == ROWS
+    server.reset_counters()
+    return base, env
 
-        one = subprocess.run([*base, "--output-dir", str(tmp_path / "one")], env=env, capture_output=True, text=True,
-                             timeout=300)
-        assert one.returncode == 0, one.stderr[-3000:]
-        assert server.count == ROWS
-        server.reset_counters()
+
+def test_a_worker_killed_mid_run_changes_nothing(tmp_path, testpack):
+    with ScriptedServer(reply=_answer, delay=0.2) as server:
+        base, env = _one_process_run(server, tmp_path)
 
         out = tmp_path / "ray"
         proc = subprocess.Popen([*base, "--executor", "ray,workers=2", "--output-dir", str(out)], env=env,
@@ -80,7 +87,7 @@ def test_a_worker_killed_mid_run_changes_nothing(tmp_path, testpack):
             while (server.count < 10 or 0 not in pids) and proc.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.01)
             assert proc.poll() is None, "".join(lines)[-3000:]
-            assert 0 in pids and 1 in pids and pids[0] != pids[1] != os.getpid(), "".join(lines)[-3000:]
+            assert 0 in pids and 1 in pids and len({pids[0], pids[1], os.getpid()}) == 3, "".join(lines)[-3000:]
             killed_at = server.count
             os.kill(pids[0], signal.SIGKILL)
             proc.wait(timeout=240)
@@ -113,16 +120,8 @@ def test_a_killed_driver_resumes_with_the_same_command(tmp_path, testpack):
     local Ray cluster it started, its process group) SIGKILLed mid-run, the
     same command finishes the run with what was journaled kept, and the
     result equals a one-process run's."""
-    data = _data(tmp_path / "data")
     with ScriptedServer(reply=_answer, delay=0.2) as server:
-        model = f"openai:fake,base_url={server.base_url},concurrency={PER_WORKER}"
-        base = [sys.executable, "-m", "avhb.cli", "--tasks", "testpack/qa_easy", "--model", model, "--sample-data",
-                "--data", f"testpack/qa_easy={data}", "--no-report"]
-        env = dict(os.environ, OPENAI_API_KEY="sk-test-not-real", RAY_USAGE_STATS_ENABLED="0")
-        one = subprocess.run([*base, "--output-dir", str(tmp_path / "one")], env=env, capture_output=True, text=True,
-                             timeout=300)
-        assert one.returncode == 0, one.stderr[-3000:]
-        server.reset_counters()
+        base, env = _one_process_run(server, tmp_path)
 
         out = tmp_path / "ray"
         command = [*base, "--executor", "ray,workers=2", "--output-dir", str(out)]

@@ -352,3 +352,20 @@ def test_merge_holds_the_locks_and_refuses_folders_in_use(tmp_path, testpack, ca
     # ... and released after it
     assert all(holder(f) is None for f in [out, *shards])
     assert json.loads((out / "results.json").read_text())["results"]["testpack/qa_easy"]["samples"] == 6
+
+
+def test_merged_journal_keeps_a_retried_calls_last_line(tmp_path):
+    """A call that failed and was retried on resume has two lines under one
+    key; the shard reads the last one, and so must the merged run."""
+    from avhb.run.journal import Journal
+    from avhb.run.merge import merge_journals
+
+    shard = tmp_path / "shard-0"
+    (shard / "journal").mkdir(parents=True)
+    lines = [{"key": "k1", "response": "", "error": "HTTP 503"}, {"key": "k2", "response": "b", "error": None},
+             {"key": "k1", "response": "a", "error": None}]
+    (shard / "journal" / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    out = tmp_path / "out"
+    assert merge_journals(out, [shard]) == {"responses.jsonl": 2}
+    merged = Journal(out / "journal").all("responses")
+    assert merged["k1"]["response"] == "a" and merged["k1"]["error"] is None and merged["k2"]["response"] == "b"

@@ -34,7 +34,7 @@ _PROBE = textwrap.dedent("""
     index = build_index(registry)
     print(json.dumps({"opened": sorted(set(opened)), "from_cache": index.from_cache, "errors": index.errors,
                       "tasks": {n: i["tags"] for n, i in index.tasks.items()}, "groups": sorted(index.groups),
-                      "refreshed": [os.path.relpath(os.path.realpath(p), root) for p in getattr(index, "refreshed", [])]}))
+                      "refreshed": [os.path.relpath(os.path.realpath(p), root) for p in index.refreshed]}))
 """)
 
 
