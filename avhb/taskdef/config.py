@@ -529,19 +529,23 @@ def iter_templates(config: dict[str, Any]):
 
 
 def member_problems(member: dict[str, Any], package: str, folder: Path,
-                    known: KnownNames | None = None, *, sources: Sources | None = None) -> list[tuple[tuple, str]]:
+                    known: KnownNames | None = None, *, sources: Sources | None = None,
+                    schema_refused: bool = False) -> list[tuple[tuple, str]]:
     """(key path, message) of every problem of one resolved task: hooks
     (read, never imported), templates (parsed, never rendered), judge
     prompt files, metric and filter names.  Every file read is noted in
-    ``sources`` (the index keys the task file's entry on them)."""
+    ``sources`` (the index keys the task file's entry on them).
+    ``schema_refused``: the file already has schema errors (a shape these
+    checks trip over is then not reported twice)."""
     from avhb.taskdef.templates import check_template
 
     sources = Sources() if sources is None else sources
     out: list[tuple[tuple, str]] = []
     try:
         _member_problems(member, package, folder, known, out, check_template, sources)
-    except (TypeError, AttributeError, ValueError):  # a shape the schema already refused
-        pass
+    except (TypeError, AttributeError, ValueError) as exc:  # a shape these checks do not expect
+        if not schema_refused:  # else the schema error already says why; otherwise say it, never skip silently
+            out.append(((), f"the task could not be checked ({type(exc).__name__}: {exc})"))
     return out
 
 
@@ -622,6 +626,7 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
         raise ConfigErrors(problems + [str(doc.error(("expand",), str(exc).removeprefix("expand: ")))]) from None
     except (TypeError, AttributeError, ValueError):  # a malformed expand block: the schema said why
         raise ConfigErrors(problems or [str(doc.error(("expand",), "malformed"))]) from None
+    schema_refused = bool(problems)  # so far: the schema's errors of the file and its bases
     for member in members:
         name = member.get("task")
         if not isinstance(name, str) and name is not None:
@@ -632,7 +637,8 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
         if not member.get("doc_to_text") and not member.get("doc_to_messages"):
             problems.append(str(doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")))
         problems += [str(doc.error(keypath, message))
-                     for keypath, message in member_problems(member, package, file.parent, known, sources=sources)]
+                     for keypath, message in member_problems(member, package, file.parent, known, sources=sources,
+                                                               schema_refused=schema_refused)]
         out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines, namespace))
     if problems:
         raise ConfigErrors(problems)

@@ -36,9 +36,10 @@ def add_include_path(folder: str | Path) -> str:
     if not any(path.rglob("*.yaml")) and not any(path.rglob("*.yml")):
         raise UserError(f"--include_path {folder}: no task YAML in the folder")
     namespace = namespace_of(path)
-    if namespace in _ROOTS and _ROOTS[namespace] != path:
-        raise UserError(f"--include_path {folder}: another include path is already named {namespace!r} "
-                        f"({_ROOTS[namespace]})")
+    for other, other_path in _ROOTS.items():  # one name, or two names that share a hook package (my-tasks, my_tasks)
+        if other_path != path and package_of(other) == package_of(namespace):
+            raise UserError(f"--include_path {folder}: another include path is already named {other!r} "
+                            f"({other_path}); rename one of the folders")
     _ROOTS[namespace] = path
     _make_package(namespace, path)
     return namespace

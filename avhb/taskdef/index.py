@@ -483,7 +483,7 @@ def _write_part(cache_file: Path, key: str, part: dict) -> None:
         tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"key": key, **part}, separators=(",", ":")))
         os.replace(tmp, cache_file)
-        for old in cache_file.parent.parent.glob("task-index-*.json"):  # the single-file index of version 1
+        for old in cache_file.parent.parent.glob("task-index-*.json"):  # the single-file index of earlier versions
             old.unlink(missing_ok=True)
     except OSError:
         pass  # a read-only home still works, just without the cache

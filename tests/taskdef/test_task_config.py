@@ -207,3 +207,21 @@ def test_validate_command_reports_each_bad_file(pack, capsys):
     out = capsys.readouterr().out
     assert f"{bad}:3: process_docs: hook function 'gone' not defined in hooks.py" in out
     assert "2 files, 1 with errors" in out
+
+
+def test_two_include_paths_that_would_share_a_hook_package_are_refused(tmp_path):
+    """``my-tasks`` and ``my_tasks`` are two names but one hook package:
+    the second folder's hooks would silently replace the first's."""
+    from avhb.taskdef import include
+
+    first, second = tmp_path / "a" / "my-tasks", tmp_path / "b" / "my_tasks"
+    for folder in (first, second):
+        folder.mkdir(parents=True)
+        (folder / "t.yaml").write_text('task: t\ndoc_to_text: "{{q}}"\n')
+    try:
+        assert include.add_include_path(first) == "my-tasks"
+        with pytest.raises(UserError, match=r"another include path is already named 'my-tasks'.*rename one"):
+            include.add_include_path(second)
+        assert include.add_include_path(first) == "my-tasks"  # the same folder again is fine
+    finally:
+        include.clear()
