@@ -54,6 +54,11 @@ def _default(obj: Any) -> Any:
     return str(obj)
 
 
+def samples_path(run_dir: Path, task: str) -> Path:
+    """``RUN/samples/<task>.jsonl``, ``/`` of a plugin's namespace spelled ``__``."""
+    return Path(run_dir) / "samples" / f"{task.replace('/', '__')}.jsonl"
+
+
 class RunFolder:
     def __init__(self, root: Path):
         self.root = Path(root)
@@ -116,7 +121,7 @@ class RunFolder:
         write_json_atomic(self.root / "results.json", results)
 
     def samples_path(self, task: str) -> Path:
-        return self.root / "samples" / f"{task.replace('/', '__')}.jsonl"
+        return samples_path(self.root, task)
 
     def write_samples(self, task: str, records: list[SampleRecord]) -> Path:
         path = self.samples_path(task)

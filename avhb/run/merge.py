@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.errors import UserError
-from avhb.run.folder import RunFolder, write_json_atomic
+from avhb.run.folder import RunFolder, samples_path, write_json_atomic
 from avhb.run.lock import RunFolderLocked, RunLock
 from avhb.run.options import read_manifest
 from avhb.run.shard import Shard
@@ -78,7 +78,7 @@ def check_finished(folder: Path, run: dict[str, Any], label: str) -> None:
         if not isinstance(cell, dict):
             raise UserError(f"{label} is unfinished: task {task!r} has no results; resume it with its original "
                             "command (the merge refuses partial numbers)")
-        samples = folder / "samples" / f"{task.replace('/', '__')}.jsonl"
+        samples = samples_path(folder, task)
         lines = _count_lines(samples)
         if lines != int(cell.get("samples") or 0):
             raise UserError(f"{label} is unfinished: {samples} has {lines} samples, its results say "

@@ -23,6 +23,7 @@ from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.model.caller import Caller
 from avhb.registry import get_registry
 from avhb.run.driver import SampleContext
+from avhb.run.folder import samples_path
 from avhb.run.generate import TaskRun
 from avhb.run.journal import Journal
 from avhb.run.options import media_plan, options_from_run, read_manifest
@@ -77,7 +78,7 @@ class ReopenedRun:
 
     def samples(self, name: str) -> list[dict[str, Any]]:
         """The lines of ``samples/<task>.jsonl``."""
-        path = self.root / "samples" / f"{name.replace('/', '__')}.jsonl"
+        path = samples_path(self.root, name)
         if not path.is_file():
             return []
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
