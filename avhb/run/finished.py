@@ -3,7 +3,7 @@
 When every sample of a task finished without an error (and no judge
 verdict failed), the evaluator records in ``run.json`` (``finished``) the
 task's *fingerprint*: a hash of everything its samples and results depend
-on — the task's config and its pack's hook modules (size, mtime), the data
+on — the task's config and its pack's files (hooks, bases, prompts: size, mtime), the data
 (kind, root, revision, and the size and mtime of every file under the
 root), the model's and the judges' identities, the options that select and
 shape samples (limit, samples, seed, repeats, shard, ablations, media,
@@ -63,14 +63,24 @@ def _tree(root: Path) -> list[Any] | None:
     return out
 
 
-def _hooks(pack_dir: Path) -> list[Any]:
+# the pack files a task's behaviour can depend on: hook modules (any depth), YAML bases, prompt files
+_PACK_SUFFIXES = (".py", ".yaml", ".yml", ".txt", ".j2", ".jinja", ".json", ".md")
+_PACK_SKIP = {"__pycache__", "sample"}  # byte code; sample data (fingerprinted as data when it is the data)
+
+
+def _pack_files(pack_dir: Path) -> list[Any]:
+    """[relative path, size, mtime_ns] of the pack's own files, so that an
+    edited hook, base or judge prompt anywhere in the pack re-runs the task."""
     out = []
-    for path in sorted(Path(pack_dir).glob("*.py")):
+    for path in sorted(Path(pack_dir).rglob("*")):
+        rel = path.relative_to(pack_dir)
+        if path.suffix not in _PACK_SUFFIXES or _PACK_SKIP.intersection(rel.parts):
+            continue
         try:
             st = path.stat()
         except OSError:
             continue
-        out.append([path.name, st.st_size, st.st_mtime_ns])
+        out.append([str(rel), st.st_size, st.st_mtime_ns])
     return out
 
 
@@ -86,11 +96,11 @@ def fingerprint(task: Any, source: Any, plan: Any, options: Any, model: dict[str
         return None
     shard = getattr(options, "shard", None)
     payload = {
-        "task": task_hash(task.cfg.config), "hooks": _hooks(task.pack_dir),
+        "task": task_hash(task.cfg.config), "pack": _pack_files(task.pack_dir),
         "data": [source.kind, str(source.root), source.revision, data],
         "model": model, "judges": judges, "media": plan.key(),
         "options": [options.limit, options.samples, options.seed, options.repeats, options.predict_only,
-                    list(options.ablations), options.media, options.gen_kwargs, shard.label if shard else None],
+                    options.gen_kwargs, shard.label if shard else None],  # media and ablations: in plan.key()
         "versions": [__version__, versions],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

@@ -275,3 +275,31 @@ def test_failed_responses_are_retried_on_resume(testpack, tmp_path):
     proc = run_cli(*common, "--model", f"testpack/echo,calls={calls},fail_on=question 2")
     assert proc.returncode == 0
     assert calls.read_text().splitlines()[6:] == ["e2"]
+
+
+def test_a_finished_task_is_kept_until_a_pack_file_it_reads_changes(testpack_copy, tmp_path):
+    """The same command on a finished run keeps the task (its fingerprint in
+    run.json is unchanged); editing the judge's prompt file, which lives in a
+    subfolder of the pack, runs it again (a new fingerprint)."""
+    folder = testpack_copy / "avhb_testpack" / "tasks" / "qa"
+    (folder / "prompts").mkdir()
+    prompt = folder / "prompts" / "scorer.txt"
+    prompt.write_text("Question: {{question}}\nReference: {{reference}}\nResponse: {{response}}\nScore 0, 1 or 2.")
+    (folder / "prompted.yaml").write_text(
+        "include: _base.yaml\ntask: qa_prompted\ndataset_kwargs:\n  data_files: easy.jsonl\n"
+        "metric_list:\n  - function: hooks.Judged\njudges:\n  scorer:\n    default: testpack/keyword\n"
+        "    prompt_file: prompts/scorer.txt\n    parser: score_0_2\n")
+    out = tmp_path / "run"
+    command = ("--tasks", "testpack/qa_prompted", "--model", "testpack/echo", "--sample-data", "--no-report",
+               "--output-dir", str(out))
+
+    def fingerprint() -> str:
+        proc = run_cli(*command)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        return json.loads((out / "run.json").read_text())["finished"]["testpack/qa_prompted"]["fingerprint"]
+
+    first = fingerprint()
+    assert fingerprint() == first
+    prompt.write_text(prompt.read_text() + "\nAnswer with the digit only.")
+    os.utime(prompt, (time.time() + 5, time.time() + 5))
+    assert fingerprint() != first
