@@ -12,8 +12,10 @@ the size and mtime of the task's samples file.
 
 Re-running the same command finds the fingerprint unchanged and the samples
 file untouched: it keeps that task's results from ``results.json``, sends
-nothing, reads no journal and loads no data (resuming a finished
-100,000-sample run takes about as long as starting avhb).  Any change
+nothing and reads no journal.  The run still loads each task's samples
+before it checks (they are read before any model call, for the run's
+notes), so resuming a finished 100,000-sample run takes about 3 s, not
+start-up alone (``benchmarks/scale.py``).  Any change
 (another judge, an edited data file or hook, another avhb) runs the task
 again, through the journal, which still answers every call already made.  A
 task with failed samples is never recorded, so a re-run retries them;
