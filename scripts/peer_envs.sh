@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Builds the peers' own harnesses in isolated virtual environments, for the
+# differential tests that run a task file through lm-eval / lmms-eval and
+# through avhb against one logging local server (tests/compat/):
+#
+#   .venv-lmeval/  lm-eval 0.4.13 with its API-model extra
+#   .venv-lmms/    lmms-eval 0.7.3 (CPU torch 2.13.0 first: an unpinned torch
+#                  would pull a CUDA build; filelock<4: lmms-eval 0.7.3 fails
+#                  at run time with filelock 4, shared docs peers.md)
+#
+# Usage: scripts/peer_envs.sh [lmeval] [lmms]   (default: both)
+# Idempotent: a marker file in each venv records its finished recipe; a second
+# run with the same recipe only checks that the harness imports.
+# AVHB_LMEVAL_VENV / AVHB_LMMS_VENV put the environments elsewhere.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+PYTHON=${PYTHON:-python3.11}
+command -v "$PYTHON" >/dev/null || PYTHON=python3
+export PIP_DISABLE_PIP_VERSION_CHECK=1
+
+build() {  # build NAME VENV IMPORT RECIPE...
+  local name=$1 venv=$2 module=$3; shift 3
+  local recipe="$*" marker=$venv/.avhb-peer-ready
+  if [ -f "$marker" ] && [ "$(cat "$marker")" = "$recipe" ] && "$venv/bin/python" -c "import $module" >/dev/null 2>&1; then
+    echo "$name env ready: $venv"; return 0
+  fi
+  local start; start=$(date +%s)
+  rm -f "$marker"
+  [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
+  local step
+  IFS=';' read -ra steps <<< "$recipe"
+  for step in "${steps[@]}"; do
+    # shellcheck disable=SC2086
+    "$venv/bin/python" -m pip install -q $step 2>&1 | { grep -v "' is ignored: it is neither a file nor a directory" || true; }
+  done
+  "$venv/bin/python" -c "import $module" >/dev/null
+  echo "$recipe" > "$marker"
+  echo "$name env built in $(( $(date +%s) - start )) s: $venv ($(du -sh "$venv" | cut -f1))"
+}
+
+want=("$@")
+[ ${#want[@]} -gt 0 ] || want=(lmeval lmms)
+for w in "${want[@]}"; do
+  case "$w" in
+    lmeval) build lm-eval "${AVHB_LMEVAL_VENV:-$ROOT/.venv-lmeval}" lm_eval "lm-eval[api]==0.4.13" ;;
+    lmms) build lmms-eval "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" lmms_eval "torch==2.13.0;lmms-eval==0.7.3 filelock<4" ;;
+    *) echo "peer_envs: unknown environment $w (lmeval, lmms)" >&2; exit 2 ;;
+  esac
+done
