@@ -3,7 +3,8 @@ or torch.  Exit codes: 0 done; 2 a user error (one line: a bad flag, task
 file, data file or folder); 1 the environment failed the run (a full disk,
 an unwritable folder; one line) or the run stopped early or finished over
 its error budget (the results of what finished are written and printed
-first); 130 interrupted.  Re-running the same command resumes."""
+first); 130 interrupted.  A reader that closes stdout early (``avhb show X |
+head``) ends the command quietly (0).  Re-running the same command resumes."""
 from __future__ import annotations
 
 import argparse
@@ -135,8 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     _run_parser(sub.add_parser("run", help="run an evaluation (the default command)"))
     lp = sub.add_parser("list", help="list tasks, groups, models, metrics, filters, judges, backends or plugins")
-    lp.add_argument("what", choices=["tasks", "groups", "tags", "models", "metrics", "filters", "judges", "backends",
-                                     "commands", "plugins"])
+    lp.add_argument("what", nargs="?", choices=LISTABLE, help="what to list (alone: each kind with its count)")
     lp.add_argument("--json", action="store_true")
     _flag(lp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     sp = sub.add_parser("show", help="print a task's (or a group's) resolved configuration")
@@ -178,7 +178,11 @@ def main(argv: list[str] | None = None) -> int:
             from avhb.taskdef.include import add_include_path
 
             add_include_path(folder)
-        return COMMANDS[args.command](args, argv)
+        code = COMMANDS[args.command](args, argv)
+        sys.stdout.flush()  # inside the try: a reader that went away (`| head`) is caught below
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except UserError as exc:
         print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -193,6 +197,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("avhb: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``avhb show X | head``): stop quietly.
+    Later writes (the interpreter's flush at exit) go to /dev/null instead of
+    raising ``BrokenPipeError`` again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -210,7 +228,11 @@ def _plugin_command(argv: list[str]) -> int:
         if argv[0] not in registry.entries.get("commands", {}):
             known = ", ".join(list(SUBCOMMANDS) + registry.names("commands"))
             raise UserError(f"unknown command {argv[0]!r} (commands: {known}; a run starts with --tasks)")
-        return int(registry.load("commands", argv[0])(argv[1:]) or 0)
+        code = int(registry.load("commands", argv[0])(argv[1:]) or 0)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except UserError as exc:
         print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -307,26 +329,17 @@ def _print_results(results: dict, run_dir: Path | None = None) -> None:
     print(format_results_table(results, notes))
 
 
+LISTABLE = ("tasks", "groups", "tags", "models", "metrics", "filters", "judges", "backends", "commands", "plugins")
+
+
 def _cmd_list(args, argv) -> int:
     from avhb.registry import get_registry
 
     registry = get_registry()
-    if args.what in ("tasks", "groups"):
-        from avhb.taskdef.index import build_index
-
-        index = build_index(registry)
-        for err in index.errors:
-            print(f"avhb: warning: {err}", file=sys.stderr)
-        rows = index.tasks if args.what == "tasks" else index.groups
-        if args.json:
-            print(json.dumps(rows, indent=1))
-        elif args.what == "tasks":
-            out = [f"{name}\t{info['benchmark']}\t{','.join(info['tags'])}" for name, info in sorted(rows.items())]
-            sys.stdout.write("\n".join(out) + ("\n" if out else ""))
-        else:
-            for name, info in sorted(rows.items()):
-                print(f"{name}\t{len(index.group_members(name))} tasks")
-        return 0
+    if args.what is None:  # what can be listed, and how many of each
+        return _list_kinds(registry)
+    if args.what in ("tasks", "groups", "tags"):
+        return _list_index(args.what, registry, args.json)
     if args.what == "plugins":
         for p in registry.plugins:
             kind = "built-in" if p.builtin else "third-party"
@@ -346,6 +359,58 @@ def _cmd_list(args, argv) -> int:
         return _list_judges(registry)
     for name in registry.names(args.what):
         print(f"{name}\t{registry.entries[args.what][name]}")
+    return 0
+
+
+def _tags(index) -> dict[str, list[str]]:
+    """tag -> the tasks carrying it (from the task index)."""
+    tags: dict[str, list[str]] = {}
+    for name, info in sorted(index.tasks.items()):
+        for tag in info.get("tags") or []:
+            tags.setdefault(tag, []).append(name)
+    return tags
+
+
+def _list_index(what: str, registry=None, as_json: bool = False) -> int:
+    """``avhb list tasks|groups|tags`` (also lm-eval's ``--tasks list``,
+    ``list_groups``, ``list_tags``): one line each, from the task index."""
+    from avhb.taskdef.index import build_index
+
+    index = build_index(registry)
+    for err in index.errors:
+        print(f"avhb: warning: {err}", file=sys.stderr)
+    if what == "tags":
+        tags = _tags(index)
+        if as_json:
+            print(json.dumps(tags, indent=1))
+        else:
+            out = [f"{tag}\t{len(tasks)} tasks" for tag, tasks in sorted(tags.items())]
+            sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+        return 0
+    rows = index.tasks if what == "tasks" else index.groups
+    if as_json:
+        print(json.dumps(rows, indent=1))
+    elif what == "tasks":
+        out = [f"{name}\t{info['benchmark']}\t{','.join(info['tags'])}" for name, info in sorted(rows.items())]
+        sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    else:
+        for name, info in sorted(rows.items()):
+            print(f"{name}\t{len(index.group_members(name))} tasks")
+    return 0
+
+
+def _list_kinds(registry) -> int:
+    """``avhb list`` alone: each kind ``avhb list WHAT`` takes, with its count."""
+    from avhb.taskdef.index import build_index
+
+    index = build_index(registry)
+    from avhb.model.presets import load_presets
+
+    counts = {"tasks": len(index.tasks), "groups": len(index.groups), "tags": len(_tags(index)),
+              "models": len(load_presets(registry)), "plugins": len(registry.plugins)}
+    for what in LISTABLE:
+        n = counts[what] if what in counts else len(registry.names(what))
+        print(f"avhb list {what}\t{n}")
     return 0
 
 
