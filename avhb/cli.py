@@ -14,7 +14,7 @@ from pathlib import Path
 
 from avhb.errors import EnvironmentFailure, RunStopped, UserError
 
-SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge")
+SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge", "export")
 
 
 class Parser(argparse.ArgumentParser):
@@ -236,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("out", help="the merged run folder")
     mp.add_argument("shard_dirs", nargs="+", help="every shard's run folder")
     mp.add_argument("--no-report", action="store_true", help="skip report.html")
+    ep = sub.add_parser("export", help="write a run folder in lm-eval's output shape (results and samples files)")
+    ep.add_argument("run_dir")
+    ep.add_argument("--format", choices=["lm-eval"], default="lm-eval")
+    ep.add_argument("--output", default=None, metavar="DIR",
+                    help="where (default: inside the run folder, replacing its earlier export); DIR/<model>/...")
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
     _flag(pp, "--data-dir", default=None)
@@ -647,6 +652,14 @@ def _cmd_merge(args, argv) -> int:
     return 0
 
 
+def _cmd_export(args, argv) -> int:
+    from avhb.report.lmeval import export_run
+
+    for path in export_run(Path(args.run_dir), Path(args.output) if args.output else None):
+        print(path)
+    return 0
+
+
 def _cmd_prepare(args, argv) -> int:
     from avhb.data.prepare import prepare_tasks
 
@@ -654,7 +667,7 @@ def _cmd_prepare(args, argv) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "list": _cmd_list, "show": _cmd_show, "validate": _cmd_validate, "score": _cmd_score,
-            "report": _cmd_report, "prepare": _cmd_prepare, "merge": _cmd_merge}
+            "report": _cmd_report, "prepare": _cmd_prepare, "merge": _cmd_merge, "export": _cmd_export}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -102,6 +102,9 @@ class SpendLimit:
         return f"--max-cost {self.max_cost:g} USD reached ({self.spent:.4f} USD spent)"
 
 
+_SPENT = Response(text="", error="--max-cost reached")  # _send's answer when the spend limit refused the call
+
+
 class NotInJournal(Exception):
     """A replaying caller was asked for a call the journal does not hold."""
 
@@ -213,9 +216,9 @@ class Caller:
             call.error = f"media: {exc}"
         else:
             response = await self._send(sent)
-            if response is None:  # the breaker opened while this call waited: nothing was sent
-                sent.messages = []
-                return self._not_attempted(key, request)
+            if response is None or response is _SPENT:  # the breaker opened (or --max-cost was reached) while
+                sent.messages = []                        # this call waited: nothing was sent
+                return self._not_attempted(key, request, self.spend.message() if response is _SPENT else None)
             prices = getattr(self.backend, "prices", None)
             if not response.cost and prices is not None and response.usage:  # usage but no cost: priced here
                 response.cost = prices.cost(int(response.usage.get("prompt_tokens", 0) or 0),
@@ -270,6 +273,8 @@ class Caller:
         async with self._limit:
             if self.breaker.open:
                 return None
+            if self.spend is not None and self.spend.reached:
+                return _SPENT
             probe = CallProbe(self.breaker)
             token = current_probe.set(probe)
             sent = time.monotonic()

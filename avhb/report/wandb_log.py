@@ -58,7 +58,7 @@ def log_run(run_dir: Path, export: Any, init: dict[str, Any], config: dict[str, 
                  if s["filtered_resps"] else "", *(s.get(m) for m in columns[4:])] for s in lines])
         report = run_dir / "report.html"
         if report.is_file():
-            tables["evaluation/report"] = wandb.Html(report.read_text(encoding="utf-8"))
+            tables["evaluation/report"] = wandb.Html(report.read_text(encoding="utf-8"), inject=False)  # as written
         run.log(tables)
         artifact = wandb.Artifact("results", type="eval_results")
         for name in ("results.json", "run.json", "report.html"):

@@ -96,7 +96,7 @@ class Estimate:
         cost = self.cost
         if cost is not None:
             sources = sorted({c.prices.source for c in self.counts if c.calls and c.prices is not None})
-            parts.append(f"cost <= {cost:.4f} USD" + (f" ({'; '.join(sources)})" if sources else ""))
+            parts.append(f"cost <= {cost:.6f} USD" + (f" ({'; '.join(sources)})" if sources else ""))
         else:
             parts.append(f"cost unknown ({', '.join(self.unpriced())}: no prices known)")
         return "; ".join(parts)
