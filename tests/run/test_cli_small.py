@@ -77,6 +77,7 @@ def test_the_readme_api_server_line_runs_against_a_local_server(tmp_path):
     assert proc.returncode == 0, proc.stderr
     results = json.loads((tmp_path / "api" / "results.json").read_text())["results"]["vidpair_binary"]
     assert results["samples"] == sent > 0 and results["errors"] == 0
+    assert "avhb: estimate:" in proc.stderr  # said before the first call
 
 
 def test_docs_link_nothing_outside_the_repository():
