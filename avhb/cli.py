@@ -3,7 +3,8 @@ or torch.  Exit codes: 0 done; 2 a user error (one line: a bad flag, task
 file, data file or folder); 1 the environment failed the run (a full disk,
 an unwritable folder; one line) or the run stopped early or finished over
 its error budget (the results of what finished are written and printed
-first); 130 interrupted.  Re-running the same command resumes."""
+first); 130 interrupted.  A reader that closes stdout early (``avhb show X |
+head``) ends the command quietly (0).  Re-running the same command resumes."""
 from __future__ import annotations
 
 import argparse
@@ -13,7 +14,7 @@ from pathlib import Path
 
 from avhb.errors import EnvironmentFailure, RunStopped, UserError
 
-SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge")
+SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge", "export")
 
 
 class Parser(argparse.ArgumentParser):
@@ -24,7 +25,10 @@ class Parser(argparse.ArgumentParser):
         import re
 
         m = re.search(r"unrecognized arguments: (\S+)", message)
-        if m and m.group(1).startswith("-"):
+        if m and m.group(1).startswith("-") and m.group(1).split("=", 1)[0] in LM_EVAL_ONLY:
+            flag = m.group(1).split("=", 1)[0]
+            message = f"{flag} is lm-eval's; avhb has no such flag: {LM_EVAL_ONLY[flag]}"
+        elif m and m.group(1).startswith("-"):
             flag = m.group(1).split("=", 1)[0]
             known = {f[2:]: f for f in _flags(self)}  # compared without the dashes every flag shares
             close = difflib.get_close_matches(flag.lstrip("-"), sorted(known), n=1, cutoff=0.6)
@@ -80,21 +84,25 @@ def _batch_size(text: str) -> int | str:
 
 
 def _run_parser(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--tasks", required=True, help="comma-separated tasks, groups, tags or globs")
-    p.add_argument("--model", default="local", help="BACKEND:NAME, e.g. vllm:Qwen3-VL, openai:gpt-4.1, local (default)")
-    _flag(p, "--model-args", default=None, help="k=v,... passed to the backend")
+    p.add_argument("--tasks", "-t", nargs="+", default=None,
+                   help="comma-separated tasks, groups, tags or globs ('list', 'list_groups', 'list_tags': list them)")
+    p.add_argument("--model", "-M", default="local",
+                   help="BACKEND:NAME, e.g. vllm:Qwen3-VL, openai:gpt-4.1, local (default)")
+    _flag(p, "--model-args", "-a", default=None, help="k=v,... passed to the backend")
     p.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",
                    help="bind a judge role (repeat for a panel; '*=SPEC' binds every role)")
     p.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
                    help="point a benchmark, group or task at a local copy of its upstream release")
     _flag(p, "--sample-data", action="store_true", help="run on each task's bundled sample pack")
-    _flag(p, "--output-dir", "--output_path", dest="output_dir", default=None,
+    _flag(p, "--output-dir", dest="output_dir", default=None,
           help="run folder (re-running the same command resumes it)")
-    p.add_argument("--limit", type=_limit, default=None, help="first N samples per task, or a fraction (0.1)")
+    p.add_argument("--limit", "-L", type=_limit, default=None, help="first N samples per task, or a fraction (0.1)")
     p.add_argument("--samples", default=None, help="comma-separated sample ids")
-    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--seed", type=_seeds, default=None, metavar="S|PY,NUMPY,TORCH,FEWSHOT",
+                   help="the seed (default 1234), or lm-eval's four: python, numpy, torch (the model's sampling "
+                        "seed), few-shot; 'None' leaves one unset")
     p.add_argument("--repeats", type=int, default=None, help="override the tasks' repeats")
-    _flag(p, "--predict-only", action="store_true", help="generate and log, no metrics or judges")
+    _flag(p, "--predict-only", "-x", action="store_true", help="generate and log, no metrics or judges")
     p.add_argument("--ablate", default=None,
                    help="modality switches: no_audio,no_video,no_boxes,audio_as_transcript,text_only")
     p.add_argument("--media", default=None, metavar="k=v,...",
@@ -107,9 +115,9 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
                "0.05, default 5%%); they are excluded from the metrics and retried by re-running")
     _flag(p, "--include-path", dest="include_path", action="append", default=[], metavar="DIR",
           help="also load task YAML and hooks from DIR (tasks named DIR's-name/task)")
-    _flag(p, "--batch-size", type=_batch_size, default=None, metavar="N",
+    _flag(p, "--batch-size", "-b", type=_batch_size, default=None, metavar="N",
           help="at most N requests in flight (the backend's concurrency); 'auto' keeps the backend's")
-    _flag(p, "--log-samples", action="store_true", help="accepted for lm-eval users: samples are always logged")
+    _flag(p, "--log-samples", "-s", action="store_true", help="accepted for lm-eval users: samples are always logged")
     _flag(p, "--apply-chat-template", nargs="?", const=True, default=None, metavar="NAME",
           help="accepted for lm-eval users: chat templates are always applied where the backend has one")
 
@@ -117,6 +125,78 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
           help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
     _flag(p, "--executor", default=None, metavar="local|ray[:ADDRESS][,workers=N]",
           help="where backends run: this process (local, default) or a Ray cluster")
+    _flag(p, "--max-cost", type=float, default=None, metavar="USD",
+          help="refuse to start when the estimated cost is above USD (or unknown); stop sending once it is spent")
+    _lm_eval_flags(p)
+
+
+def _lm_eval_flags(p: argparse.ArgumentParser) -> None:
+    """lm-eval 0.4.13's run flags under their own spellings (issue 24).  Each
+    keeps lm-eval's meaning; where avhb's must differ, the run says so once
+    (a note on stderr, kept in run.json)."""
+    p.add_argument("--output_path", "-o", default=None, metavar="DIR",
+                   help="the run folder, as --output-dir; lm-eval's results_<date>.json and "
+                        "samples_<task>_<date>.jsonl are written under DIR/<model>/ too")
+    p.add_argument("--verbosity", "-v", type=str.upper, default=None, choices=VERBOSITY, metavar="LEVEL",
+                   help="log level of the libraries (DEBUG, INFO, WARNING, ERROR, CRITICAL); ERROR and above also "
+                        "hide progress lines")
+    p.add_argument("--write_out", "-w", action="store_true", help="print each task's first prompt and target")
+    p.add_argument("--show_config", action="store_true",
+                   help="print the results with every task's configuration (lm-eval's JSON) after the run")
+    p.add_argument("--use_cache", "-c", default=None, metavar="PATH",
+                   help="accepted: the run folder's journal is avhb's cache (re-run the command to reuse it)")
+    p.add_argument("--system_instruction", default=None, metavar="TEXT",
+                   help="a system instruction before each task's own system prompt")
+    p.add_argument("--wandb_args", nargs="+", default=None, metavar="k=v",
+                   help="log results and the report to Weights & Biases: wandb.init arguments (project=...,name=...)")
+    p.add_argument("--wandb_config_args", nargs="+", default=None, metavar="k=v", help="more wandb.config values")
+    p.add_argument("--hf_hub_log_args", nargs="+", default=None, metavar="k=v",
+                   help="push the lm-eval files to Hub dataset repos (hub_results_org=...,push_results_to_hub=True,"
+                        "push_samples_to_hub=True,...; token from $HF_TOKEN)")
+
+
+VERBOSITY = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+# lm-eval 0.4.13 run flags avhb does not take: why, and what to use instead (never another flag's name as a guess)
+LM_EVAL_ONLY = {
+    "--config": "avhb takes its settings as flags; a YAML of lm-eval flags is not read",
+    "-C": "avhb takes its settings as flags; a YAML of lm-eval flags is not read",
+    "--device": "the backend places the model (vllm: tensor_parallel_size=... in --model-args)",
+    "--max_batch_size": "--batch_size N sets the requests in flight; there is no auto-tuning ceiling",
+    "--cache_requests": "requests are built per run; the journal caches the answers (re-run the command)",
+    "--check_integrity": "run `avhb validate` to check task files",
+    "--trust_remote_code": "avhb never runs dataset loading scripts; `avhb prepare` fetches data files",
+    "--confirm_run_unsafe_code": "avhb runs no generated code",
+    "--metadata": "task metadata comes from the task's YAML",
+    "--trackio_args": "avhb logs to Weights & Biases (--wandb_args), not Trackio",
+    "--num_fewshot": "few-shot is set in the task YAML (num_fewshot) in this build",
+    "-f": "few-shot is set in the task YAML (num_fewshot) in this build",
+    "--fewshot_as_multiturn": "few-shot is set in the task YAML in this build",
+    "-E": "avhb's --samples takes sample ids (id1,id2), not lm-eval's JSON of indices",
+}
+
+
+def _seeds(text: str) -> tuple[int | None, ...]:
+    """``--seed``: one integer (every seed), or lm-eval's comma form
+    ``python,numpy,torch,fewshot`` with ``None`` for a seed left unset (three
+    values: the few-shot seed defaults to 1234, as in lm-eval)."""
+    items = [t.strip() for t in text.split(",")]
+    values: list[int | None] = []
+    for item in items:
+        if item.lower() == "none":
+            values.append(None)
+            continue
+        try:
+            values.append(int(item))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r}: an integer, or four integers or None (lm-eval's "
+                                             "python,numpy,torch,fewshot)") from None
+    if len(values) == 1:
+        return tuple(values * 4)
+    if len(values) == 3:
+        return (*values, 1234)
+    if len(values) != 4:
+        raise argparse.ArgumentTypeError(f"{text!r}: one seed, or four (python,numpy,torch,fewshot)")
+    return tuple(values)
 
 
 def _version() -> str:
@@ -135,8 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=Parser)
     _run_parser(sub.add_parser("run", help="run an evaluation (the default command)"))
     lp = sub.add_parser("list", help="list tasks, groups, models, metrics, filters, judges, backends or plugins")
-    lp.add_argument("what", choices=["tasks", "groups", "tags", "models", "metrics", "filters", "judges", "backends",
-                                     "commands", "plugins"])
+    lp.add_argument("what", nargs="?", choices=LISTABLE, help="what to list (alone: each kind with its count)")
     lp.add_argument("--json", action="store_true")
     _flag(lp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     sp = sub.add_parser("show", help="print a task's (or a group's) resolved configuration")
@@ -157,6 +236,11 @@ def build_parser() -> argparse.ArgumentParser:
     mp.add_argument("out", help="the merged run folder")
     mp.add_argument("shard_dirs", nargs="+", help="every shard's run folder")
     mp.add_argument("--no-report", action="store_true", help="skip report.html")
+    ep = sub.add_parser("export", help="write a run folder in lm-eval's output shape (results and samples files)")
+    ep.add_argument("run_dir")
+    ep.add_argument("--format", choices=["lm-eval"], default="lm-eval")
+    ep.add_argument("--output", default=None, metavar="DIR",
+                    help="where (default: inside the run folder, replacing its earlier export); DIR/<model>/...")
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
     _flag(pp, "--data-dir", default=None)
@@ -178,7 +262,11 @@ def main(argv: list[str] | None = None) -> int:
             from avhb.taskdef.include import add_include_path
 
             add_include_path(folder)
-        return COMMANDS[args.command](args, argv)
+        code = COMMANDS[args.command](args, argv)
+        sys.stdout.flush()  # inside the try: a reader that went away (`| head`) is caught below
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except UserError as exc:
         print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -193,6 +281,20 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("avhb: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
+
+
+def _stdout_closed() -> int:
+    """The reader of stdout went away (``avhb show X | head``): stop quietly.
+    Later writes (the interpreter's flush at exit) go to /dev/null instead of
+    raising ``BrokenPipeError`` again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return 0
 
 
 def _one_line(exc: BaseException) -> str:
@@ -210,7 +312,11 @@ def _plugin_command(argv: list[str]) -> int:
         if argv[0] not in registry.entries.get("commands", {}):
             known = ", ".join(list(SUBCOMMANDS) + registry.names("commands"))
             raise UserError(f"unknown command {argv[0]!r} (commands: {known}; a run starts with --tasks)")
-        return int(registry.load("commands", argv[0])(argv[1:]) or 0)
+        code = int(registry.load("commands", argv[0])(argv[1:]) or 0)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _stdout_closed()
     except UserError as exc:
         print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 2
@@ -220,6 +326,7 @@ def _plugin_command(argv: list[str]) -> int:
 
 
 def _cmd_run(args, argv) -> int:
+    from avhb.run.lmeval_flags import Publishing, lm_eval_notes, seed_globals
     from avhb.model.backend import parse_backend_spec, parse_kv
     from avhb.data.sources import parse_data_flags
     from avhb.run.evaluator import evaluate
@@ -229,36 +336,52 @@ def _cmd_run(args, argv) -> int:
     from avhb.run.executor import parse_executor
     from avhb.run.shard import Shard
 
+    if not args.tasks:
+        raise UserError("--tasks is required (comma-separated tasks, groups or tags; `avhb list tasks` names them)")
+    tasks = ",".join(args.tasks)  # lm-eval also takes them space-separated
+    listing = {"list": "tasks", "list_groups": "groups", "list_tags": "tags", "list_subtasks": "tasks"}
+    if tasks in listing:  # lm-eval's --tasks list (avhb list tasks|groups|tags)
+        return _list_index(listing[tasks])
     budget = parse_error_budget(args.max_errors)
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit {args.limit}: must be 0 or more")
     if args.repeats is not None and args.repeats < 1:
         raise UserError(f"--repeats {args.repeats}: must be 1 or more")
     spec = parse_backend_spec(args.model, args.model_args)
-    output = Path(args.output_dir) if args.output_dir else Path("runs") / _default_run_name(args.tasks, spec.label)
-    notes = []
-    if args.log_samples:
-        notes.append("--log_samples: accepted; avhb always logs every sample (samples/<task>.jsonl)")
-    if args.apply_chat_template is not None:
-        notes.append("--apply_chat_template: accepted; chat templates are always applied where the backend has one "
-                     "(API backends apply their own; vllm uses the model's; local is a base model with none)")
+    if args.output_dir and args.output_path:
+        raise UserError("--output-dir and --output_path name the same run folder: give one")
+    folder = args.output_path or args.output_dir
+    output = Path(folder) if folder else Path("runs") / _default_run_name(tasks, spec.label)
+    notes = lm_eval_notes(args, spec)
+    publish = Publishing.from_args(args)  # W&B and Hub settings checked before any call
+    seeds = args.seed or (None, None, 1234, 1234)
     options = RunOptions(
-        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()], model=spec, output_dir=output,
+        tasks=[t.strip() for t in tasks.split(",") if t.strip()], model=spec, output_dir=output,
         judges=parse_judge_bindings(args.judge), judge_args=list(args.judge), data=parse_data_flags(args.data), sample_data=args.sample_data,
-        limit=args.limit, samples=[s for s in (args.samples or "").split(",") if s] or None, seed=args.seed,
+        limit=args.limit, samples=_sample_ids(args.samples), seed=1234 if seeds[2] is None else seeds[2],
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
         media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
-        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor))
+        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
+        seeds=args.seed, system_instruction=args.system_instruction, write_out=args.write_out,
+        max_cost=args.max_cost)
+    seed_globals(seeds)
     results = evaluate(options)
     _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)
+    publish.after_run(output, lm_eval_files=args.output_path is not None, show_config=args.show_config)
     over = _over_budget(results, budget, args.max_errors)
     if over:
         print(f"avhb: error: {over}", file=sys.stderr)
         return 1
     return 0
+
+
+def _sample_ids(text: str | None) -> list[str] | None:
+    if text and text.lstrip().startswith("{"):
+        raise UserError("--samples takes avhb sample ids (id1,id2,...); lm-eval's JSON of indices per task is not read")
+    return [s for s in (text or "").split(",") if s] or None
 
 
 def _over_budget(results: dict, budget: float, flag: str) -> str | None:
@@ -307,26 +430,17 @@ def _print_results(results: dict, run_dir: Path | None = None) -> None:
     print(format_results_table(results, notes))
 
 
+LISTABLE = ("tasks", "groups", "tags", "models", "metrics", "filters", "judges", "backends", "commands", "plugins")
+
+
 def _cmd_list(args, argv) -> int:
     from avhb.registry import get_registry
 
     registry = get_registry()
-    if args.what in ("tasks", "groups"):
-        from avhb.taskdef.index import build_index
-
-        index = build_index(registry)
-        for err in index.errors:
-            print(f"avhb: warning: {err}", file=sys.stderr)
-        rows = index.tasks if args.what == "tasks" else index.groups
-        if args.json:
-            print(json.dumps(rows, indent=1))
-        elif args.what == "tasks":
-            out = [f"{name}\t{info['benchmark']}\t{','.join(info['tags'])}" for name, info in sorted(rows.items())]
-            sys.stdout.write("\n".join(out) + ("\n" if out else ""))
-        else:
-            for name, info in sorted(rows.items()):
-                print(f"{name}\t{len(index.group_members(name))} tasks")
-        return 0
+    if args.what is None:  # what can be listed, and how many of each
+        return _list_kinds(registry)
+    if args.what in ("tasks", "groups", "tags"):
+        return _list_index(args.what, registry, args.json)
     if args.what == "plugins":
         for p in registry.plugins:
             kind = "built-in" if p.builtin else "third-party"
@@ -346,6 +460,58 @@ def _cmd_list(args, argv) -> int:
         return _list_judges(registry)
     for name in registry.names(args.what):
         print(f"{name}\t{registry.entries[args.what][name]}")
+    return 0
+
+
+def _tags(index) -> dict[str, list[str]]:
+    """tag -> the tasks carrying it (from the task index)."""
+    tags: dict[str, list[str]] = {}
+    for name, info in sorted(index.tasks.items()):
+        for tag in info.get("tags") or []:
+            tags.setdefault(tag, []).append(name)
+    return tags
+
+
+def _list_index(what: str, registry=None, as_json: bool = False) -> int:
+    """``avhb list tasks|groups|tags`` (also lm-eval's ``--tasks list``,
+    ``list_groups``, ``list_tags``): one line each, from the task index."""
+    from avhb.taskdef.index import build_index
+
+    index = build_index(registry)
+    for err in index.errors:
+        print(f"avhb: warning: {err}", file=sys.stderr)
+    if what == "tags":
+        tags = _tags(index)
+        if as_json:
+            print(json.dumps(tags, indent=1))
+        else:
+            out = [f"{tag}\t{len(tasks)} tasks" for tag, tasks in sorted(tags.items())]
+            sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+        return 0
+    rows = index.tasks if what == "tasks" else index.groups
+    if as_json:
+        print(json.dumps(rows, indent=1))
+    elif what == "tasks":
+        out = [f"{name}\t{info['benchmark']}\t{','.join(info['tags'])}" for name, info in sorted(rows.items())]
+        sys.stdout.write("\n".join(out) + ("\n" if out else ""))
+    else:
+        for name, info in sorted(rows.items()):
+            print(f"{name}\t{len(index.group_members(name))} tasks")
+    return 0
+
+
+def _list_kinds(registry) -> int:
+    """``avhb list`` alone: each kind ``avhb list WHAT`` takes, with its count."""
+    from avhb.taskdef.index import build_index
+
+    index = build_index(registry)
+    from avhb.model.presets import load_presets
+
+    counts = {"tasks": len(index.tasks), "groups": len(index.groups), "tags": len(_tags(index)),
+              "models": len(load_presets(registry)), "plugins": len(registry.plugins)}
+    for what in LISTABLE:
+        n = counts[what] if what in counts else len(registry.names(what))
+        print(f"avhb list {what}\t{n}")
     return 0
 
 
@@ -486,6 +652,14 @@ def _cmd_merge(args, argv) -> int:
     return 0
 
 
+def _cmd_export(args, argv) -> int:
+    from avhb.report.lmeval import export_run
+
+    for path in export_run(Path(args.run_dir), Path(args.output) if args.output else None):
+        print(path)
+    return 0
+
+
 def _cmd_prepare(args, argv) -> int:
     from avhb.data.prepare import prepare_tasks
 
@@ -493,7 +667,7 @@ def _cmd_prepare(args, argv) -> int:
 
 
 COMMANDS = {"run": _cmd_run, "list": _cmd_list, "show": _cmd_show, "validate": _cmd_validate, "score": _cmd_score,
-            "report": _cmd_report, "prepare": _cmd_prepare, "merge": _cmd_merge}
+            "report": _cmd_report, "prepare": _cmd_prepare, "merge": _cmd_merge, "export": _cmd_export}
 
 if __name__ == "__main__":
     sys.exit(main())

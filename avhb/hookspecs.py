@@ -35,13 +35,15 @@ def avhb_metrics() -> dict[str, str]:
 
 @hookspec
 def avhb_filters() -> dict[str, str]:
-    """Filter names -> "module:Class" (a ``avhb.filters.Filter``)."""
+    """Filter names -> "module:Class" (a ``avhb.score.metric.Filter``)."""
 
 
 @hookspec
 def avhb_judges() -> dict[str, str]:
-    """Judge kinds -> "module:Class" (a Backend that answers judge requests,
-    e.g. an embedding-similarity scorer).  Any backend kind is a judge too."""
+    """Judge kinds -> "module:Class": a ``avhb.model.backend.Backend`` that
+    answers judge requests without being a chat model (an embedding scorer
+    reading ``Request.fields``, replying one of ``Request.choices``).  Bound
+    as ``--judge ROLE=<plugin>/<kind>``; any backend kind judges too."""
 
 
 @hookspec

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from avhb.model.prices import FREE
 from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import UserError
 from avhb.model.messages import Request, Response, TextPart
@@ -87,6 +88,7 @@ class RandomBackend(Backend):
     capabilities = Capabilities(text=True, images=1024, video=True, audio=True, max_context=1 << 30,
                                 tokens_per_frame=0, sees_pixels=False)
     concurrency = 64
+    prices = FREE
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
@@ -166,6 +168,7 @@ class ScriptedBackend(Backend):
     """Replies read from a file; see the module docstring."""
 
     concurrency = 16
+    prices = FREE
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)

@@ -131,6 +131,7 @@ class CascadeBackend(Backend):
         self.inner_label = inner.spec.label  # e.g. "openai:gpt-4.1"
         self.capabilities = dataclasses.replace(inner.capabilities, audio=True)
         self.concurrency = inner.concurrency
+        self.prices = inner.prices  # the local ASR is free; the inner model's calls are what cost
 
     @property
     def identity(self) -> dict[str, Any]:

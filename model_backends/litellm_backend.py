@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from avhb.model.prices import from_model_info
 from avhb.model.backend import Backend, BackendSpec
 from avhb.errors import SampleError, UserError
 from avhb.model.messages import Request, Response
@@ -133,6 +134,7 @@ class LiteLLMBackend(Backend):
         )
         self.capabilities = self.settings.capabilities
         self.concurrency = self.settings.concurrency
+        self.prices = from_model_info(info, spec.name)
         self.api_base = spec.args.get("api_base") or spec.args.get("base_url")
         self.max_inline_mb = float(spec.args.get("max_inline_mb", 20))
         self.extra = extra_body(spec)

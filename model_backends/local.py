@@ -60,6 +60,7 @@ import numpy as np
 from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import SampleError, UserError
 from avhb.model.messages import ImagePart, Request, Response, VideoPart
+from avhb.model.prices import FREE
 
 from .baselines import LETTERS, option_line, option_replies
 from .cascade import replace_audio, transcript_texts
@@ -283,6 +284,7 @@ class LocalBackend(Backend):
     capabilities = Capabilities(text=True, images=0, video=False, audio=True, multi_turn=True,
                                 max_context=N_CTX, tokens_per_frame=0, sees_pixels=False)
     concurrency = 1
+    prices = FREE
     generation_keys = frozenset({"max_tokens", "stop"})  # greedy decoding: no temperature, top_p...
 
     def __init__(self, spec: BackendSpec):

@@ -224,6 +224,7 @@ class OpenAIBackend(Backend):
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
         self._url = self._endpoint()
+        self.prices = self._prices()
         self._session: Any = None
         self._session_loop: Any = None
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -259,6 +260,13 @@ class OpenAIBackend(Backend):
 
     def _needs_key(self) -> bool:
         return self.base_url == OFFICIAL_URL
+
+    def _prices(self) -> Any:
+        """OpenAI's own prices (LiteLLM's map) when talking to OpenAI; a
+        self-hosted or gateway server's are unknown."""
+        from avhb.model.prices import litellm_map_prices
+
+        return litellm_map_prices(self.spec.name) if self.base_url == OFFICIAL_URL else None
 
     # -- metadata (never the key) ------------------------------------------
     @property

@@ -63,6 +63,7 @@ import asyncio
 from dataclasses import replace
 from typing import Any, Callable
 
+from avhb.model.prices import FREE
 from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.errors import SampleError, UserError
 from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart
@@ -354,6 +355,7 @@ def strip_template_bos(prompt: str, bos_token: str | None, tokenizer_adds_bos: b
 
 class VLLMBackend(Backend):
     requires = (("vllm", "vllm"),)
+    prices = FREE  # an engine on this machine (or cluster): no per-token price
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
         check_args(spec)

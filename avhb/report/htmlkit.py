@@ -95,8 +95,9 @@ td.about{color:var(--muted);font-size:12.5px;max-width:360px}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:4px 0}
 dl.kv dt{color:var(--muted);font-weight:600}
 dl.kv dd{margin:0;word-break:break-word}
-.sig-up{color:var(--good);font-weight:600}
-.sig-down{color:var(--bad);font-weight:600}
+.sig-better{color:var(--good);font-weight:600}
+.sig-worse{color:var(--bad);font-weight:600}
+.sig-changed{font-weight:600}
 td.best{font-weight:700}
 .scroll{overflow-x:auto;max-width:100%}
 """

@@ -75,6 +75,9 @@ class SampleContext:
 
         request = build_request(self.run.task, doc or self.doc, self.root, self.sample_id, self.media)
         request.generation = self._generation(request.generation)
+        instruction = getattr(self.run, "system_instruction", None)
+        if instruction:
+            add_system_instruction(request, instruction)
         return request
 
     def _generation(self, base: dict[str, Any] | None) -> dict[str, Any]:
@@ -92,10 +95,7 @@ class SampleContext:
             request = Request(messages=list(messages), generation=self._generation({**self.run.task.generation,
                                                                                       **(generation or {})}),
                               choices=choices)
-        request.fields = {**request.fields, "task": self.task, "sample_id": self.sample_id}
-        context: dict[str, Any] = {"repeat": self.repeat}
-        if step is not None:
-            context["step"] = step
+        context = self.prepare(request, step)
         call = await self.run.model.call(request, plan=self.run.plan, context=context,
                                          log={"task": self.task, "id": self.sample_id, "repeat": self.repeat,
                                               **({"step": step} if step is not None else {})})
@@ -106,6 +106,15 @@ class SampleContext:
         if call.error is not None:
             raise StepFailed(call.error if step is None else f"step {step!r}: {call.error}")
         return call
+
+    def prepare(self, request: Request, step: str | None = None) -> dict[str, Any]:
+        """Mark ``request`` as this sample's and return its key context (what
+        :meth:`ask` sends; the run's estimate reads the same keys)."""
+        request.fields = {**request.fields, "task": self.task, "sample_id": self.sample_id}
+        context: dict[str, Any] = {"repeat": self.repeat}
+        if step is not None:
+            context["step"] = step
+        return context
 
     async def judge(self, role: str, fields: dict[str, Any], *, media: Sequence[Any] = (), step: str | None = None):
         """A judge verdict during generation (``Verdict``: value, ok, raw)."""
@@ -131,6 +140,22 @@ class SampleContext:
         sampling = {"fps": spec.fps, "width": spec.width, "height": spec.height}
         return [VideoPart(path=part.path, segment=(start + a, start + b), sampling=dict(sampling), boxes=part.boxes)
                 for a, b in chunk_bounds(end - start, spec.seconds)]
+
+
+def add_system_instruction(request: Request, instruction: str) -> None:
+    """``--system_instruction``: lm-eval's placement, before the task's own
+    system text (``maybe_delimit(instruction, system, "\n\n")``: the
+    delimiter only where neither side has whitespace at the join), or as a
+    new system message first."""
+    from avhb.model.messages import TextPart
+
+    first = request.messages[0] if request.messages else None
+    if first is not None and first.role == "system":
+        own = first.text
+        joined = own and instruction + ("" if instruction[-1].isspace() or own[0].isspace() else "\n\n") + own
+        first.parts = [TextPart(joined or instruction), *(p for p in first.parts if not isinstance(p, TextPart))]
+    else:
+        request.messages.insert(0, Message("system", [TextPart(instruction)]))
 
 
 async def single_step(ctx: SampleContext, doc: dict[str, Any]) -> str:

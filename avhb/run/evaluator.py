@@ -23,12 +23,12 @@ from typing import Any
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
-from avhb.model.caller import Caller, NotInJournal
+from avhb.model.caller import Caller, NotInJournal, SpendLimit
 from avhb.registry import get_registry
 from avhb.run.executor import backend_factory
 from avhb.run.finished import file_stamp, fingerprint, is_finished
 from avhb.run.folder import RunFolder
-from avhb.run.generate import TaskRun, generate
+from avhb.run.generate import TaskRun, generate, write_out
 from avhb.run.journal import Journal
 from avhb.run.manifest import build_manifest
 from avhb.run.notes import adaptation_notes, first_request_media, gen_kwargs_notes, plan_notes, said_kinds, samples_notes
@@ -50,6 +50,7 @@ class Evaluator:
         self.folder = RunFolder(options.output_dir)
         self.results = RunResults()
         self._matched: dict[str, set[str]] = {}  # task -> the --samples ids it has
+        self._docs: dict[str, int] = {}  # task -> its documents before --limit/--samples/--shard
         self._said: set[str] = set()  # "task|adaptation kind" already said in a note
         self.manifest: dict[str, Any] = {}
         self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
@@ -103,22 +104,38 @@ class Evaluator:
         for note in notes:
             print(f"avhb: note: {note}", file=sys.stderr)
         self._said = {k for t in tasks for k in said_kinds(t.name, notes)}
+        if self.o.max_cost is not None:
+            model.spend = judges.spend = SpendLimit(self.o.max_cost, [model.usage, judges.usage])
+            for caller in judges.callers():  # built by judges.prepare above
+                caller.spend = judges.spend
         try:
+            runs = {t.name: TaskRun(t, sources[t.name], plans[t.name], model,
+                                    judges.for_task(t.name, t.judge_roles(), plans[t.name]), self.o.gen_kwargs,
+                                    self.o.seed, self.o.system_instruction) for t in tasks}
+            before = RunResults.from_json(self.folder.read_json("results.json"))
+            fps = {t.name: fingerprint(t, runs[t.name].source, runs[t.name].plan, self.o, model.identity,
+                                       self._judge_identities(t, judges), self.registry.versions()) for t in tasks}
+            finished = {t.name for t in tasks if not self.o.score_only and t.name in before.tasks
+                        and is_finished(recorded, t.name, fps[t.name], self.folder.samples_path(t.name))}
+            if self.o.write_out:
+                write_out(runs, records)
+            if backend is not None:
+                self._say_estimate(runs, records, finished, judges, journal)
             self.manifest = build_manifest(
                 recorded or None, self.o, tasks, sources, plans,
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
                 self._describe_judges(tasks, judges), self.registry.versions(), notes, judges.identities())
+            for name, n in self._docs.items():  # lm-eval's n-samples "original" (avhb.report.lmeval)
+                self.manifest["tasks"][name]["docs"] = n
+            if self.o.seeds is not None:
+                self.manifest["seeds"] = list(self.o.seeds)
+            if self.o.system_instruction:
+                self.manifest["system_instruction"] = self.o.system_instruction
             self.folder.write_run(self.manifest)
-            before = RunResults.from_json(self.folder.read_json("results.json"))
             ran = False
             for task in tasks:
-                run = TaskRun(task, sources[task.name], plans[task.name], model,
-                              judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
-                              self.o.seed)
-                fp = fingerprint(task, run.source, run.plan, self.o, model.identity, self._judge_identities(task, judges),
-                                 self.registry.versions())
-                if (not self.o.score_only and task.name in before.tasks
-                        and is_finished(recorded, task.name, fp, self.folder.samples_path(task.name))):
+                run, fp = runs[task.name], fps[task.name]
+                if task.name in finished:
                     self.results.tasks[task.name] = before.tasks[task.name]  # nothing to do: see avhb.run.finished
                     if not ran:  # a resume with nothing to do leaves results.json as it was
                         self.results.judge_usage = dict(before.judge_usage)
@@ -150,8 +167,31 @@ class Evaluator:
                              + "; re-running the command retries them", self.results.to_json())
         return self.results.to_json()
 
+    def _say_estimate(self, runs: dict[str, TaskRun], records: dict[str, list[SampleRecord]], finished: set[str],
+                      judges: Judges, journal: Journal) -> None:
+        """The calls, tokens and cost ahead, before the first call
+        (:mod:`avhb.run.estimate`); ``--max-cost`` refuses to start above it."""
+        from avhb.run.estimate import estimate
+
+        ahead = estimate(runs, records, finished, judges, journal, self.o.predict_only)
+        print(f"avhb: estimate: {ahead.line()}", file=sys.stderr)
+        for note in ahead.notes:
+            print(f"avhb: estimate: {note}", file=sys.stderr)
+        limit = self.o.max_cost
+        if limit is None:
+            return
+        cost = ahead.cost
+        if cost is None:
+            raise UserError(f"--max-cost {limit:g}: the cost cannot be estimated ({', '.join(ahead.unpriced())}: no "
+                            "prices known), so the run could not be held under it; drop --max-cost to run anyway")
+        if cost > limit:
+            raise UserError(f"--max-cost {limit:g}: the estimated cost is {cost:.4f} USD (an upper bound: every "
+                            "completion at max_tokens); lower --limit or raise --max-cost")
+
     @staticmethod
     def _stop_reason(model: Caller, judges: Judges) -> str | None:
+        if model.spend is not None and model.spend.reached:
+            return model.spend.message()
         for caller in [model, *judges.callers()]:
             message = caller.stop_message()
             if message:
@@ -218,6 +258,7 @@ class Evaluator:
         docs = task.load_docs(source)
         if not docs:
             raise UserError(f"task {task.name!r}: its data ({source.root}) has no samples")
+        self._docs[task.name] = len(docs)
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
         first: dict[str, int] = {}
         for i, (sample_id, _) in enumerate(pairs):

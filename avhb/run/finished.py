@@ -102,7 +102,8 @@ def fingerprint(task: Any, source: Any, plan: Any, options: Any, model: dict[str
         "data": [source.kind, str(source.root), source.revision, data],
         "model": model, "judges": judges, "media": plan.key(),
         "options": [options.limit, options.samples, options.seed, options.repeats, options.predict_only,
-                    options.gen_kwargs, shard.label if shard else None],  # media and ablations: in plan.key()
+                    options.gen_kwargs, shard.label if shard else None,  # media and ablations: in plan.key()
+                    *([options.system_instruction] if getattr(options, "system_instruction", None) else [])],
         "versions": [__version__, versions],
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from avhb.errors import EnvironmentFailure, UserError
-from avhb.run.lock import LockHolder, RunLock
+from avhb.run.lock import LOCK_NAME, LockHolder, RunLock
 from avhb.score.metric import SampleRecord
 from avhb.redact import redact
 
@@ -64,6 +64,9 @@ class RunFolder:
         self.root = Path(root)
         if self.root.exists() and not self.root.is_dir():
             raise UserError(f"--output-dir {self.root}: is a file, not a folder")
+        # the folders this process creates (the run folder and missing parents), removed again by
+        # close() when the command failed before writing anything into them
+        self.created = [p for p in (self.root, *self.root.parents) if not p.exists()]
         try:
             self.root.mkdir(parents=True, exist_ok=True)
         except (FileExistsError, NotADirectoryError):
@@ -86,6 +89,22 @@ class RunFolder:
         return stale
 
     def close(self) -> None:
+        """Release the lock.  A folder this process created and left holding
+        nothing but its ``.lock`` (a command that failed before it started:
+        an unknown task, a judge that cannot be built) is removed, lock
+        first while still held, then the empty folders."""
+        if self.created and self.lock.held and _holds_nothing(self.root):
+            try:
+                self.lock.path.unlink()
+            except OSError:
+                pass
+            self.lock.release()
+            for folder in self.created:  # the run folder first, then the parents made for it
+                try:
+                    _remove_empty(folder)
+                except OSError:
+                    break
+            return
         self.lock.release()
 
     def clean_temp_files(self) -> list[Path]:
@@ -127,6 +146,22 @@ class RunFolder:
         path = self.samples_path(task)
         write_atomic(path, lambda fh: _write_sample_lines(fh, records))
         return path
+
+
+def _holds_nothing(root: Path) -> bool:
+    """Only the lock file and empty folders under ``root``."""
+    for path in root.rglob("*"):
+        if path.is_dir():
+            continue
+        if path.parent != root or path.name != LOCK_NAME:
+            return False
+    return True
+
+
+def _remove_empty(folder: Path) -> None:
+    for sub in sorted((p for p in folder.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        sub.rmdir()
+    folder.rmdir()
 
 
 def _write_sample_lines(fh: Any, records: list[SampleRecord]) -> None:

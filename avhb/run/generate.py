@@ -37,6 +37,7 @@ class TaskRun:
     judges: TaskJudges
     gen_kwargs: dict[str, Any]
     seed: int
+    system_instruction: str | None = None  # --system_instruction (avhb.run.driver.add_system_instruction)
 
     @property
     def driver(self) -> Callable[..., Any]:
@@ -71,6 +72,35 @@ async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[
         # as many samples at once as the backend takes (a vLLM batch), at least DRIVERS_IN_FLIGHT
         await run_bounded(todo, one, max(DRIVERS_IN_FLIGHT, run.model.concurrency))
     return missing
+
+
+def write_out(runs: dict[str, "TaskRun"], records: dict[str, list[SampleRecord]]) -> None:
+    """``--write_out`` (lm-eval's): each task's first sample as it will be
+    sent (prompt text, media parts named), and its target, on stderr."""
+    import sys
+
+    from avhb.model.messages import TextPart
+
+    for name, run in runs.items():
+        record = next((r for r in records[name] if r.error is None), None)
+        if record is None:
+            continue
+        ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=run.multi_step)
+        try:
+            request = ctx.request()
+        except Exception as exc:  # the sample will fail the same way when it runs
+            print(f"Task: {name}; document {record.id}: its request cannot be built ({exc})", file=sys.stderr)
+            continue
+        lines = []
+        for m in request.messages:
+            media = [f"<{type(p).__name__.removesuffix('Part').lower()} {getattr(p, 'path', None) or 'array'}>"
+                     for p in m.parts if not isinstance(p, TextPart)]
+            lines.append(f"[{m.role}] " + " ".join([*media, m.text]).strip())
+        print(f"Task: {name}; document {record.id}; context prompt (starting on next line):\n" + "\n".join(lines)
+              + "\n(end of prompt on previous line)\ntarget string or answer choice index (starting on next line):\n"
+              + f"{record.target}\n(end of target on previous line)\n"
+              + f"Request: generation {request.generation}" + (" (a driver task: its later steps are not shown)"
+                                                              if run.multi_step else ""), file=sys.stderr)
 
 
 async def drive_one(run: TaskRun, record: SampleRecord) -> None:

@@ -36,6 +36,11 @@ class RunOptions:
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
     notes: list[str] = field(default_factory=list)  # said once at the start and kept in run.json
+    # lm-eval's habits (issue 24)
+    seeds: tuple[int | None, ...] | None = None  # --seed A,B,C,D: python, numpy, torch, few-shot (None: unset)
+    system_instruction: str | None = None  # --system_instruction: first in each request's system message
+    write_out: bool = False  # --write_out: print each task's first prompt before the first call
+    max_cost: float | None = None  # --max-cost USD: refuse above the estimate, stop once spent
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
@@ -139,7 +144,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
         score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
-        shard=Shard.from_json(run.get("shard")))
+        shard=Shard.from_json(run.get("shard")), system_instruction=run.get("system_instruction"),
+        seeds=tuple(run["seeds"]) if isinstance(run.get("seeds"), list) else None)
 
 
 def media_plan(task: Any, options: RunOptions):

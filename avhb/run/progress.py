@@ -30,7 +30,10 @@ def fmt_duration(seconds: float | None) -> str:
 class Progress:
     """Context manager; ``update(n=1, error=False, cost=0.0)`` records ``n``
     finished items (``error`` marks them failed, ``cost`` adds judge cost in
-    currency units). Thread-safe."""
+    currency units). Thread-safe.  ``Progress.quiet = True`` (``--verbosity
+    ERROR``) shows nothing."""
+
+    quiet = False
 
     def __init__(
         self,
@@ -63,7 +66,7 @@ class Progress:
     # -- context manager -------------------------------------------------
     def __enter__(self) -> "Progress":
         self._start = self._last_print = self.clock()
-        if self.interactive:
+        if self.interactive and not self.quiet:
             from tqdm import tqdm
 
             self._bar = tqdm(total=self.total or None, desc=self.stage, unit="it", file=self.stream,
@@ -133,5 +136,7 @@ class Progress:
         self._last_print = self.clock()
         if self.total:
             self._last_decile = 10 * self.count // self.total
+        if self.quiet:
+            return
         self.stream.write(self.line(final) + "\n")
         self.stream.flush()

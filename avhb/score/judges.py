@@ -150,6 +150,7 @@ class Judges:
         # every answer from the journal and no backend built
         self.replay_identities = replay_identities
         self.usage = Usage()
+        self.spend: Any = None  # the run's --max-cost (avhb.model.caller.SpendLimit), given to every judge caller
         self._callers: dict[str, Caller] = {}
 
     def panel(self, role: JudgeRole) -> list[BackendSpec]:
@@ -175,6 +176,7 @@ class Judges:
             else:
                 self._callers[label] = Caller(self.journal, "judges", self.backend_factory(spec), usage=self.usage,
                                               label=spec.label)
+            self._callers[label].spend = self.spend
         return self._callers[label]
 
     def identities(self) -> dict[str, dict[str, Any]]:

@@ -87,13 +87,16 @@ def test_csv(table):
     assert len(rows) == 4
 
 
-def test_html(table, tmp_path):
+def test_html(table, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     out = table.write_html()
-    assert out == table.run_dirs[0] / COMPARE_NAME
+    assert out == tmp_path / COMPARE_NAME  # the current folder: never inside run A
+    assert not any((d / COMPARE_NAME).exists() for d in table.run_dirs)
     text = out.read_text(encoding="utf-8")
     assert text == to_html(table)
     assert '<table id="compare-table">' in text and text.count("<svg") == 5  # accuracy, vAcc, qAcc, wAcc, FP_rate
-    assert '<td class="num sig-up">0.5350 ± 0.0300 ▲</td>' in text
+    # the fixture's results.json has no metrics block: marked, but neither better nor worse
+    assert '<td class="num sig-changed">0.5350 ± 0.0300 ▲</td>' in text
     other = write_html(table, tmp_path / "sub" / "cmp.html")
     assert other.is_file()
     assert not (table.run_dirs[0] / "report.html").exists()  # a run's own report is never overwritten
@@ -131,3 +134,57 @@ def test_differences_name_what_changed_and_label_the_runs(tmp_path):
     assert "sk-LEAKED-SECRET" not in table.to_html() and "What differs between the runs" in table.to_html()
     md = table.to_markdown()
     assert "| ablations | - | no_audio |" in md
+
+
+def _set_directions(run_dir, directions: dict) -> None:
+    """Give the run's results.json the metrics block a real run writes."""
+    import json
+
+    path = run_dir / "results.json"
+    data = json.loads(path.read_text())
+    data["metrics"] = {task: {m: {"kind": "headline", "higher_is_better": hib, "description": ""}
+                              for m, hib in directions.items() if m in cells}
+                       for task, cells in data["results"].items()}
+    path.write_text(json.dumps(data))
+
+
+def test_a_drop_in_a_lower_is_better_metric_is_an_improvement(tmp_path):
+    import json
+
+    a = make_run(tmp_path / "a", model="A")
+    b = make_run(tmp_path / "b", model="B", shift=0.06)
+    data = json.loads((b / "results.json").read_text())
+    data["results"]["vidpair_binary"]["FP_rate"] = 0.10  # a: 0.21, se 0.01 each: significantly lower
+    (b / "results.json").write_text(json.dumps(data))
+    for run in (a, b):
+        _set_directions(run, {"FP_rate": False, "wAcc": True, "vAcc": None})
+    table = compare_runs([a, b])
+    fp = table.columns.index(Column("vidpair_binary", "FP_rate"))
+    wacc = table.columns.index(Column("vidpair_binary", "wAcc"))
+    assert table.directions[fp] is False and table.directions[wacc] is True
+    assert table.mark(1, fp) == -1 and table.judged(1, fp) == 1  # lower, and lower is better
+    assert table.mark(1, wacc) == 1 and table.judged(1, wacc) == 1
+    html = table.to_html()
+    assert '<td class="num sig-better">0.1000 ± 0.0100 ▼</td>' in html
+    assert '<td class="num sig-better">0.5350 ± 0.0300 ▲</td>' in html
+    assert "sig-worse" not in html.split('<table id="compare-table">')[1].split("</table>")[0]
+    back = compare_runs([b, a])  # from b's side, a's higher fp_rate is worse
+    assert '<td class="num sig-worse">0.2100 ± 0.0100 ▲</td>' in back.to_html()
+
+
+def test_judges_are_part_of_what_differs_and_labels_name_hosts_not_urls(tmp_path):
+    import json
+
+    a = make_run(tmp_path / "a", model="model-a")
+    b = make_run(tmp_path / "b", model="model-a")
+    run_b = json.loads((b / "run.json").read_text())
+    run_b["judges"] = {"scorer": ["openai:gpt-4.1-mini"]}
+    run_b["model"]["args"]["base_url"] = "http://10.0.0.7:8000/v1"
+    (b / "run.json").write_text(json.dumps(run_b))
+    table = compare_runs([a, b])
+    diffs = dict(table.differences)
+    assert diffs["judge: scorer"] == ["openai-compat:judge-a, openai-compat:judge-b", "openai:gpt-4.1-mini"]
+    assert "| judge: scorer |" in table.to_markdown() and "judge: scorer" in table.to_html()
+    assert any("http://10.0.0.7:8000/v1" in v for v in diffs["model args"])  # the table keeps the whole URL
+    assert all("://" not in label for label in table.labels), table.labels
+    assert "base_url=10.0.0.7:8000" in table.labels[1] and "base_url=127.0.0.1:8000" in table.labels[0]

@@ -27,6 +27,19 @@ has no type prefix):
 - Errors: 404 with ``X-Error-Code`` ``RepoNotFound``, ``RevisionNotFound``
   or ``EntryNotFound``.
 
+Uploads (what ``HfApi.create_repo`` / ``upload_file`` / ``upload_folder``
+send; every file is a regular git blob):
+
+- ``GET /api/whoami-v2``: ``{"name": hub.user}`` for a ``Bearer`` token in
+  ``hub.tokens`` (401 otherwise).
+- ``POST /api/repos/create`` (``name``, ``organization``, ``type``,
+  ``visibility``): an empty repo (409 when it exists); ``private`` recorded.
+- ``POST /api/{t}/{repo}/preupload/{rev}``: every file ``regular``.
+- ``POST /api/{t}/{repo}/commit/{rev}`` (NDJSON: a ``header``, ``file``
+  entries with base64 ``content``, ``deletedFile`` entries): a new commit on
+  top of ``rev``'s tree; ``{"commitUrl", "commitOid"}``.  Each is logged in
+  ``hub.commits`` (repo, message, paths, the token that sent it).
+
 Faults: ``drop_once(path, after)`` sends the headers and the first ``after``
 bytes of the next full GET of ``path`` and closes the connection;
 ``fail_get(path, status, times)`` answers the next ``times`` GETs of ``path``
@@ -104,6 +117,10 @@ class FakeHub:
         self._fails: dict[str, list[int]] = {}
         self._lock = threading.Lock()
         self.url = ""
+        self.user = "avhb-tester"
+        self.tokens: set[str] = set()  # tokens the whoami and upload endpoints accept
+        self.private: dict[str, bool] = {}  # repo id -> created private
+        self.commits: list[dict] = []  # upload commits: repo, message, paths, token
 
     # ------------------------------------------------------------ content
 
@@ -223,9 +240,71 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
         def do_HEAD(self) -> None:
             self._route(head=True)
 
+        # -- uploads
+        def _token(self) -> str | None:
+            auth = self.headers.get("Authorization") or ""
+            token = auth[7:] if auth.startswith("Bearer ") else None
+            return token if token in hub.tokens else None
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            path = urlsplit(self.path).path
+            token = self._token()
+            if token is None:
+                return self._json(401, {"error": "Invalid credentials in Authorization header"})
+            if path == "/api/repos/create":
+                data = json.loads(body or b"{}")
+                t = (data.get("type") or "model") + "s"
+                repo_id = "/".join(p for p in (data.get("organization"), data["name"]) if p)
+                if (t, repo_id) in hub.repos:
+                    return self._json(409, {"error": "You already created this repo", "url": f"{hub.url}/{repo_id}"})
+                with hub._lock:
+                    hub.repos[(t, repo_id)] = Repo(repo_id, t[:-1])
+                    hub.private[repo_id] = data.get("visibility") == "private" or bool(data.get("private"))
+                return self._json(200, {"url": f"{hub.url}/{t}/{repo_id}", "name": repo_id})
+            m = re.match(r"^/api/(models|datasets|spaces)/(.+)/(preupload|commit)/([^/]+)$", path)
+            if not m:
+                return self._json(404, {"error": "no such route"})
+            t, repo_id, action, rev = m[1], unquote(m[2]), m[3], unquote(m[4])
+            repo = hub.repos.get((t, repo_id))
+            if repo is None:
+                return self._error("RepoNotFound", "Repository not found")
+            if action == "preupload":
+                files = json.loads(body or b"{}").get("files") or []
+                return self._json(200, {"files": [{"path": f["path"], "uploadMode": "regular", "shouldIgnore": False}
+                                                  for f in files]})
+            import base64
+
+            sha = repo.resolve(rev)
+            tree = dict(repo.commits[sha]) if sha else {}
+            message, paths = "", []
+            for line in body.splitlines():
+                if not line.strip():
+                    continue
+                item = json.loads(line)
+                value = item.get("value") or {}
+                if item.get("key") == "header":
+                    message = value.get("summary", "")
+                elif item.get("key") == "file":
+                    tree[value["path"]] = Blob(base64.b64decode(value["content"]), False)
+                    paths.append(value["path"])
+                elif item.get("key") == "deletedFile":
+                    tree.pop(value["path"], None)
+            new = hub.publish(repo_id, {p: b.data for p, b in tree.items()}, repo_type=repo.repo_type,
+                              branch=rev if not sha or rev in repo.refs else "main")
+            with hub._lock:
+                hub.commits.append({"repo": repo_id, "type": t, "message": message, "paths": paths, "token": token})
+            return self._json(200, {"commitUrl": f"{hub.url}/{t}/{repo_id}/commit/{new}", "commitOid": new,
+                                    "pullRequestUrl": None})
+
         def _route(self, head: bool) -> None:
             parts = urlsplit(self.path)
             raw = parts.path
+            if raw == "/api/whoami-v2":
+                if self._token() is None:
+                    return self._json(401, {"error": "Invalid credentials in Authorization header"}, head=head)
+                return self._json(200, {"type": "user", "name": hub.user, "fullname": hub.user}, head=head)
             m = _API.match(raw)
             if m:
                 return self._api(m["t"], m["rest"], parse_qs(parts.query), head)
