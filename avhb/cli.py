@@ -117,6 +117,9 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
           help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
     _flag(p, "--executor", default=None, metavar="local|ray[:ADDRESS][,workers=N]",
           help="where backends run: this process (local, default) or a Ray cluster")
+    _flag(p, "--allow-config-change", action="store_true",
+          help="run settings that change the model's calls (model, --gen-kwargs, --media, --ablate, data, seed...) "
+               "in an existing --output-dir; its finished results are kept in previous/")
 
 
 def _version() -> str:
@@ -250,7 +253,8 @@ def _cmd_run(args, argv) -> int:
         media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
-        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor))
+        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
+        allow_config_change=args.allow_config_change)
     results = evaluate(options)
     _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)
