@@ -86,7 +86,7 @@ class Changes:
         return "; ".join(str(d) for d in self.of(*kinds))
 
 
-def show(value: Any, limit: int = 80) -> str:
+def show(value: Any, limit: int = 160) -> str:
     """A setting's value in one short piece of a line."""
     if value is None:
         return "none"
@@ -114,7 +114,7 @@ def spec_text(identity: dict[str, Any] | None) -> str:
         return "none"
     head = f"{identity.get('kind')}:{identity.get('name')}" if identity.get("name") else str(identity.get("kind"))
     args = identity.get("args") if isinstance(identity.get("args"), dict) else {}
-    return head + "".join(f",{k}={show(v, 40)}" for k, v in sorted(args.items()))
+    return head + "".join(f",{k}={show(v)}" for k, v in sorted(args.items()))
 
 
 def how_settings(run: dict[str, Any]) -> dict[str, Any]:
@@ -165,7 +165,7 @@ def compare(old: dict[str, Any], new: dict[str, Any], grow: bool = True) -> Chan
     items: list[Difference] = []
     a, b = identity_of(old.get("model")), identity_of(new.get("model"))
     if a is not None and b is not None and not _same(a, b):
-        items.append(Difference(CALLS, "model", spec_text(a), spec_text(b)))
+        items.append(Difference(CALLS, "model", show(spec_text(a), 400), show(spec_text(b), 400)))
     for key in ("gen_kwargs", "media", "ablations", "seed", "repeats"):
         if not _same(old.get(key), new.get(key)):
             items.append(Difference(CALLS, key, show(old.get(key)), show(new.get(key))))
@@ -183,8 +183,8 @@ def compare(old: dict[str, Any], new: dict[str, Any], grow: bool = True) -> Chan
     pa, pb = _panels(old), _panels(new)
     for role in sorted(set(pa) | set(pb)):
         if role in pa and role in pb and pa[role] != pb[role]:
-            items.append(Difference(SCORING, f"judges.{role}", show(", ".join(pa[role])), show(", ".join(pb[role])),
-                                    f"judge {role}"))
+            items.append(Difference(SCORING, f"judges.{role}", show(", ".join(pa[role]), 400),
+                                    show(", ".join(pb[role]), 400), f"judge {role}"))
         elif not grow and (role in pa) != (role in pb):
             items.append(Difference(SCORING, f"judges.{role}", show(", ".join(pa.get(role, [])) or None),
                                     show(", ".join(pb.get(role, [])) or None), f"judge {role}"))
