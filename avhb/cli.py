@@ -127,6 +127,9 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
           help="where backends run: this process (local, default) or a Ray cluster")
     _flag(p, "--max-cost", type=float, default=None, metavar="USD",
           help="refuse to start when the estimated cost is above USD (or unknown); stop sending once it is spent")
+    _flag(p, "--allow-config-change", action="store_true",
+          help="run settings that change the model's calls (model, --gen-kwargs, --media, --ablate, data, seed...) "
+               "in an existing --output-dir; its finished results are kept in previous/")
     _lm_eval_flags(p)
 
 
@@ -365,7 +368,7 @@ def _cmd_run(args, argv) -> int:
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
         shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
         seeds=args.seed, system_instruction=args.system_instruction, write_out=args.write_out,
-        max_cost=args.max_cost)
+        max_cost=args.max_cost, allow_config_change=args.allow_config_change)
     seed_globals(seeds)
     results = evaluate(options)
     _print_results(results, output)

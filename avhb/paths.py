@@ -1,8 +1,9 @@
 """Every folder avhb reads or writes outside a run folder, in one place.
 
 * ``cache_dir()``: ``$AVHB_CACHE_DIR``, else ``$XDG_CACHE_HOME/avhb``, else
-  ``~/.cache/avhb``.  Holds the task index and registry caches (top level)
-  and the decoded-media cache (``media/``).
+  ``~/.cache/avhb``.  Holds the task index and registry caches (top level),
+  the decoded-media cache (``media/``) and media files' content
+  fingerprints (``fingerprints/``, :mod:`avhb.media.fingerprints`).
 * ``media_cache_dir()``: ``cache_dir()/media``.
 * ``data_dir()``: ``$AVHB_DATA_DIR``, else ``cache_dir()/data``: prepared
   Hub snapshots and pack downloads (``avhb prepare``).

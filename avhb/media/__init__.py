@@ -20,7 +20,7 @@ _EXPORTS = {
     "image_data_url": "encode", "image_bytes": "encode", "wav_bytes": "encode",
     "wav_data_url": "encode", "video_array": "encode", "vllm_video": "encode",
     "vllm_audio": "encode",
-    "MediaCache": "cache", "fingerprint": "cache", "default_cache_dir": "cache",
+    "MediaCache": "cache", "fingerprint": "fingerprints", "default_cache_dir": "cache",
     "cached_sample_frames": "cache", "cached_load_audio": "cache",
     "check_budget": "budget",
     "MediaSpec": "spec", "ChunkSpec": "spec",

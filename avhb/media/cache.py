@@ -6,12 +6,11 @@ Location: ``avhb.paths.media_cache_dir()`` (``<cache>/media``, where ``<cache>``
 by every run and model on the machine.
 
 Key = BLAKE2b-256 of a JSON document holding the entry kind (``frames`` or
-``audio``), a format version, the sampling parameters and the file
-fingerprint.  **Fingerprint** = BLAKE2b-128 over the file size (8 bytes,
-little-endian) and three 1 MiB blocks: the head, the block centred on the
-middle, and the tail (a file of at most 3 MiB is hashed whole).  It ignores
-the path and modification time, so moved or re-downloaded copies hit, and
-costs three reads whatever the file size.
+``audio``), a format version, the sampling parameters and the file's
+content fingerprint (:func:`avhb.media.fingerprints.fingerprint`: SHA-256 of
+the whole file, computed once per file and cached by its stat, the same
+fingerprint the call keys hold).  It ignores the path and modification
+time, so moved or re-downloaded copies hit.
 
 Writers write a temporary file in the entry's folder and ``os.replace`` it
 into place, so concurrent writers of one key never expose a partial entry
@@ -29,8 +28,9 @@ from typing import Any
 
 import numpy as np
 
-BLOCK = 1 << 20
-FORMAT_VERSION = 1
+from avhb.media.fingerprints import fingerprint
+
+FORMAT_VERSION = 2  # 2: whole-file fingerprints (1: size + three 1 MiB blocks)
 
 
 def default_cache_dir() -> str:
@@ -38,24 +38,6 @@ def default_cache_dir() -> str:
     from avhb.paths import media_cache_dir
 
     return str(media_cache_dir())
-
-
-def fingerprint(path: str) -> str:
-    """Size + head/middle/tail hash of a file (see module docstring)."""
-    from avhb.media._open import check_file
-
-    check_file(path)
-    size = os.path.getsize(path)
-    h = hashlib.blake2b(digest_size=16)
-    h.update(size.to_bytes(8, "little"))
-    with open(path, "rb") as f:
-        if size <= 3 * BLOCK:
-            h.update(f.read())
-        else:
-            for offset in (0, size // 2 - BLOCK // 2, size - BLOCK):
-                f.seek(offset)
-                h.update(f.read(BLOCK))
-    return h.hexdigest()
 
 
 @dataclass

@@ -7,11 +7,17 @@ a multi-step sample and any pack command (CURVE's diagnosis) go through
     -> journal entry -> Call (text, error, usage, cost, media log)
 
 Key (:func:`request_key`): a hash of the backend's identity, the messages
-with media *references* (video and audio: path and segment; images: path
-and the file's content fingerprint, or the pixels' hash), the generation
-settings, the answer choices, the request's fields, and the call's
-context (repeat, step, attempt, the task's media settings and ablations).
-A resumed run therefore knows a call is done without decoding anything.
+with every media part by *content* (video, audio and image files: their
+content fingerprint, :mod:`avhb.media.fingerprints`, with the segment,
+sampling and label; in-memory images: the pixels' hash), never by path,
+the generation settings, the answer choices, the request's fields, and
+the call's context (repeat, step, attempt, the task's media settings and
+ablations).  A corrected ``clip.mp4`` under the same name is therefore
+asked again, while a resumed run still knows a call is done without
+decoding anything: fingerprints are computed once per file and cached by
+the file's stat (hashed off the event loop, in a thread, the first time).
+``KEY_SCHEME`` names this scheme in ``run.json`` (``call_keys``); scheme 1
+keyed video and audio by path.
 
 Journal: one ``Caller`` per backend, writing one journal kind (``responses``
 for the model under test, ``judges`` for judges).  A recorded entry with an
@@ -109,32 +115,48 @@ class NotInJournal(Exception):
     """A replaying caller was asked for a call the journal does not hold."""
 
 
+KEY_SCHEME = 2  # 2: media parts by content fingerprint; 1: video and audio by path
+
+
+def _file_content(path: str | None) -> str:
+    """A media file's part of a key: its content fingerprint."""
+    if not path:
+        return "-"
+    from avhb.media.fingerprints import fingerprint
+
+    try:
+        return fingerprint(path)
+    except (SampleError, OSError):
+        return "missing"  # the call fails when the file is read; the key stays computable
+
+
 def _image_content(part: ImagePart) -> str:
     if part.array is not None:
         import numpy as np
 
         return "pixels:" + hashlib.sha256(np.ascontiguousarray(part.array).tobytes()).hexdigest()[:32]
-    if not part.path:
-        return "-"
-    from avhb.media.cache import fingerprint
-
-    try:
-        return fingerprint(part.path)
-    except (SampleError, OSError):
-        return "missing"  # the call fails when the image is read; the key stays computable
+    return _file_content(part.path)
 
 
 def part_reference(part: Any) -> list[Any]:
-    """What a part contributes to a request key: never decoded content."""
+    """What a part contributes to a request key: media by content, never by
+    path, and never decoded."""
     if isinstance(part, TextPart):
         return ["text", part.text]
     if isinstance(part, VideoPart):
-        return ["video", part.path, part.segment] + ([part.sampling] if part.sampling else [])
+        return ["video", _file_content(part.path), part.segment] + ([part.sampling] if part.sampling else [])
     if isinstance(part, AudioPart):
-        return ["audio", part.path, part.segment, part.transcript] + ([part.language] if part.language else [])
+        return (["audio", _file_content(part.path), part.segment, part.transcript]
+                + ([part.language] if part.language else []))
     if isinstance(part, ImagePart):
-        return ["image", part.path, part.label, _image_content(part)]
+        return ["image", part.label, _image_content(part)]
     return [type(part).__name__]
+
+
+def media_files(request: Request) -> list[str]:
+    """The paths of the request's media files (video, audio, image parts)."""
+    return [p.path for m in request.messages for p in m.parts
+            if isinstance(p, (VideoPart, AudioPart, ImagePart)) and getattr(p, "path", None)]
 
 
 def request_key(identity: dict[str, Any], request: Request, context: dict[str, Any] | None = None) -> str:
@@ -192,6 +214,13 @@ class Caller:
         settings and ablations; also part of the key); ``context``: more key
         material (repeat, step, attempt...); ``log``: extra fields for the
         journal entry (task, sample id, role...)."""
+        files = media_files(request)
+        if files:
+            from avhb.media.fingerprints import known
+
+            unknown = [f for f in files if not known(f)]
+            if unknown:  # hashed once per file, off the event loop (a 2-hour video takes seconds)
+                await asyncio.to_thread(lambda: [_file_content(f) for f in unknown])
         key = self.key(request, plan, context)
         done = self.journal.get(self.kind, key)
         if done is not None and (done.get("error") is None or self.replaying):

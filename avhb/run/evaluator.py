@@ -26,7 +26,7 @@ from avhb.errors import RunStopped, SampleError, UserError
 from avhb.model.caller import Caller, NotInJournal, SpendLimit
 from avhb.registry import get_registry
 from avhb.run.executor import backend_factory
-from avhb.run.finished import file_stamp, fingerprint, is_finished
+from avhb.run.finished import file_stamp, fingerprint, inputs, why_not
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
 from avhb.run.journal import Journal
@@ -34,6 +34,7 @@ from avhb.run.manifest import build_manifest
 from avhb.run.notes import adaptation_notes, first_request_media, gen_kwargs_notes, plan_notes, said_kinds, samples_notes
 from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
+from avhb.run.settings import CALLS, HOW, SCORING, SELECTION, compare, invocation, keep_previous, refusal
 from avhb.run.scoring import score, summarize
 from avhb.run.shard import select as select_shard
 from avhb.score.judges import Judges
@@ -112,15 +113,6 @@ class Evaluator:
             runs = {t.name: TaskRun(t, sources[t.name], plans[t.name], model,
                                     judges.for_task(t.name, t.judge_roles(), plans[t.name]), self.o.gen_kwargs,
                                     self.o.seed, self.o.system_instruction) for t in tasks}
-            before = RunResults.from_json(self.folder.read_json("results.json"))
-            fps = {t.name: fingerprint(t, runs[t.name].source, runs[t.name].plan, self.o, model.identity,
-                                       self._judge_identities(t, judges), self.registry.versions()) for t in tasks}
-            finished = {t.name for t in tasks if not self.o.score_only and t.name in before.tasks
-                        and is_finished(recorded, t.name, fps[t.name], self.folder.samples_path(t.name))}
-            if self.o.write_out:
-                write_out(runs, records)
-            if backend is not None:
-                self._say_estimate(runs, records, finished, judges, journal)
             self.manifest = build_manifest(
                 recorded or None, self.o, tasks, sources, plans,
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
@@ -131,11 +123,30 @@ class Evaluator:
                 self.manifest["seeds"] = list(self.o.seeds)
             if self.o.system_instruction:
                 self.manifest["system_instruction"] = self.o.system_instruction
+            panels = {t.name: self._judge_identities(t, judges) for t in tasks}
+            self.manifest["judge_panels"] = {role: ids for t in tasks for role, ids in panels[t.name].items()}
+            before = RunResults.from_json(self.folder.read_json("results.json"))
+            parts = {t.name: inputs(t, sources[t.name], plans[t.name], self.o, model.identity, panels[t.name],
+                                    self.registry.versions()) for t in tasks}
+            kept, rerun = set(), {}
+            for t in tasks:  # finished tasks: kept whole, or run again (said, and their results kept: _settle)
+                if self.o.score_only or t.name not in before.tasks:
+                    continue
+                why = why_not(recorded, t.name, parts[t.name], self.folder.samples_path(t.name))
+                if why is None:
+                    kept.add(t.name)
+                elif t.name in (recorded.get("finished") or {}):
+                    rerun[t.name] = why
+            if self.o.write_out:
+                write_out(runs, records)
+            if backend is not None:  # before anything is moved aside: --max-cost may refuse to start
+                self._say_estimate(runs, records, kept, judges, journal)
+            self._settle(recorded, rerun)
             self.folder.write_run(self.manifest)
             ran = False
             for task in tasks:
-                run, fp = runs[task.name], fps[task.name]
-                if task.name in finished:
+                run = runs[task.name]
+                if task.name in kept:
                     self.results.tasks[task.name] = before.tasks[task.name]  # nothing to do: see avhb.run.finished
                     if not ran:  # a resume with nothing to do leaves results.json as it was
                         self.results.judge_usage = dict(before.judge_usage)
@@ -146,7 +157,7 @@ class Evaluator:
                     clean = await self._run_task(run, judges, records[task.name])
                 self.results.aggregate_groups(self.index.groups, self.index.group_members, self.index.group_entries)
                 self._write_results(judges, ran)  # each task's results land as soon as it finishes
-                self._mark_finished(task.name, fp if clean else None)
+                self._mark_finished(task.name, parts[task.name] if clean else None)
                 self.stopped = self._stop_reason(model, judges)
                 if self.stopped:
                     break
@@ -296,12 +307,65 @@ class Evaluator:
             roles = {n: r for n, r in roles.items() if r.in_loop and task.cfg.get("driver")}
         return {name: [judges.caller(spec).identity for spec in judges.panel(role)] for name, role in roles.items()}
 
-    def _mark_finished(self, task: str, fp: str | None) -> None:
-        """Record (or clear) the task's fingerprint in run.json."""
+    def _settle(self, recorded: dict[str, Any], rerun: dict[str, str]) -> None:
+        """The one-configuration rule (:mod:`avhb.run.settings`) against the
+        folder's recorded run.json: refuse other call settings (unless
+        ``--allow-config-change``; ``avhb score`` makes no calls and only
+        says them), say every change in one line each, keep the results
+        they replace in ``previous/``, record this invocation."""
+        from datetime import datetime, timezone
+
+        from avhb.model.caller import KEY_SCHEME
+
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        root = self.folder.root
+        score = self.o.score_only
+        self.manifest["call_keys"] = KEY_SCHEME
+        if not recorded:
+            if not score:
+                self.manifest["invocations"] = [invocation(self.manifest, now)]
+            return
+        changes = compare(recorded, self.manifest)
+        if changes.of(CALLS) and not score and not self.o.allow_config_change:
+            raise UserError(refusal(root, changes))
+        said = []
+        if changes.of(CALLS):
+            said.append(f"call settings changed ({'re-scored from the journal' if score else '--allow-config-change'}): "
+                        f"{changes.said(CALLS)}")
+        if changes.of(SCORING):
+            said.append(f"{changes.said(SCORING)} (re-scored; the model's answers come from the journal)")
+        if changes.of(SELECTION):
+            said.append(changes.said(SELECTION))
+        for line in said:
+            print(f"avhb: note: {root}: {line}", file=sys.stderr)
+        for task, why in rerun.items():
+            print(f"avhb: note: {task}: finished earlier, but {why}: running it again (the journal answers every "
+                  "call already made)", file=sys.stderr)
+        if (said or rerun) and (root / "results.json").is_file():
+            where = keep_previous(root, recorded)
+            print(f"avhb: note: {root}: the results this run replaces are kept in {root / where}/ "
+                  "(run.json 'previous')", file=sys.stderr)
+            self.manifest["previous"] = [*(recorded.get("previous") or []), {
+                "folder": where, "at": now, "why": said + [f"{t}: {why}" for t, why in rerun.items()]}]
+        if recorded.get("call_keys") != KEY_SCHEME and (self.folder.journal_dir / "responses.jsonl").is_file():
+            print(f"avhb: note: {root}: its journal was written with the earlier call keys (video and audio by path): "
+                  "calls with media are sent again under content keys; text-only calls are answered by the journal",
+                  file=sys.stderr)
+        if score:
+            return
+        history = list(recorded.get("invocations") or [invocation(recorded, recorded.get("created") or now)])
+        if changes.of(HOW):
+            print(f"avhb: note: {root}: how calls are made changed: {changes.said(HOW)} (the answers do not depend "
+                  "on it; each invocation's settings are in run.json 'invocations')", file=sys.stderr)
+        self.manifest["invocations"] = [*history, invocation(self.manifest, now)]
+
+    def _mark_finished(self, task: str, parts: dict[str, str] | None) -> None:
+        """Record (or clear) the task's inputs and fingerprint in run.json."""
         finished = dict(self.manifest.get("finished") or {})
+        fp = fingerprint(parts)
         stamp = file_stamp(self.folder.samples_path(task)) if fp else None
         if fp and stamp:
-            finished[task] = {"fingerprint": fp, "samples": stamp}
+            finished[task] = {"fingerprint": fp, "inputs": parts, "samples": stamp}
         elif task in finished:
             del finished[task]
         else:

@@ -2,26 +2,38 @@
 
 When every sample of a task finished without an error (and no judge
 verdict failed), the evaluator records in ``run.json`` (``finished``) the
-task's *fingerprint*: a hash of everything its samples and results depend
-on — the task's config and its pack's files (hooks, bases, prompts: size, mtime), the data
-(kind, root, revision, and the size and mtime of every file under the
-root), the model's and the judges' identities, the options that select and
-shape samples (limit, samples, seed, repeats, shard, ablations, media,
-generation settings, predict-only) and the avhb and plugin versions — with
-the size and mtime of the task's samples file.
+task's *inputs*: one digest per part of what its samples and results
+depend on, and their hash, the task's fingerprint --
 
-Re-running the same command finds the fingerprint unchanged and the samples
+* ``task``: its resolved config;
+* ``pack``: its pack's files (hooks at any depth, YAML bases, prompt files);
+* ``data``: the data source (kind, root, revision) and every file under the
+  folder its media paths resolve in (the data folder, or a data file's
+  folder), each by size, mtime and ctime -- so a media file corrected in
+  place with its old size and mtime put back (its ctime cannot be) runs the
+  task again, and its call keys, which follow content, send it again;
+* ``model``, ``judges``: their identities;
+* ``media``: the task's media settings and the ablations;
+* ``options``: limit, samples, seed, repeats, predict-only, generation
+  settings, shard;
+* ``versions``: avhb's and the plugins' versions and the call-key scheme
+
+-- with the size and mtime of the task's samples file.
+
+Re-running the same command finds every part unchanged and the samples
 file untouched: it keeps that task's results from ``results.json``, sends
 nothing and reads no journal.  The run still loads each task's samples
 before it checks (they are read before any model call, for the run's
 notes), so resuming a finished 100,000-sample run takes about 3 s, not
-start-up alone (``benchmarks/scale.py``).  Any change
-(another judge, an edited data file or hook, another avhb) runs the task
-again, through the journal, which still answers every call already made.  A
-task with failed samples is never recorded, so a re-run retries them;
-``avhb score`` and ``avhb merge`` always score again.  A data folder with
-more than ``MAX_DATA_FILES`` files is not fingerprinted (its tasks always
-run again through the journal).
+start-up alone (``benchmarks/scale.py``).  Any change runs the task again,
+through the journal, which still answers every call already made, and
+:func:`why_not` names the parts that changed (the run says so in one line,
+and keeps the results it replaces: :mod:`avhb.run.settings`).  A task with
+failed samples is never recorded, so a re-run retries them; ``avhb score``
+and ``avhb merge`` always score again.  A data folder with more than
+``MAX_DATA_FILES`` files is not fingerprinted, nor is a task that may read
+media outside its data folder (``allow_outside_root``): their tasks always
+run again through the journal.
 """
 from __future__ import annotations
 
@@ -34,15 +46,17 @@ from typing import Any
 MAX_DATA_FILES = 200_000
 
 
-def _tree(root: Path) -> list[Any] | None:
-    """(relative path, size, mtime) of every file under ``root`` (or of
-    ``root`` itself); None past ``MAX_DATA_FILES``."""
+def _tree(root: Path, skip: frozenset[str] = frozenset()) -> list[Any] | None:
+    """(relative path, size, mtime, ctime) of every file under ``root`` (or
+    of ``root`` itself), leaving out the folders in ``skip`` (real paths:
+    the run folder and avhb's cache, when they lie inside it); None past
+    ``MAX_DATA_FILES``."""
     try:
         st = root.stat()
     except OSError:
         return ["missing"]
     if not root.is_dir():
-        return [[root.name, st.st_size, st.st_mtime_ns]]
+        return [[root.name, st.st_size, st.st_mtime_ns, st.st_ctime_ns]]
     out: list[Any] = []
     stack = [root]
     while stack:
@@ -54,12 +68,13 @@ def _tree(root: Path) -> list[Any] | None:
         for entry in entries:
             try:
                 if entry.is_dir(follow_symlinks=True):
-                    stack.append(Path(entry.path))
+                    if not skip or os.path.realpath(entry.path) not in skip:
+                        stack.append(Path(entry.path))
                     continue
                 info = entry.stat()
             except OSError:
                 continue
-            out.append([os.path.relpath(entry.path, root), info.st_size, info.st_mtime_ns])
+            out.append([os.path.relpath(entry.path, root), info.st_size, info.st_mtime_ns, info.st_ctime_ns])
             if len(out) > MAX_DATA_FILES:
                 return None
     return out
@@ -71,8 +86,9 @@ _PACK_SKIP = {"__pycache__", "sample"}  # byte code; sample data (fingerprinted 
 
 
 def _pack_files(pack_dir: Path) -> list[Any]:
-    """[relative path, size, mtime_ns] of the pack's own files, so that an
-    edited hook, base or judge prompt anywhere in the pack re-runs the task."""
+    """[relative path, size, mtime_ns, ctime_ns] of the pack's own files, so
+    that an edited hook, base or judge prompt anywhere in the pack re-runs
+    the task."""
     out = []
     for path in sorted(Path(pack_dir).rglob("*")):
         rel = path.relative_to(pack_dir)
@@ -82,31 +98,55 @@ def _pack_files(pack_dir: Path) -> list[Any]:
             st = path.stat()
         except OSError:
             continue
-        out.append([str(rel), st.st_size, st.st_mtime_ns])
+        out.append([str(rel), st.st_size, st.st_mtime_ns, st.st_ctime_ns])
     return out
 
 
-def fingerprint(task: Any, source: Any, plan: Any, options: Any, model: dict[str, Any],
-                judges: dict[str, Any], versions: dict[str, str]) -> str | None:
-    """The task's fingerprint (module docstring); None when it cannot be
-    taken (a data folder too large to list)."""
+# what each part of a task's inputs is, as the run says it when one changed
+PARTS = {"task": "its task config", "pack": "its pack's files (hooks, bases, prompts)",
+         "data": "its data files or media", "model": "the model", "judges": "its judges",
+         "media": "its media settings or ablations",
+         "options": "its sample selection, seed, repeats or generation settings",
+         "versions": "avhb's or a plugin's version"}
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def inputs(task: Any, source: Any, plan: Any, options: Any, model: dict[str, Any],
+           judges: dict[str, Any], versions: dict[str, str]) -> dict[str, str] | None:
+    """The task's inputs, one digest per part (module docstring); None when
+    they cannot be taken (a data folder too large to list, media allowed
+    outside the data folder)."""
     from avhb import __version__
+    from avhb.model.caller import KEY_SCHEME
     from avhb.run.manifest import task_hash
 
-    data = _tree(Path(source.root))
+    if task.cfg.get("allow_outside_root", False):
+        return None
+    from avhb.paths import cache_dir
+
+    skip = frozenset(os.path.realpath(p) for p in (options.output_dir, cache_dir()))
+    data = _tree(Path(source.media_root), skip)
     if data is None:
         return None
     shard = getattr(options, "shard", None)
-    payload = {
+    parts = {
         "task": task_hash(task.cfg.config), "pack": _pack_files(task.pack_dir),
         "data": [source.kind, str(source.root), source.revision, data],
         "model": model, "judges": judges, "media": plan.key(),
         "options": [options.limit, options.samples, options.seed, options.repeats, options.predict_only,
                     options.gen_kwargs, shard.label if shard else None,  # media and ablations: in plan.key()
                     *([options.system_instruction] if getattr(options, "system_instruction", None) else [])],
-        "versions": [__version__, versions],
+        "versions": [__version__, versions, KEY_SCHEME],
     }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    return {name: _digest(value) for name, value in parts.items()}
+
+
+def fingerprint(parts: dict[str, str] | None) -> str | None:
+    """The task's fingerprint: the hash of its inputs."""
+    return None if parts is None else _digest(parts)
 
 
 def file_stamp(path: Path) -> list[int] | None:
@@ -117,10 +157,26 @@ def file_stamp(path: Path) -> list[int] | None:
     return [st.st_size, st.st_mtime_ns]
 
 
-def is_finished(recorded: dict[str, Any], task: str, fp: str | None, samples: Path) -> bool:
+def is_finished(recorded: dict[str, Any], task: str, parts: dict[str, str] | None, samples: Path) -> bool:
     """Whether ``run.json``'s ``finished`` entry for ``task`` matches."""
+    return why_not(recorded, task, parts, samples) is None
+
+
+def why_not(recorded: dict[str, Any], task: str, parts: dict[str, str] | None, samples: Path) -> str | None:
+    """None when the task finished with these inputs; else why it runs
+    again ("its judges changed", "it did not finish"...)."""
     entry = (recorded.get("finished") or {}).get(task)
-    if fp is None or not isinstance(entry, dict) or entry.get("fingerprint") != fp:
-        return False
+    if not isinstance(entry, dict):
+        return "it did not finish"
+    if parts is None:
+        return "its inputs cannot be fingerprinted (a data folder too large to list, or media allowed outside it)"
+    if entry.get("fingerprint") != fingerprint(parts):
+        before = entry.get("inputs")
+        if not isinstance(before, dict):
+            return "it was recorded by an earlier avhb"
+        changed = [PARTS[name] for name in PARTS if before.get(name) != parts.get(name)]
+        return (" and ".join(changed) or "its inputs") + " changed"
     stamp = file_stamp(samples)
-    return stamp is not None and entry.get("samples") == stamp
+    if stamp is None or entry.get("samples") != stamp:
+        return "its samples file changed"
+    return None

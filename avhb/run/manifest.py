@@ -24,8 +24,9 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
     """The run.json document.  ``model`` is the backend's description with
     its identity (``None`` under ``avhb score``: the recorded one is kept);
     ``judge_identities``: each judge's identity by label (what ``avhb merge``
-    replays judges under).  A folder that holds another model's run, or
-    another shard, is refused."""
+    replays judges under).  A folder that holds another shard is refused;
+    other settings are compared by :mod:`avhb.run.settings` (the evaluator's
+    ``_settle``)."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
     info = {
         "command": options.command,
@@ -46,7 +47,9 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
         "ablations": list(options.ablations), "predict_only": options.predict_only,
         "media": options.media, "gen_kwargs": options.gen_kwargs,
         "data": {k: str(v) for k, v in options.data.items()}, "sample_data": options.sample_data,
-        "include_paths": list(options.include_paths), "batch_size": options.batch_size,
+        "include_paths": list(options.include_paths),
+        # avhb score sends nothing: the batch size the calls were made with stays recorded
+        "batch_size": (existing or {}).get("batch_size") if options.score_only else options.batch_size,
         "notes": notes,
     }
     shard = getattr(options, "shard", None)
@@ -55,7 +58,7 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
     identities = {**((existing or {}).get("judge_identities") or {}), **(judge_identities or {})}
     if identities:
         info["judge_identities"] = identities
-    for key in ("merged_from", "finished"):  # kept across resumes (avhb.run.finished checks "finished")
+    for key in ("merged_from", "finished", "previous", "invocations"):  # kept across resumes (finished: avhb.run.finished)
         if key in (existing or {}):
             info[key] = existing[key]
     before_shard = (existing or {}).get("shard")
@@ -63,10 +66,6 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
         was = f"shard {before_shard['index']}/{before_shard['count']}" if before_shard else "an unsharded run"
         now = f"shard {shard.label}" if shard is not None else "an unsharded run"
         raise UserError(f"{options.output_dir} holds {was}, not {now}; use another --output-dir")
-    before = (existing or {}).get("model")
-    if before and model is not None and (before.get("kind"), before.get("name")) != (model.get("kind"), model.get("name")):
-        raise UserError(f"{options.output_dir} holds a run of {before.get('kind')}:{before.get('name')}; "
-                        "use another --output-dir")
     return info
 
 

@@ -2,9 +2,12 @@
 combined into one run folder equal to the unsharded run's.
 
 1. Every folder must be a finished shard of the same run: the same ``N``,
-   model, tasks (by config hash), judges, data and options (only the shard
-   index, the output folder, the command line and timestamps may differ),
-   each index ``0..N-1`` exactly once.  A missing index, a duplicate, a
+   and the same settings of every kind but *how* calls were made
+   (:func:`avhb.run.settings.compare`, the comparison resume uses: model,
+   tasks and their configs, data, generation and media settings, judges,
+   selection, plugins; a shard resumed with another concurrency,
+   ``--batch_size`` or executor still merges), each index ``0..N-1``
+   exactly once.  A missing index, a duplicate, a
    shard that is still running (its folder is locked by a live process) or
    unfinished (a task without results, a samples file short of its count)
    is named and the merge refuses: it never reports partial numbers.
@@ -39,28 +42,17 @@ from avhb.errors import UserError
 from avhb.run.folder import RunFolder, samples_path, write_json_atomic
 from avhb.run.lock import RunFolderLocked, RunLock
 from avhb.run.options import read_manifest
+from avhb.run.settings import HOW, Difference, compare
 from avhb.run.shard import Shard
-
-# run.json keys that may differ between the shards of one run
-_PER_SHARD = frozenset({"shard", "command", "created", "updated", "notes", "versions", "judge_identities",
-                        "merged_from", "finished"})
 
 
 def _describe(shard: Shard | None, folder: Path) -> str:
     return f"shard {shard.label} ({folder})" if shard else str(folder)
 
 
-def _config(run: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in run.items() if k not in _PER_SHARD}
-    out["tasks"] = {name: (info or {}).get("hash") for name, info in (run.get("tasks") or {}).items()}
-    return out
-
-
-def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str | None:
-    for key in sorted(set(a) | set(b)):
-        if json.dumps(a.get(key), sort_keys=True, default=str) != json.dumps(b.get(key), sort_keys=True, default=str):
-            return key
-    return None
+def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> Difference | None:
+    """The first setting two shards' run.json differ in, how-settings aside."""
+    return next((d for d in compare(a, b, grow=False).items if d.kind != HOW), None)
 
 
 def check_finished(folder: Path, run: dict[str, Any], label: str) -> None:
@@ -150,12 +142,12 @@ def plan_merge(out: Path, folders: list[Path], locks: list[RunLock] | None = Non
         raise UserError(f"shard{'s' if len(missing) > 1 else ''} {', '.join(f'{i}/{count}' for i in missing)} "
                         f"missing (given: {given}); the merge refuses partial numbers")
     shards.sort(key=lambda x: x[0].index)
-    base = _config(shards[0][2])
     for shard, folder, run in shards[1:]:
-        key = _first_difference(base, _config(run))
-        if key is not None:
+        diff = _first_difference(shards[0][2], run)
+        if diff is not None:
             raise UserError(f"{_describe(shard, folder)} differs from {_describe(shards[0][0], shards[0][1])} in "
-                            f"run.json {key!r}: they are not shards of one run")
+                            f"run.json {diff.key!r} ({diff.new} here, {diff.old} there): they are not shards of "
+                            "one run")
     for shard, folder, run in shards:
         label = _describe(shard, folder)
         lock = _hold(folder, label)
@@ -165,7 +157,7 @@ def plan_merge(out: Path, folders: list[Path], locks: list[RunLock] | None = Non
             lock.release()
         check_finished(folder, run, label)
     first = shards[0][2]
-    merged = {k: v for k, v in first.items() if k not in ("shard", "finished")}
+    merged = {k: v for k, v in first.items() if k not in ("shard", "finished", "invocations", "previous")}
     identities: dict[str, Any] = {}
     for _, _, run in shards:
         identities.update(run.get("judge_identities") or {})
@@ -179,7 +171,7 @@ def _check_out(out: Path, merged: dict[str, Any]) -> None:
     """OUT is new, or an earlier merge of the same run (read under OUT's lock)."""
     if (out / "run.json").is_file():
         before = read_manifest(out)
-        if before.get("shard") or _first_difference(_config(before), _config(merged)) is not None:
+        if before.get("shard") or _first_difference(before, merged) is not None:
             raise UserError(f"{out} holds another run; merge into a new folder")
 
 

@@ -35,6 +35,7 @@ class RunOptions:
     replay_judges: bool = False  # every judge answer from the journal too (`avhb merge`): no call at all
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
+    allow_config_change: bool = False  # --allow-config-change: run other call settings in an existing run folder
     notes: list[str] = field(default_factory=list)  # said once at the start and kept in run.json
     # lm-eval's habits (issue 24)
     seeds: tuple[int | None, ...] | None = None  # --seed A,B,C,D: python, numpy, torch, few-shot (None: unset)

@@ -8,7 +8,6 @@ import pytest
 from avhb.errors import SampleError
 from avhb.media import (FrameSpec, MediaCache, cached_load_audio, cached_sample_frames,
                         default_cache_dir, fingerprint, load_audio, sample_frames)
-from avhb.media import cache as cache_mod
 
 
 def entries(root):
@@ -35,20 +34,6 @@ def test_fingerprint_ignores_path_and_mtime_but_sees_content(media, tmp_path):
     assert fingerprint(copy) != fingerprint(media.long)
     with pytest.raises(SampleError, match="file not found"):
         fingerprint(media.missing)
-
-
-def test_fingerprint_of_large_file_reads_three_blocks(tmp_path, monkeypatch):
-    monkeypatch.setattr(cache_mod, "BLOCK", 16)
-    p = tmp_path / "big.bin"
-    data = bytearray(1000)
-    p.write_bytes(bytes(data))
-    base = fingerprint(str(p))
-    data[100] = 1  # outside head (0-15), middle (492-507) and tail (984-999)
-    p.write_bytes(bytes(data))
-    assert fingerprint(str(p)) == base
-    data[495] = 1
-    p.write_bytes(bytes(data))
-    assert fingerprint(str(p)) != base
 
 
 def test_frames_hit_equals_miss(media, tmp_path, decode_index, monkeypatch):

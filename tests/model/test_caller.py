@@ -86,6 +86,66 @@ def test_key_follows_image_content_not_decoding(tmp_path):
     assert request_key({}, Request([Message("user", [ImagePart(array=arr)])])) != a
 
 
+def test_video_and_audio_keys_follow_content_not_path(tmp_path):
+    """Issue 23, item 1: a corrected clip under the same name, with its old
+    size and mtime put back, is another call; the same bytes elsewhere are
+    the same call."""
+    import os
+
+    from avhb.model.messages import AudioPart, VideoPart
+
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(bytes(range(256)) * 64)
+    moved = tmp_path / "elsewhere" / "renamed.mp4"
+    moved.parent.mkdir()
+    moved.write_bytes(clip.read_bytes())
+
+    def keys(path):
+        video = Request([Message("user", [TextPart("what?"), VideoPart(path=str(path), segment=(1.0, 2.0))])])
+        audio = Request([Message("user", [TextPart("what?"), AudioPart(path=str(path))])])
+        return request_key({"kind": "k"}, video), request_key({"kind": "k"}, audio)
+
+    before = keys(clip)
+    assert keys(moved) == before and before[0] != before[1]
+    st = os.stat(clip)
+    data = bytearray(clip.read_bytes())
+    data[5000] ^= 0xFF
+    clip.write_bytes(bytes(data))
+    os.utime(clip, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert os.stat(clip).st_size == st.st_size and os.stat(clip).st_mtime_ns == st.st_mtime_ns
+    after = keys(clip)
+    assert after[0] != before[0] and after[1] != before[1]
+    # a missing file still has a key (the call fails when the file is read), distinct from any content
+    assert keys(tmp_path / "gone.mp4")[0] not in (before[0], after[0])
+
+
+async def test_the_caller_fingerprints_each_media_file_once_off_the_loop(tmp_path, monkeypatch):
+    import threading
+
+    from avhb.media import fingerprints
+    from avhb.model.messages import VideoPart
+
+    monkeypatch.setattr(fingerprints, "RACY_SECONDS", 0.0)
+    fingerprints.forget()
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"x" * 4096)
+    loop_thread = threading.get_ident()
+    hashed_in = []
+    real = fingerprints._hash_file
+
+    def spy(path):
+        hashed_in.append(threading.get_ident())
+        return real(path)
+
+    monkeypatch.setattr(fingerprints, "_hash_file", spy)
+    backend = Recorder(BackendSpec("rec", "m"))
+    caller = Caller(Journal(tmp_path / "j"), "responses", backend)
+    for i in range(3):
+        await caller.call(Request([Message("user", [TextPart(f"q{i}"), VideoPart(path=str(clip))])]))
+    assert len(hashed_in) == 1 and hashed_in[0] != loop_thread  # (not a real video: each call fails at decoding)
+    fingerprints.forget()
+
+
 ROLE = JudgeRole("seer", "Is {{thing}} shown?", parser="yes_no", media=("image",))
 
 

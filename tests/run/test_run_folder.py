@@ -151,8 +151,10 @@ def test_second_process_on_one_folder_exits_2_naming_the_holder(testpack, tmp_pa
     finally:
         first.kill()
         first.wait()
-    # the first run was killed: its lock is stale now and the folder resumes
-    proc = run_cli(*QA, "--output-dir", str(out))
+    # the first run was killed: its lock is stale now and the folder resumes (with its own model settings:
+    # the echo backend's args are its identity, and another one would be refused as another configuration)
+    proc = run_cli("--tasks", "testpack/qa_easy", "--model", f"testpack/echo,delay=0.5,concurrency=1,calls={calls}",
+                   "--sample-data", "--no-report", "--output-dir", str(out))
     assert proc.returncode == 0 and f"took over the lock of pid {first.pid}" in proc.stderr
 
 
