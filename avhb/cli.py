@@ -269,7 +269,7 @@ def _over_budget(results: dict, budget: float, flag: str) -> str | None:
     if not samples or errors / samples <= budget:
         return None
     judges = results.get("judge_errors") if isinstance(results.get("judge_errors"), dict) else {}
-    named = "".join(f"; judge {name} did not answer {cell.get('failed')} questions "
+    named = "".join(f"; judge {name} did not answer {cell.get('failed')} question{'' if cell.get('failed') == 1 else 's'} "
                     f"(last: {' '.join(str(cell.get('last_error') or '').split())[:300]})"
                     for name, cell in judges.items() if isinstance(cell, dict))
     return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}){named}; "

@@ -97,10 +97,10 @@ class RunResults:
             if not empty or not r.samples:
                 continue
             if r.errors >= r.samples:
-                why = f"every sample failed ({r.errors} errors)"
+                why = f"every sample failed ({_plural(r.errors, 'error')})"
             elif r.judge_failures:
-                why = f"no judge verdict could be read ({r.judge_failures} judge failures"
-                why += f", {r.errors} failed samples)" if r.errors else ")"
+                why = f"no judge verdict could be read ({_plural(r.judge_failures, 'judge failure')}"
+                why += f", {_plural(r.errors, 'failed sample')})" if r.errors else ")"
             else:
                 why = "no sample could be scored"
             out.append(f"{name}: {', '.join(empty)} undefined: {why}")
@@ -230,6 +230,10 @@ class RunResults:
         judge_errors = {str(k): dict(v) for k, v in raw_errors.items() if isinstance(v, Mapping)}
         return cls(tasks, groups, dict(partial), model, dict(usage),
                    {k: v for k, v in data.items() if k not in known}, group_counts, judge_errors)
+
+
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 def _counts_of(mapping: Mapping[str, Any]) -> dict[str, int]:

@@ -247,7 +247,7 @@ _OPEN = r"[\s*_`\"'\[(\u201c\u2018]*"  # before a value
 _FINAL_PREFIX = r"(?:(?:my|the|your)\s+)?(?:final|overall|ultimate)\s+|最终|最終|최종|総合|综合|итоговый\s+|окончательный\s+" \
                 r"|endgültige[rs]?\s+|finale[rs]?\s+"
 _FINAL_SUFFIX = r"\s+(?:final(?:e|es)?|finaux|definitiva?)"
-_SEP = r"[*_]*\s*(?:\([^)\n]{0,40}\))?[*_\"']*\s*(?:[:=]|[-\u2013\u2014](?=\s))"
+_SEP = r"[*_]*\s*(?:\([^)\n]{0,40}\))?[*_\"']*\s*(?:[:=]|[-\u2013\u2014](?=\s)|[是为為は](?![否]))"  # 答案是B: CJK copulas
 
 # labels of a verdict (yes/no, letters, pairwise)
 VERDICT_LABELS = (
@@ -309,7 +309,7 @@ def label_regex(labels: Iterable[str], value: str, phrase: bool = True) -> re.Pa
 
 _NUM = r"[-+]?\d+(?:[.,]\d+)?"
 _SCALE_VALUE = rf"(?P<n>{_NUM})(?:\s*(?:/|out\s+of)\s*(?P<d>\d+))?"
-_RANGE_AFTER = re.compile(r"^\s*(?:-|\u2013|\u2014|to|or|~)\s*\d")
+_RANGE_AFTER = re.compile(r"^\s*(?:-|\u2013|\u2014|to|or|~)\s*\d|^[^\n]*?\bor\s+(?:a\s+)?\d")  # 4-5, 4 to 5, "5 (...) or 3"
 _MORE_DIGITS = re.compile(r"^[\d.,]*\d")
 
 
@@ -477,14 +477,15 @@ _PAIR_CANON = {"A>>B": "A>>B", "B<<A": "A>>B", "A>B": "A>B", "B<A": "A>B", "A=B"
                "A==B": "A=B", "TIE": "A=B", "C": "A=B", "B>A": "B>A", "A<B": "B>A", "B>>A": "B>>A", "A<<B": "B>>A",
                "A": "A>B", "B": "B>A"}
 PAIRWISE_VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
-_LLMBAR = re.compile(r"(?<![A-Za-z])output\s*[:\-]?\s*\(\s*([ab])\s*\)", re.IGNORECASE)
+_LLMBAR = re.compile(rf"^{_DECOR}output\s*[:\-]?\s*\(\s*([ab])\s*\)[*_`.!\s]*$", re.IGNORECASE | re.MULTILINE)
 
 
 def pairwise(reply: str, options: dict[str, Any]) -> Any:
     """A pairwise verdict: ``[[A>>B]]``, ``[[A>B]]``, ``[[A=B]]``,
     ``[[B>A]]``, ``[[B>>A]]`` (arena-hard; ``<`` forms and ``B=A`` read the
     same way), MT-bench's ``[[A]]`` / ``[[B]]`` / ``[[C]]`` (tie), or
-    LLMBar's ``Output (a)`` / ``Output (b)``.  Returns the canonical form
+    LLMBar's ``Output (a)`` / ``Output (b)`` on a line of its own (an
+    explanation naming both outputs is no verdict).  Returns the canonical form
     (one of ``PAIRWISE_VERDICTS``), or ``values[form]`` when ``values``
     maps them.  Tags that disagree are ambiguous (None)."""
     values = options.get("values") or {}
@@ -526,6 +527,7 @@ _YES_NO_JSON = ("verdict", "answer", "final_answer", "final answer", "judgement"
 _TAG_YN = re.compile(rf"\[\[\s*[*_]*(?P<w>{_YN})[*_.!]*\s*\]\]", re.IGNORECASE)
 _LINE_YN = re.compile(rf"^{_DECOR}[\[(]*(?P<w>{_YN})[\])*_`\"'.!\u3002\uff01\s]*$", re.IGNORECASE)
 _LEADING_YN = re.compile(rf"^{_DECOR}[\[(]*(?P<w>{_YN})", re.IGNORECASE)
+_ANSWERED_YN = re.compile(rf"\?[*_]*[ \t]*{_OPEN}(?P<w>{_YN})", re.IGNORECASE)  # "Is it supported? Yes."
 
 
 def _yes_no_word(word: str, after: str, labelled: bool) -> Any:
@@ -594,6 +596,11 @@ def yes_no(reply: str, options: dict[str, Any]) -> str | None:
             continue
         final = bool(_matched(m, "final") or _matched(m, "suffix"))
         out.append(Candidate(m.start(g), m.end(g), FINAL if final else LABELLED, got))
+    for m in _ANSWERED_YN.finditer(text):
+        after = text[m.end("w"):].split("\n", 1)[0]
+        got = _yes_no_word(m.group("w"), after.lstrip("*_`\"')]"), labelled=False)
+        if got is not None:
+            out.append(Candidate(m.start("w"), m.end("w"), LABELLED, got))
     lines = r.lines()
     for offset, line in lines:
         m = _LINE_YN.match(line)
