@@ -146,7 +146,7 @@ def json_objects(text: str) -> Iterable[dict[str, Any]]:
     for m in re.finditer(r"\{", text):
         try:
             obj, _ = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: "[[[[..." nested past the decoder's depth
             continue
         if isinstance(obj, dict):
             yield obj
@@ -170,12 +170,12 @@ def json_spans(text: str) -> list[tuple[int, int, Any]]:
     decoder = json.JSONDecoder()
     out: list[tuple[int, int, Any]] = []
     pos = 0
-    for m in re.finditer(r"[\[{]", text):
+    for m in re.finditer(r"\{|\[(?=\s*\{)", text):  # objects, and arrays that open with one
         if m.start() < pos:
             continue
         try:
             obj, end = decoder.raw_decode(text, m.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
         if isinstance(obj, dict) or (isinstance(obj, list) and any(isinstance(o, dict) for o in obj)):
             out.append((m.start(), end, obj))
@@ -243,15 +243,17 @@ class _Reply:
 # --------------------------------------------------------------- labels
 
 _DECOR = r"[\s*_`\"'>#\u201c\u201d\u2018\u2019]*"  # markdown and quotes around labels and values
-_OPEN = r"[\s*_`\"'\[(\u201c\u2018]*"  # before a value
+_LEAD = r"[ \t*_`\"'>#\u201c\u201d\u2018\u2019]*"  # the same at a line's start, within the line
+_OPEN = r"[\s*_`\"'\[(\u201c\u2018]*"  # before a value (blank lines included)
 _FINAL_PREFIX = r"(?:(?:my|the|your)\s+)?(?:final|overall|ultimate)\s+|最终|最終|최종|総合|综合|итоговый\s+|окончательный\s+" \
                 r"|endgültige[rs]?\s+|finale[rs]?\s+"
 _FINAL_SUFFIX = r"\s+(?:final(?:e|es)?|finaux|definitiva?)"
-_SEP = r"[*_]*\s*(?:\([^)\n]{0,40}\))?[*_\"']*\s*(?:[:=]|[-\u2013\u2014](?=\s)|[是为為は](?![否]))"  # 答案是B: CJK copulas
+# between a label and its value; spaces are bounded so that a run of white space costs linear time
+_SEP = r"[*_]*[ \t]{0,4}(?:\([^)\n]{0,40}\))?[*_\"']*[ \t]{0,4}(?:[:=]|[-\u2013\u2014](?=\s)|[是为為は](?![否]))"  # 答案是B
 
-# labels of a verdict (yes/no, letters, pairwise)
+# labels of a yes/no verdict ("response" is not one: a judge quoting the response would give a verdict)
 VERDICT_LABELS = (
-    "verdict", "answer", "judgement", "judgment", "decision", "conclusion", "result", "response",
+    "verdict", "answer", "judgement", "judgment", "decision", "conclusion", "result",
     "答案", "回答", "结论", "結論", "判断", "判斷", "判定", "裁决", "结果", "答え", "解答", "정답", "답변", "답",
     "결론", "판정", "판단", "réponse", "reponse", "décision", "jugement", "veredicto", "respuesta", "conclusión",
     "decisión", "juicio", "veredito", "resposta", "conclusão", "decisão", "verdetto", "risposta", "conclusione",
@@ -260,7 +262,7 @@ VERDICT_LABELS = (
 )
 # labels of a score
 SCALE_LABELS = (
-    "rating", "score", "grade", "judgement", "judgment", "mark",
+    "rating", "score", "grade", "judgement", "judgment",
     "评分", "評分", "分数", "分數", "得分", "打分", "评价", "評價", "总分", "評価", "評点", "点数", "スコア", "得点",
     "점수", "평가", "평점", "évaluation", "puntuación", "puntuacion", "calificación", "calificacion", "puntaje",
     "bewertung", "punktzahl", "pontuação", "pontuacao", "avaliação", "punteggio", "valutazione", "voto",
@@ -269,7 +271,7 @@ SCALE_LABELS = (
 LETTER_LABELS = ("answer", "option", "letter", "choice", "selection", "grade", "output", "extracted answer",
                  "correct option", "correct answer", "best option", "best answer", "答案", "选项", "選項", "回答",
                  "答え", "選択肢", "정답", "답", "선택", "réponse", "respuesta", "opción", "resposta", "opção",
-                 "risposta", "opzione", "antwort", "option", "ответ", "вариант")
+                 "risposta", "opzione", "antwort", "ответ", "вариант")
 
 
 def _alternation(labels: Iterable[str]) -> str:
@@ -295,13 +297,20 @@ def _uniquify(pattern: str) -> str:
 
 
 def label_regex(labels: Iterable[str], value: str, phrase: bool = True) -> re.Pattern[str]:
+    """One verdict label's forms: ``LABEL: VALUE`` (``=``, a spaced dash or
+    a CJK copula also separate; a parenthesis such as ``(0-2)`` may follow
+    the label), ``LABEL`` alone on its line (a heading, a bold line) with the
+    value on the next non-blank line, and, with ``phrase``, ``the LABEL is
+    VALUE``.  Named groups (numbered from the second form on, see
+    :func:`_matched`): ``final`` / ``suffix`` (marked final) and ``value``'s
+    own groups."""
     alts = _alternation(labels)
     label = rf"(?P<final>{_FINAL_PREFIX})?(?:{alts})(?P<suffix>{_FINAL_SUFFIX})?"
     inline = rf"{label}{_SEP}{_OPEN}(?P<v>{value})"
-    heading = rf"^{_DECOR}{label}[*_:\s]*?[ \t]*\n\s*{_OPEN}(?P<v>{value})"
+    heading = rf"^{_LEAD}{label}[*_: \t]*\n{_OPEN}(?P<v>{value})"
     forms = [heading, inline]
     if phrase:
-        forms.append(rf"(?<![A-Za-z])(?:the|my|your)\s+{label}\s+(?:is|would\s+be|will\s+be)\s*:?{_OPEN}(?P<v>{value})")
+        forms.append(rf"(?<![A-Za-z])(?:the|my|your)\s+{label}\s+(?:is|would\s+be|will\s+be):?{_OPEN}(?P<v>{value})")
     return re.compile(_uniquify("|".join(f"(?:{f})" for f in forms)), re.IGNORECASE | re.MULTILINE)
 
 
@@ -477,7 +486,7 @@ _PAIR_CANON = {"A>>B": "A>>B", "B<<A": "A>>B", "A>B": "A>B", "B<A": "A>B", "A=B"
                "A==B": "A=B", "TIE": "A=B", "C": "A=B", "B>A": "B>A", "A<B": "B>A", "B>>A": "B>>A", "A<<B": "B>>A",
                "A": "A>B", "B": "B>A"}
 PAIRWISE_VERDICTS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
-_LLMBAR = re.compile(rf"^{_DECOR}output\s*[:\-]?\s*\(\s*([ab])\s*\)[*_`.!\s]*$", re.IGNORECASE | re.MULTILINE)
+_LLMBAR = re.compile(rf"^{_LEAD}output[ \t]*[:\-]?[ \t]*\([ \t]*([ab])[ \t]*\)[*_`.! \t]*$", re.IGNORECASE | re.MULTILINE)
 
 
 def pairwise(reply: str, options: dict[str, Any]) -> Any:
@@ -527,7 +536,7 @@ _YES_NO_JSON = ("verdict", "answer", "final_answer", "final answer", "judgement"
 _TAG_YN = re.compile(rf"\[\[\s*[*_]*(?P<w>{_YN})[*_.!]*\s*\]\]", re.IGNORECASE)
 _LINE_YN = re.compile(rf"^{_DECOR}[\[(]*(?P<w>{_YN})[\])*_`\"'.!\u3002\uff01\s]*$", re.IGNORECASE)
 _LEADING_YN = re.compile(rf"^{_DECOR}[\[(]*(?P<w>{_YN})", re.IGNORECASE)
-_ANSWERED_YN = re.compile(rf"\?[*_]*[ \t]*{_OPEN}(?P<w>{_YN})", re.IGNORECASE)  # "Is it supported? Yes."
+_ANSWERED_YN = re.compile(rf"\?[*_]*{_OPEN}(?P<w>{_YN})", re.IGNORECASE)  # "Is it supported? Yes."
 
 
 def _yes_no_word(word: str, after: str, labelled: bool) -> Any:

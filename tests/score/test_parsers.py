@@ -140,3 +140,20 @@ def test_every_reply_of_an_answer_space_parses(parser, options):
 
     space = answer_space(parser, options)
     assert space and all(get_parser(parser)(reply, options) is not None for reply in space)
+
+
+def test_replies_built_to_make_regexes_backtrack_cost_linear_time():
+    # a judge can answer anything: white-space runs after a label, thousands of markdown marks or nested
+    # brackets must not stall scoring (a label separator with two unbounded \s* runs took 6.6 s on one reply)
+    import time
+
+    from avhb.score.parsers import BUILTIN
+
+    replies = ["Verdict" + " " * 20000 + ":", "[[" * 2000, "{" * 4000, ("Answer: " + "**" * 2000 + "\n") * 5,
+               "# " * 3000, "Rating\n" * 5000, "Is it? " + " " * 20000 + "x", "the answer is" + " " * 20000,
+               "Output" + " " * 20000 + "(a" + "\n" * 5000]
+    start = time.process_time()
+    for reply in replies:
+        for parser in BUILTIN.values():
+            assert parser(reply, {}) is None
+    assert time.process_time() - start < 3.0
