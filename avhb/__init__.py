@@ -29,6 +29,7 @@ _EXPORTS = {
     "Metric": "avhb.score.metric", "Filter": "avhb.score.metric", "SampleRecord": "avhb.score.metric",
     "ScoreContext": "avhb.score.metric", "Aggregate": "avhb.score.aggregate", "mean_stderr": "avhb.score.aggregate",
     "bootstrap_stderr": "avhb.score.aggregate", "JudgeRole": "avhb.score.judges", "Verdict": "avhb.score.judges",
+    "JudgeError": "avhb.score.judges",
     # media
     "MediaSpec": "avhb.media.spec",
     # runs

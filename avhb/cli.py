@@ -394,8 +394,12 @@ def _over_budget(results: dict, budget: float, flag: str) -> str | None:
     errors = sum(int(r.get("errors") or 0) for r in rows)
     if not samples or errors / samples <= budget:
         return None
-    return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}); they are "
-            "excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
+    judges = results.get("judge_errors") if isinstance(results.get("judge_errors"), dict) else {}
+    named = "".join(f"; judge {name} did not answer {cell.get('failed')} question{'' if cell.get('failed') == 1 else 's'} "
+                    f"(last: {' '.join(str(cell.get('last_error') or '').split())[:300]})"
+                    for name, cell in judges.items() if isinstance(cell, dict))
+    return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}){named}; "
+            "they are excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
 
 
 def _media_overrides(text: str | None) -> dict:
@@ -431,6 +435,10 @@ def _print_results(results: dict, run_dir: Path | None = None) -> None:
         except (OSError, ValueError, AttributeError):
             notes = []
     print(format_results_table(results, notes))
+    from avhb.run.results import RunResults
+
+    for line in RunResults.from_json(results).undefined_headlines():
+        print(f"avhb: warning: {line}", file=sys.stderr)
 
 
 LISTABLE = ("tasks", "groups", "tags", "models", "metrics", "filters", "judges", "backends", "commands", "plugins")

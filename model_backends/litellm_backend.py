@@ -35,6 +35,13 @@ LiteLLM would refuse the call) are dropped, using LiteLLM's
 ``Response.meta["ignored_generation_keys"]``.  Provider-specific keys
 (``top_k``...) are passed on as they are.
 
+Settings the model refuses: LiteLLM's own rules refuse some before
+anything is sent (``UnsupportedParamsError``: OpenAI's reasoning models take
+only temperature 1), and a provider may answer 400 naming a parameter; either
+is read once, the parameter dropped, the request sent again, and the change
+kept for the run and said (``model_backends/accepted_settings.py``), rather
+than LiteLLM's ``drop_params``, which drops settings without a word.
+
 Cost: LiteLLM's ``response_cost`` for the reply (from its local map), 0.0
 when the model is not in the map.
 """
@@ -50,6 +57,7 @@ from avhb.model.messages import Request, Response
 from avhb.redact import redact
 from avhb.model.resilience import AdaptiveLimiter, MalformedReply, Resilient, RetryPolicy
 
+from .accepted_settings import AcceptedSettings, read_litellm_refusal, read_refusal
 from .encode_messages import encode_messages
 from .openai_backend import _RUNTIME_ARGS, check_spec, extra_body, map_generation, parse_api_settings
 
@@ -140,6 +148,7 @@ class LiteLLMBackend(Backend):
         self.extra = extra_body(spec)
         self._supported = supported_params(self._litellm, spec.name)
         self._standard = standard_params(self._litellm)
+        self.accepted = AcceptedSettings(spec.name, rules=False)  # what LiteLLM or the provider refused, learned
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
         if self.settings.api_key_env and not self.settings.api_key():
@@ -162,6 +171,11 @@ class LiteLLMBackend(Backend):
         mapped, dropped = map_generation(request.generation)
         params, unsupported = filter_params(mapped, self._supported, self._standard)
         dropped = dropped + unsupported
+        params, changed = self.accepted.adapt({**params, **self.extra})
+        request.adaptations.extend(changed)
+        return self._kwargs(request, params), dropped
+
+    def _kwargs(self, request: Request, params: dict[str, Any]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.spec.name,
             "messages": encode_messages(request, audio=self.capabilities.audio, video=self.capabilities.video,
@@ -178,15 +192,14 @@ class LiteLLMBackend(Backend):
         elif self.api_base and self.spec.name.startswith("openai/") and not os.environ.get("OPENAI_API_KEY"):
             kwargs["api_key"] = "EMPTY"  # a keyless local server; the SDK insists on some key
         kwargs.update(params)
-        kwargs.update(self.extra)
-        return kwargs, dropped
+        return kwargs
 
     async def generate(self, request: Request) -> Response:
         try:
             kwargs, dropped = self.build_kwargs(request)
         except SampleError as exc:  # this sample cannot be encoded; the run goes on
             return Response(text="", error=f"encode: {exc}")
-        outcome = await self.resilient.call(lambda: self._call(kwargs, dropped))
+        outcome = await self.resilient.call(lambda: self._call(request, kwargs, dropped))
         if outcome.error is not None:
             return Response(text="", error=redact(outcome.error[:1000], extra=[self.settings.api_key()]),
                             meta={"attempts": outcome.attempts})
@@ -195,8 +208,40 @@ class LiteLLMBackend(Backend):
             response.meta["attempts"] = outcome.attempts
         return response
 
-    async def _call(self, kwargs: dict[str, Any], dropped: list[str]) -> Response:
-        reply = await self._litellm.acompletion(**kwargs)
+    async def _call(self, request: Request, kwargs: dict[str, Any], dropped: list[str]) -> Response:
+        """One attempt; a setting LiteLLM or the provider refuses is read
+        once per parameter, learned and the request sent without it."""
+        tried: set[str] = set()
+        while True:
+            try:
+                reply = await self._litellm.acompletion(**kwargs)
+                break
+            except Exception as exc:
+                change = self._refusal(exc, kwargs)
+                if change is None or change.param in tried:
+                    raise
+                tried.add(change.param)
+                self.accepted.learn(change)
+                params, changed = self.accepted.adapt({k: v for k, v in kwargs.items() if k not in self._fixed(kwargs)})
+                kwargs = {**{k: kwargs[k] for k in self._fixed(kwargs)}, **params}
+                request.adaptations.extend(c for c in changed if c not in request.adaptations)
+        return self._response(reply, dropped)
+
+    @staticmethod
+    def _fixed(kwargs: dict[str, Any]) -> list[str]:
+        """Keys of the call that are not generation settings."""
+        return [k for k in ("model", "messages", "timeout", "num_retries", "max_retries", "api_base", "api_key")
+                if k in kwargs]
+
+    def _refusal(self, exc: BaseException, kwargs: dict[str, Any]) -> Any:
+        params = {k: v for k, v in kwargs.items() if k not in self._fixed(kwargs)}
+        if type(exc).__name__ == "UnsupportedParamsError":
+            return read_litellm_refusal(str(exc), params)
+        if getattr(exc, "status_code", None) == 400:
+            return read_refusal(str(exc), None, params)
+        return None
+
+    def _response(self, reply: Any, dropped: list[str]) -> Response:
         choices = getattr(reply, "choices", None)
         if not choices:
             raise MalformedReply("reply without choices")

@@ -33,6 +33,12 @@ key cannot both go in one ``Authorization`` header: the URL's win (they were
 written for this endpoint; the key variable is often set for another), the
 key is not sent, and the backend says so once on stderr.
 
+Settings the model refuses: OpenAI's reasoning models take only their
+default temperature and ``max_completion_tokens``; known ones are adapted
+before sending, and a 400 naming an unsupported parameter is read once,
+the request sent again without it, and the change kept for the run, said
+once (``model_backends/accepted_settings.py``).
+
 Transport: aiohttp, measured against the official ``openai`` SDK
 (``AsyncOpenAI``, retries off, under the same limiter) by
 ``benchmarks/throughput.py``: the SDK is several times slower end to end
@@ -57,6 +63,7 @@ from avhb.model.messages import Request, Response
 from avhb.redact import redact
 from avhb.model.resilience import AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy
 
+from .accepted_settings import AcceptedSettings, read_refusal
 from .encode_messages import encode_messages
 
 OFFICIAL_URL = "https://api.openai.com/v1"
@@ -220,6 +227,7 @@ class OpenAIBackend(Backend):
         self.concurrency = self.settings.concurrency
         self.base_url, user_auth = split_userinfo(self._base_url())
         self.max_tokens_param = str(spec.args.get("max_tokens_param", "max_tokens"))
+        self.accepted = AcceptedSettings(spec.name)
         self.extra_body = extra_body(spec)
         self.limiter = AdaptiveLimiter(self.settings.concurrency)
         self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
@@ -287,12 +295,22 @@ class OpenAIBackend(Backend):
 
     # -- requests -----------------------------------------------------------
     def build_body(self, request: Request) -> tuple[dict[str, Any], list[str]]:
+        """The request body as the model accepts it (known and learned
+        changes applied, listed in ``request.adaptations``) and the
+        generation keys not used."""
         params, dropped = map_generation(request.generation, self.max_tokens_param)
         body = {"model": self.spec.name,
                 "messages": encode_messages(request, audio=self.capabilities.audio, video=self.capabilities.video)}
         body.update(params)
         body.update(self.extra_body)
+        body, changed = self._accepted(body)
+        request.adaptations.extend(changed)
         return body, dropped
+
+    def _accepted(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+        fixed = {k: body[k] for k in ("model", "messages")}
+        params, changed = self.accepted.adapt({k: v for k, v in body.items() if k not in fixed})
+        return {**fixed, **params}, changed
 
     async def _client(self) -> Any:
         loop = asyncio.get_running_loop()
@@ -318,7 +336,7 @@ class OpenAIBackend(Backend):
         async with session.post(self._url, data=payload) as resp:
             raw = await resp.read()
             if resp.status >= 300:
-                raise HTTPStatusFailure(resp.status, _error_text(raw), dict(resp.headers))
+                raise HTTPStatusFailure(resp.status, _error_text(raw), dict(resp.headers), _error_detail(raw))
         try:
             return json.loads(raw)
         except ValueError:
@@ -329,8 +347,8 @@ class OpenAIBackend(Backend):
             body, dropped = self.build_body(request)
         except SampleError as exc:  # this sample cannot be encoded; the run goes on
             return Response(text="", error=f"encode: {exc}")
-        payload = json.dumps(body).encode()
-        outcome = await self.resilient.call(lambda: self._parse(body, payload, dropped))
+        sending = _Sending(body, request)
+        outcome = await self.resilient.call(lambda: self._parse(sending, dropped))
         if outcome.error is not None:
             return Response(text="", error=redact(outcome.error, extra=self._secrets),
                             meta={"attempts": outcome.attempts})
@@ -339,8 +357,22 @@ class OpenAIBackend(Backend):
             response.meta["attempts"] = outcome.attempts
         return response
 
-    async def _parse(self, body: dict[str, Any], payload: bytes, dropped: list[str]) -> Response:
-        return build_response(await self._post(body, payload), attempts=1, dropped=dropped)
+    async def _parse(self, sending: "_Sending", dropped: list[str]) -> Response:
+        """One attempt.  A 400 that names a parameter of the body as
+        unsupported is read once per parameter: the change is learned for
+        the run and the body sent again without it (module docstring)."""
+        tried: set[str] = set()
+        while True:
+            try:
+                return build_response(await self._post(sending.body, sending.payload), attempts=1, dropped=dropped)
+            except HTTPStatusFailure as exc:
+                change = read_refusal(str(exc), exc.detail, sending.body) if exc.status_code == 400 else None
+                if change is None or change.param in tried:
+                    raise
+                tried.add(change.param)
+                self.accepted.learn(change)
+                body, changed = self._accepted(sending.body)
+                sending.update(body, changed)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None
@@ -424,6 +456,30 @@ def _use_proxy_env(url: str) -> bool:
         return False
     return any(os.environ.get(v) for v in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY",
                                             "http_proxy", "https_proxy", "all_proxy"))
+
+
+class _Sending:
+    """The body one call sends (it changes when the API refuses a setting)
+    and its serialised form; changes are listed on the call's request."""
+
+    def __init__(self, body: dict[str, Any], request: Request):
+        self.request = request
+        self.update(body, [])
+
+    def update(self, body: dict[str, Any], changed: list[str]) -> None:
+        self.body = body
+        self.payload = json.dumps(body).encode()
+        self.request.adaptations.extend(c for c in changed if c not in self.request.adaptations)
+
+
+def _error_detail(raw: bytes) -> dict[str, Any]:
+    """The reply's error object (``{"message", "type", "param", "code"}``), or {}."""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return {}
+    err = data.get("error", data) if isinstance(data, dict) else None
+    return err if isinstance(err, dict) else {}
 
 
 def _error_text(raw: bytes) -> str:

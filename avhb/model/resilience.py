@@ -66,12 +66,15 @@ class Failure:
 
 
 class HTTPStatusFailure(Exception):
-    """Raised by a transport for a non-2xx reply."""
+    """Raised by a transport for a non-2xx reply; ``detail``: the reply's
+    error object when it sent one (OpenAI's ``{"message", "param", "code"}``)."""
 
-    def __init__(self, status: int, message: str = "", headers: dict[str, str] | None = None):
+    def __init__(self, status: int, message: str = "", headers: dict[str, str] | None = None,
+                 detail: dict[str, Any] | None = None):
         super().__init__(f"HTTP {status}: {message}".rstrip(": "))
         self.status_code = status
         self.headers = headers or {}
+        self.detail = detail or {}
 
 
 class MalformedReply(Exception):

@@ -32,6 +32,10 @@ def _header(data: RunData) -> str:
         items = "".join(f"<li>{esc(p)}</li>" for p in data.problems[:50])
         more = f"<li>… {len(data.problems) - 50} more</li>" if len(data.problems) > 50 else ""
         problems = f'<div class="problems"><strong>Problems reading this run</strong><ul>{items}{more}</ul></div>'
+    undefined = data.typed.undefined_headlines()
+    if undefined:  # an empty cell must not be the only trace of a metric no verdict could decide
+        items = "".join(f"<li>{esc(u)}</li>" for u in undefined)
+        problems += f'<div class="problems"><strong>Headline metrics without a value</strong><ul>{items}</ul></div>'
     notes = data.run.get("notes") if isinstance(data.run.get("notes"), list) else []
     if notes:
         items = "".join(f"<li>{esc(n)}</li>" for n in notes)

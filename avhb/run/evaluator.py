@@ -31,7 +31,8 @@ from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
 from avhb.run.journal import Journal
 from avhb.run.manifest import build_manifest
-from avhb.run.notes import adaptation_notes, first_request_media, gen_kwargs_notes, plan_notes, said_kinds, samples_notes
+from avhb.run.notes import (adaptation_notes, first_request_media, gen_kwargs_notes, judge_adaptation_notes, plan_notes,
+                             said_kinds, samples_notes)
 from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.settings import CALLS, HOW, SCORING, SELECTION, compare, invocation, keep_previous, refusal
@@ -390,6 +391,8 @@ class Evaluator:
             except NotInJournal:
                 raise UserError(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
                                 "(the run is unfinished there): resume it with its original command first") from None
+        self._say(judge_adaptation_notes(run.judges.adaptations, self._said))
+        self.results.add_judge_errors(run.judges.errors, run.judges.last_error)
         result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.results.tasks[task.name] = result
         self.not_attempted += sum(1 for r in records if r.error and "not attempted: " in r.error)
@@ -406,7 +409,10 @@ class Evaluator:
         """Adaptations the plan-time notes did not foresee (a driver's
         requests, samples unlike the first): said once, kept in run.json."""
         label = self.o.model.label if self.o.model else "the model"
-        new = adaptation_notes(task.name, records, self._said, label)
+        self._say(adaptation_notes(task.name, records, self._said, label))
+
+    def _say(self, new: list[str]) -> None:
+        """Notes found while the run goes: said once, kept in run.json."""
         if not new:
             return
         for note in new:

@@ -168,6 +168,23 @@ def adaptation_notes(task: str, records: list[Any], said: set[str], label: str) 
     return out
 
 
+def judge_adaptation_notes(adaptations: Any, said: set[str]) -> list[str]:
+    """Each kind of change a judge's backend made to its requests
+    (``TaskJudges.adaptations``: (judge, line) -> calls; a reasoning model
+    that takes no temperature...), once per run and judge (``said``:
+    updated)."""
+    kinds: dict[tuple[str, str], list[Any]] = {}
+    for (judge, text), n in adaptations.items():
+        kinds.setdefault((judge, adaptation_kind(text)), [text, 0])[1] += n
+    out = []
+    for (judge, kind), (example, n) in kinds.items():
+        key = f"judge|{judge}|{kind}"
+        if key not in said:
+            said.add(key)
+            out.append(f"judge {judge}: {example} ({n} calls)")
+    return out
+
+
 def said_kinds(task: str, notes: list[str]) -> set[str]:
     """The adaptation kinds the plan-time notes of a task already cover."""
     out = set()

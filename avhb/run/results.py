@@ -11,6 +11,7 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
      "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...,
                                            samples, errors}}}},
      "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...},
+     "judge_errors": {judge: {"failed": n, "last_error": "..."}},   # only when a judge did not answer
      "metrics": {task: {m: {"kind": "headline" | "diagnostic" | "count",
                             "higher_is_better": true | false | null, "description": "..."}}}}
 
@@ -21,7 +22,9 @@ unless it is a bookkeeping count or the ``_stderr`` / ``_n`` / ``_runs`` /
 
 ``errors`` counts samples that failed outside the model (excluded from
 every metric, docs/errors.md): per task, per breakdown value, and per group
-(summed over its member tasks).
+(summed over its member tasks).  ``judge_errors`` names each judge that did
+not answer some questions (an HTTP error...: those samples failed) with its
+last error.
 """
 from __future__ import annotations
 
@@ -75,6 +78,33 @@ class RunResults:
     judge_usage: dict[str, Any] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept as they are
     group_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # group -> {"samples", "errors"}
+    judge_errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge -> {"failed", "last_error"}
+
+    def add_judge_errors(self, errors: Mapping[str, int], last: Mapping[str, str]) -> None:
+        """Count the questions each judge did not answer (summed over tasks)."""
+        for judge, n in errors.items():
+            cell = self.judge_errors.setdefault(judge, {"failed": 0, "last_error": None})
+            cell["failed"] += int(n)
+            cell["last_error"] = last.get(judge, cell["last_error"])
+
+    def undefined_headlines(self) -> list[str]:
+        """One line per task whose headline metrics have no value, and why
+        (every verdict failed, every sample failed, nothing scored): an
+        empty cell must not be the only trace (docs/errors.md)."""
+        out = []
+        for name, r in self.tasks.items():
+            empty = [m for m, a in r.metrics.items() if r.kind(m) == HEADLINE and a.value is None]
+            if not empty or not r.samples:
+                continue
+            if r.errors >= r.samples:
+                why = f"every sample failed ({_plural(r.errors, 'error')})"
+            elif r.judge_failures:
+                why = f"no judge verdict could be read ({_plural(r.judge_failures, 'judge failure')}"
+                why += f", {_plural(r.errors, 'failed sample')})" if r.errors else ")"
+            else:
+                why = "no sample could be scored"
+            out.append(f"{name}: {', '.join(empty)} undefined: {why}")
+        return out
 
     # ------------------------------------------------------------ groups
     def aggregate_groups(self, groups: Mapping[str, Mapping[str, Any]], members_of, entries_of=None) -> None:
@@ -156,6 +186,8 @@ class RunResults:
             out["partial_groups"] = dict(self.partial_groups)
         out["model"] = self.model
         out["judge_usage"] = dict(self.judge_usage)
+        if self.judge_errors:
+            out["judge_errors"] = {k: dict(v) for k, v in self.judge_errors.items()}
         for key, value in self.extra.items():
             out.setdefault(key, value)
         return out
@@ -190,12 +222,18 @@ class RunResults:
         groups_raw = data.get("groups") if isinstance(data.get("groups"), Mapping) else {}
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
         group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
-        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics"}
+        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics", "judge_errors"}
         partial = data.get("partial_groups") if isinstance(data.get("partial_groups"), Mapping) else {}
         usage = data.get("judge_usage") if isinstance(data.get("judge_usage"), Mapping) else {}
         model = data.get("model") if isinstance(data.get("model"), str) else None
+        raw_errors = data.get("judge_errors") if isinstance(data.get("judge_errors"), Mapping) else {}
+        judge_errors = {str(k): dict(v) for k, v in raw_errors.items() if isinstance(v, Mapping)}
         return cls(tasks, groups, dict(partial), model, dict(usage),
-                   {k: v for k, v in data.items() if k not in known}, group_counts)
+                   {k: v for k, v in data.items() if k not in known}, group_counts, judge_errors)
+
+
+def _plural(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")
 
 
 def _counts_of(mapping: Mapping[str, Any]) -> dict[str, int]:

@@ -9,8 +9,14 @@ for one role form a panel; ``*=SPEC`` binds every role) rebinds them.
 
 Every judge call is a :class:`avhb.model.caller.Caller` call (journal kind
 ``judges``): the same key function, journal, concurrency limit, media
-materialisation and backend retries as the model's.  Re-scoring therefore
-makes no calls.  A reply that never parses is counted, never guessed.
+materialisation, backend retries and circuit breaker as the model's.
+Re-scoring therefore makes no calls.  A reply that never parses is a judge
+failure: re-asked with the parser's format hint, then counted, never
+guessed.  A judge that does not answer (an HTTP error such as 400 or 401,
+a time-out, an open breaker) is not a verdict at all: the question raises
+:class:`JudgeError` (a ``SampleError``), so the sample fails like one whose
+model never answered (excluded, counted in ``errors``, under
+``--max-errors``; its journal entry is a failure, so re-running asks again).
 
 Data fencing: every field substituted into a judge prompt (the candidate's
 answer, the question, the reference...) arrives between ``<data-B>`` and
@@ -35,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from avhb.errors import UserError
+from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, BackendSpec, parse_backend_spec
 from avhb.model.caller import Caller, Usage
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
@@ -77,6 +83,27 @@ class Verdict:
     ok: bool
     raw: str | None = None
     per_judge: list[Any] = field(default_factory=list)
+    adaptations: list[str] = field(default_factory=list)  # what the judges' backends changed in the requests
+
+
+class JudgeError(SampleError):
+    """A judge did not answer (its request failed): the sample fails."""
+
+    def __init__(self, judge: str, role: str, error: str):
+        super().__init__(f"judge {judge} (role {role}) did not answer: {error}")
+        self.judge = judge
+        self.error = error
+
+
+@dataclass
+class _Asked:
+    """One panel member's outcome: its value (None: never parsed), its
+    last raw reply, the request error when it did not answer."""
+
+    value: Any
+    raw: str | None
+    error: str | None = None
+    adaptations: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -222,35 +249,49 @@ class TaskJudges:
         self.roles = roles
         self.plan = plan
         self.failures: Counter[str] = Counter()
+        self.adaptations: Counter[tuple[str, str]] = Counter()  # (judge, what its backend changed) -> calls
+        self.errors: Counter[str] = Counter()  # judge -> questions it did not answer
+        self.last_error: dict[str, str] = {}  # judge -> its last request error
 
     async def ask(self, role: str, fields: dict[str, Any], media: Sequence[Any] = (),
-                  context: dict[str, Any] | None = None) -> Verdict:
+                  context: dict[str, Any] | None = None, option_texts: dict[str, str] | None = None) -> Verdict:
         """Every panel member's verdict on ``fields`` (the prompt's
         ``{{field}}`` values), combined.  ``media``: image, video or audio
         parts (or image file paths) sent after the prompt.  ``context``:
         more key material (a driver's sample, repeat and step: the verdict
         is then that step's own journal entry, not shared with another
-        sample asking the same question)."""
+        sample asking the same question).  ``option_texts``: the task's
+        answer options (``{"A": "increase", ...}``), given to the parser as
+        ``option_texts`` (:mod:`avhb.score.parsers`).  Raises
+        :class:`JudgeError` when a panel member did not answer."""
         if role not in self.roles:
             raise UserError(f"task {self.task!r} uses judge role {role!r} but its YAML does not declare it under 'judges'")
         spec = self.roles[role]
         parts = [_as_part(m) for m in media]
         members = self.pool.panel(spec)
-        results = await asyncio.gather(*(self._ask_one(spec, m, fields, parts, context or {}) for m in members))
-        values = [v for v, _ in results]
-        raws = [r for _, r in results]
+        asked = await asyncio.gather(*(self._ask_one(spec, m, fields, parts, context or {}, option_texts)
+                                       for m in members))
+        adaptations = list(dict.fromkeys(a for x in asked for a in x.adaptations))
+        for member, outcome in zip(members, asked):
+            if outcome.error is not None:  # no answer is not a verdict: the sample fails (module docstring)
+                self.errors[member.label] += 1
+                self.last_error[member.label] = outcome.error
+                raise JudgeError(member.label, role, outcome.error)
+        values = [x.value for x in asked]
+        raws = [x.raw for x in asked]
         ok_values = [v for v in values if v is not None]
         if not ok_values:
             self.failures[role] += 1
-            return Verdict(None, False, raws[0] if raws else None, values)
+            return Verdict(None, False, raws[0] if raws else None, values, adaptations)
         value = _combine(ok_values, spec.combine)
         if value is None:  # a tie under majority: no verdict, counted
             self.failures[role] += 1
-            return Verdict(None, False, raws[0], values)
-        return Verdict(value, True, raws[0] if len(raws) == 1 else json.dumps(raws, ensure_ascii=False), values)
+            return Verdict(None, False, raws[0], values, adaptations)
+        return Verdict(value, True, raws[0] if len(raws) == 1 else json.dumps(raws, ensure_ascii=False), values,
+                       adaptations)
 
     async def _ask_one(self, role: JudgeRole, spec: BackendSpec, fields: dict[str, Any],
-                       media: list[Any], context: dict[str, Any]) -> tuple[Any, str | None]:
+                       media: list[Any], context: dict[str, Any], option_texts: dict[str, str] | None) -> _Asked:
         caller = self.pool.caller(spec)
         fenced, boundary = fence_fields(fields, salt=role.name)
         prompt = render(role.prompt, fenced)
@@ -260,7 +301,11 @@ class TaskJudges:
         messages = ([Message("system", [TextPart("\n\n".join(system))])] if system else []) + \
                    [Message("user", [TextPart(prompt), *media])]
         parser = get_parser(role.parser)
+        options = dict(role.parser_options)
+        if option_texts:
+            options["option_texts"] = dict(option_texts)
         raw = None
+        adaptations: list[str] = []
         for attempt in range(role.retries + 1):
             request = Request(messages=list(messages), generation=dict(role.generation),
                               choices=answer_space(role.parser, role.parser_options))
@@ -268,14 +313,17 @@ class TaskJudges:
             call = await caller.call(request, plan=self.plan if media else None, context={**context, "attempt": attempt},
                                      log={"task": self.task, "role": role.name, "judge": spec.label, **context})
             raw = call.text
+            adaptations += call.adaptations
+            for line in call.adaptations:
+                self.adaptations[(spec.label, line)] += 1
             if call.error is not None:
-                return None, f"error: {call.error}"
-            value = parser(raw or "", role.parser_options)
+                return _Asked(None, None, call.error, adaptations)
+            value = parser(raw or "", options)
             if value is not None:
-                return value, raw
+                return _Asked(value, raw, None, adaptations)
             messages = messages + [Message("assistant", [TextPart(raw or "")]),
                                    Message("user", [TextPart("Your reply could not be parsed. " + format_hint(role.parser))])]
-        return None, raw
+        return _Asked(None, raw, None, adaptations)
 
 
 def _as_part(item: Any) -> Any:

@@ -80,6 +80,7 @@ def verdict_log(role: str, verdict: Any) -> dict[str, Any]:
         "ok": bool(getattr(verdict, "ok", False)),
         "raw": getattr(verdict, "raw", None),
         "per_judge": list(getattr(verdict, "per_judge", None) or []),
+        **({"adaptations": list(verdict.adaptations)} if getattr(verdict, "adaptations", None) else {}),
     }
 
 

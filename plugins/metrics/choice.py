@@ -45,9 +45,12 @@ minus its random fallback:
 
 ``resolve_choice`` applies the chosen rule and, when it yields no letter
 (ambiguous or none), asks the ``answer_matcher`` judge role with fields
-``question``, ``options`` (``"A. text"`` lines) and ``response``; the
-judge's value must be one of the option letters, anything else (``None``,
-``"Z"``, an unknown letter) leaves the reply unparsed.  A judge reply that
+``question``, ``options`` (``"A. text"`` lines) and ``response``, its
+parser given the option texts (``option_texts``: a judge reply whose letter
+and option text disagree, ``(A) decrease`` when decrease is B, is
+unparsable and re-asked); the judge's value must be one of the option
+letters, anything else (``None``, ``"Z"``, an unknown letter) leaves the
+reply unparsed.  A judge reply that
 never parsed (``ok`` False) is a judge failure, also unparsed.  Without a
 bound judge (``use_judge: false``) such replies are unparsed.  Unparsed
 replies score 0 and are counted.
@@ -299,7 +302,8 @@ async def resolve_choice(
     judges = getattr(ctx, "judges", None)
     if not use_judge or judges is None or not reply or not reply.strip():
         return ChoiceResolution(None, None, ambiguous=ambiguous)
-    verdict = await judges.ask(role, {"question": question, "options": format_options(options), "response": reply})
+    verdict = await judges.ask(role, {"question": question, "options": format_options(options), "response": reply},
+                               option_texts=options)
     log = verdict_log(role, verdict)
     if not verdict.ok:
         return ChoiceResolution(None, "judge", judge_failed=True, judgement=log, ambiguous=ambiguous)

@@ -7,8 +7,9 @@ dict ``role -> list`` of values handed out in order.  A value that is a
 verdict (``ok`` False); anything else an ok verdict with that value.
 Every call is logged in ``calls`` as ``(role, fields)``, and the media parts
 it carried (``ask(role, fields, media=[...])``) in ``media`` at the same
-position.  A script callable taking two arguments is called as
-``fn(fields, media)``.
+position; the option texts a multiple-choice metric passes
+(``option_texts=``) in ``option_texts``.  A script callable taking two
+arguments is called as ``fn(fields, media)``.
 """
 from __future__ import annotations
 
@@ -32,10 +33,13 @@ class ScriptedJudges:
         self.script = {k: (list(v) if isinstance(v, list) else v) for k, v in script.items()}
         self.calls: list[tuple[str, dict[str, str]]] = []
         self.media: list[list[Any]] = []
+        self.option_texts: list[dict[str, str] | None] = []
 
-    async def ask(self, role: str, fields: dict[str, str], media: Sequence[Any] = ()) -> FakeVerdict:
+    async def ask(self, role: str, fields: dict[str, str], media: Sequence[Any] = (),
+                  option_texts: dict[str, str] | None = None) -> FakeVerdict:
         self.calls.append((role, dict(fields)))
         self.media.append(list(media))
+        self.option_texts.append(dict(option_texts) if option_texts else None)
         if role not in self.script:
             raise KeyError(f"no script for judge role {role!r}")
         entry = self.script[role]

@@ -40,7 +40,7 @@ from typing import Any, Callable
 
 from avhb.errors import UserError
 from avhb.model.backend import Backend, BackendSpec, create_backend
-from avhb.score.judges import JudgeRole
+from avhb.score.judges import JudgeError, JudgeRole
 
 from .hooks import prompt
 
@@ -191,8 +191,12 @@ async def grade_runs_async(run_dirs: list[Path], *, judges: dict[str, list[Backe
                     return
                 answers = "\n".join(f"{i}. {r.answer}" for i, r in enumerate(q.rollouts, 1))
                 async with limit:
-                    verdict = await task_judges.ask(ROLE, {"question": q.question, "count": str(len(q.rollouts)),
-                                                           "answers": answers})
+                    try:
+                        verdict = await task_judges.ask(ROLE, {"question": q.question, "count": str(len(q.rollouts)),
+                                                               "answers": answers})
+                    except JudgeError as exc:  # no answer: no s_sim, the error kept as the raw reply
+                        q.s_sim, q.judge_raw = None, str(exc)
+                        return
                 q.s_sim = float(verdict.value) if verdict.ok else None
                 q.judge_raw = verdict.raw
 

@@ -45,7 +45,8 @@ Iterative error isolation, per sample, at most ``max_rounds`` (5) rounds:
    ``round_limit`` (nodes left after ``max_rounds`` rounds; they stay
    ``unvisited``), ``graph_failed``, ``judge_failed`` (a node check or a hint
    never parsed: the walk stops, nothing is guessed and no node text is
-   pasted in place of a hint), ``model_error``.
+   pasted in place of a hint), ``model_error``, ``judge_error`` (a judge
+   did not answer: an HTTP error, a time-out; re-running asks again).
 
 An early error hides later ones on its path: an inference whose premise the
 model got wrong is checked only after the hint has corrected that premise.
@@ -77,7 +78,7 @@ from typing import Any, Callable
 from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.model.messages import Response, TextPart
-from avhb.score.judges import JudgeRole, TaskJudges
+from avhb.score.judges import JudgeError, JudgeRole, TaskJudges
 
 from . import hooks, locales
 
@@ -419,6 +420,18 @@ async def diagnose_sample(task: str, sample_id: str, doc: dict[str, Any], judges
     the hint texts so far."""
     out = SampleDiagnosis(task, sample_id, str(doc.get("locale", "")), doc.get("category"), "complete",
                           subcategory=doc.get("subcategory"), skills=doc_skills(doc))
+    try:
+        return await _walk(out, doc, judges, ask_model, max_rounds)
+    except JudgeError as exc:  # no answer is not a verdict: neither graph_failed nor judge_failed
+        out.status, out.graph_raw = "judge_error", str(exc)
+        return out
+
+
+async def _walk(out: SampleDiagnosis, doc: dict[str, Any], judges: TaskJudges,
+                ask_model: Callable[[str, dict[str, Any], list[str], list[str]], Any],
+                max_rounds: int) -> SampleDiagnosis:
+    """:func:`diagnose_sample`'s graph and rounds, filling ``out``."""
+    sample_id = out.id
     verdict = await judges.ask(GRAPH_ROLE, {"locale": out.locale, "question": str(doc.get("question", "")),
                                             "answer": str(doc.get("answer", "")),
                                             "reasoning_steps": str(doc.get("reasoning_steps", ""))})

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from avhb.model.messages import ImagePart
+from avhb.score.judges import JudgeError
 
 Count = Callable[[dict[str, Any]], int]
 SCREEN_BATCH = 8
@@ -121,7 +122,12 @@ async def screen(item: dict[str, Any], candidates: list[dict[str, Any]], judges:
     async def one(doc: dict[str, Any]) -> None:
         text, media = _candidate(doc, media_path)
         fields = {"question": question, "answer": answer, "candidate": text}
-        verdict = await (judges.ask(role, fields, media=media) if media else judges.ask(role, fields))
+        try:
+            verdict = await (judges.ask(role, fields, media=media) if media else judges.ask(role, fields))
+        except JudgeError as exc:  # no answer: rejected, with the judge's error as the reason
+            out.rejected.append({"item": item.get("id"), "candidate": doc.get("id"), "reason": str(exc),
+                                 "verdict": None})
+            return
         value = str(verdict.value).strip().lower() if verdict.ok else None
         if value == "no":
             out.accepted.append(doc)

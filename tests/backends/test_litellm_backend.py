@@ -194,3 +194,39 @@ def test_filter_params_keeps_provider_keys_and_openai_keeps_seed(litellm_cls):
     b = litellm_cls(parse_backend_spec("litellm:openai/fake,api_base=http://127.0.0.1:9"))
     kwargs, dropped = b.build_kwargs(text_request("x", seed=7, logprobs=True))
     assert kwargs["seed"] == 7 and kwargs["logprobs"] is True and dropped == []
+
+
+# -- settings a model refuses (issue 23, item 6) --------------------------------
+
+async def test_litellm_own_rule_for_a_reasoning_model_is_followed_and_said(litellm_cls, server):
+    # LiteLLM refuses temperature=0 for o-series models before sending (UnsupportedParamsError): read once,
+    # sent without it (not LiteLLM's silent drop_params), listed on every request it changed
+    from tests.servers.openai_server import refuse_settings
+
+    server.set_fault(refuse_settings(r"^o\d"))
+    b = _backend(litellm_cls, server, model="openai/o3-mini")
+    requests = [text_request(f"q{i}", temperature=0, max_tokens=7) for i in range(3)]
+    for request in requests:
+        r = await b.generate(request)
+        assert r.error is None, r.error
+    sent = server.completions()
+    assert [c.status for c in sent] == [200, 200, 200]  # nothing reached the server with temperature 0
+    assert all("temperature" not in c.body and c.body["max_completion_tokens"] == 7 for c in sent)
+    assert all(len(r.adaptations) == 1 and r.adaptations[0].startswith("temperature=0 not sent")
+               and "LiteLLM's rule for the model" in r.adaptations[0] for r in requests)
+
+
+async def test_litellm_a_provider_refusal_is_read_once(litellm_cls, server):
+    from tests.servers.openai_server import refuse_settings
+
+    server.set_fault(refuse_settings("house-reasoner"))
+    b = _backend(litellm_cls, server, model="openai/house-reasoner")  # a model LiteLLM has no rule for
+    first = text_request("one", temperature=0)
+    r = await b.generate(first)
+    assert r.error is None and r.text == "one"
+    assert [c.status for c in server.completions()] == [400, 200]
+    assert "refused it: Unsupported value: 'temperature' does not support 0" in first.adaptations[0]
+    second = text_request("two", temperature=0)
+    r = await b.generate(second)
+    assert r.error is None and [c.status for c in server.completions()] == [400, 200, 200]
+    assert second.adaptations == first.adaptations

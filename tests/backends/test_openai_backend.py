@@ -609,3 +609,94 @@ def test_azure_routes_refuse_what_azure_refuses(server):
     status, data = post("/openai/deployments/d/chat/completions?api-version=1", {"api-key": "k"})
     assert status == 200 and data["choices"][0]["message"]["content"] == "hi"  # the echo fixture
     assert post("/openai/chat/completions?api-version=1", {"api-key": "k"})[0] == 404
+
+
+# -- settings a model refuses (issue 23, item 6; model_backends/accepted_settings.py) --
+
+async def test_a_known_reasoning_model_is_sent_only_what_it_accepts(server):
+    from tests.servers.openai_server import refuse_settings
+
+    server.set_fault(refuse_settings(r"^o\d|^gpt-5"))
+    for name in ("o3-mini", "o1-2024-12-17", "gpt-5-nano"):
+        b = OpenAIBackend(parse_backend_spec(f"openai:{name},base_url={server.base_url}"))
+        request = text_request("is it supported?", temperature=0.0, top_p=0.9, max_tokens=256, seed=3)
+        try:
+            r = await b.generate(request)
+        finally:
+            await b.aclose()
+        assert r.error is None, (name, r.error)
+        body = server.completions()[-1].body
+        assert server.completions()[-1].status == 200
+        assert {k: v for k, v in body.items() if k != "messages"} == {"model": name, "max_completion_tokens": 256,
+                                                                      "seed": 3}
+        assert request.adaptations == [
+            "temperature=0.0 not sent: the model's default applies (OpenAI reasoning models accept only the default, 1)",
+            "top_p=0.9 not sent: the model's default applies (OpenAI reasoning models accept only the default, 1)",
+            "max_tokens sent as max_completion_tokens (OpenAI reasoning models take only the latter)"]
+    server.set_fault(None)
+    for name in ("gpt-5-chat-latest", "gpt-5.1", "gpt-4o", "o3-mini-like-custom"):  # no rule for these
+        b = OpenAIBackend(parse_backend_spec(f"openai:{name},base_url={server.base_url}"))
+        request = text_request("q", temperature=0.0, max_tokens=5)
+        try:
+            await b.generate(request)
+        finally:
+            await b.aclose()
+        assert server.completions()[-1].body["temperature"] == 0.0 and not request.adaptations
+
+
+async def test_a_refused_setting_is_read_once_and_remembered_for_the_model(server):
+    from tests.servers.openai_server import refuse_settings
+
+    server.set_fault(refuse_settings("judge-deployment"))
+    b = OpenAIBackend(parse_backend_spec(f"openai:judge-deployment,base_url={server.base_url}"))
+    try:
+        first = text_request("one", temperature=0, max_tokens=8)
+        r = await b.generate(first)
+        assert r.error is None and r.text == "one"
+        assert [c.status for c in server.completions()] == [400, 400, 200]  # max_tokens, then temperature
+        assert len(first.adaptations) == 2 and "refused it: Unsupported value: 'temperature'" in first.adaptations[1]
+        later = text_request("two", temperature=0, max_tokens=8)
+        r = await b.generate(later)  # learned: sent adapted at once
+        assert r.error is None and [c.status for c in server.completions()][3:] == [200]
+        assert later.adaptations == first.adaptations
+        assert "temperature" not in server.completions()[-1].body
+    finally:
+        await b.aclose()
+
+
+async def test_a_400_that_names_no_setting_of_the_request_is_an_error_as_before(server):
+    b = _backend(server)
+    other = json.dumps({"error": {"message": "Unsupported value: 'logit_bias' is not allowed.", "param": "logit_bias",
+                                  "code": "unsupported_value"}})
+    plain = json.dumps({"error": {"message": "Invalid value for 'messages'.", "param": "messages", "code": None}})
+    try:
+        for body in (other, plain):
+            server.reset_counters()
+            server.fail_next(1, status=400, body=body)
+            request = text_request("x", temperature=0)
+            r = await b.generate(request)
+            assert r.error is not None and "HTTP 400" in r.error and server.count == 1  # not sent again
+            assert not request.adaptations
+        server.reset_counters()
+        server.fail_next(1, status=401, body=json.dumps({"error": {"message": "Unsupported value: 'temperature'",
+                                                                   "param": "temperature"}}))
+        r = await b.generate(text_request("x", temperature=0))  # only a 400 is read as a refused setting
+        assert r.error is not None and "HTTP 401" in r.error and server.count == 1
+    finally:
+        await b.aclose()
+
+
+async def test_azure_deployment_refusing_temperature_is_adapted(server, monkeypatch):
+    from tests.servers.openai_server import refuse_settings
+
+    monkeypatch.setenv("AVHB_TEST_AZURE_CRED", KEY)
+    server.set_fault(refuse_settings("prod-judge"))
+    b = OpenAIBackend_azure(f"azure:prod-judge,base_url={server.endpoint},api_version=2024-10-21,"
+                            "api_key_env=AVHB_TEST_AZURE_CRED")
+    try:
+        r = await b.generate(text_request("hello azure", temperature=0, max_tokens=3))
+    finally:
+        await b.aclose()
+    assert r.error is None and r.text == "hello azure"
+    assert [c.status for c in server.completions()] == [400, 400, 200]
+    assert server.completions()[-1].deployment == "prod-judge"

@@ -339,7 +339,8 @@ def test_cli_fills_the_scorer_role_with_embed_minilm(testpack, tmp_path):
     assert run["judges"]["scorer"] == ["embed/minilm", "embed/minilm"]
 
 
-def test_cli_thresholds_that_do_not_fit_are_judge_failures(testpack, tmp_path):
+def test_cli_thresholds_that_do_not_fit_fail_the_sample_naming_the_judge(testpack, tmp_path):
+    # the judge answers no question: not a verdict (judge_failures) but a failed sample, under --max-errors
     data = tmp_path / "data"
     data.mkdir()
     (data / "easy.jsonl").write_text(json.dumps({"id": "a", "q": "q?", "a": EXACT}) + "\n")
@@ -348,12 +349,14 @@ def test_cli_thresholds_that_do_not_fit_are_judge_failures(testpack, tmp_path):
     out = tmp_path / "run"
     proc = run_cli("--tasks", "testpack/qa_judged", "--model", f"scripted,replies={replies}", "--data", f"testpack/qa={data}",
                    "--judge", "scorer=embed/minilm,thresholds=[0.5]", "--output-dir", str(out), "--no-report")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr
+    last = proc.stderr.strip().splitlines()[-1]
+    assert "judge embed/minilm did not answer 1 question " in last and "do not fit an answer space" in last
     res = json.loads((out / "results.json").read_text())["results"]["testpack/qa_judged"]
-    assert res["judge_failures"] == 1 and res["Judged_n"] == 0
+    assert res["judge_failures"] == 0 and res["errors"] == 1 and res["Judged_n"] == 0
     line = json.loads((out / "samples" / "testpack__qa_judged.jsonl").read_text().splitlines()[0])
-    assert line["judgements"]["scorer"]["ok"] is False
-    assert "do not fit an answer space of 3 replies" in line["judgements"]["scorer"]["raw"]
+    assert "judge embed/minilm (role scorer) did not answer" in line["error"]
+    assert "do not fit an answer space of 3 replies" in line["error"]
 
 
 def test_cli_unknown_judge_argument_exits_2(testpack, tmp_path):

@@ -1,5 +1,8 @@
 """Judge-reply parsers read the forms judges write (JSON anywhere, markdown
-emphasis, ``Label: value``) and never truncate, clip or guess a value."""
+emphasis, ``Label: value``), by the verdict's position (the last verdict
+decides; verdicts that disagree are unparsable), and never truncate, clip
+or guess a value.  The breadth of styles is the corpus
+(``test_judge_reply_corpus.py``)."""
 import pytest
 
 from avhb.score.parsers import (format_hint, integer, letter, rating_json, score_0_2, whole_number,
@@ -13,7 +16,7 @@ from avhb.score.parsers import (format_hint, integer, letter, rating_json, score
     ('Here is my rating: {"rating": 5} -- it is faithful.', 5),  # anywhere in the reply
     ('{"Rating": "2"}', 2),  # key case and a string value
     ('{"reason": "close paraphrase"}\n{"rating": 2}', 2),  # the first object that has the key
-    ('{"rating": 2}\n{"rating": 5}', 2),  # first one wins
+    ('{"rating": 2}\n{"rating": 5}', None),  # two verdicts that disagree: ambiguous, re-asked
     ('{"rating": 4.0}', 4),
     ('Rating: 4', 4), ('**Rating:** 4', 4), ('"rating": 4,', 4),  # label forms, broken JSON
     ('4', 4), ('**4**', 4), ('4 - faithful', 4), ('4/5', 4), ('3 out of 5', 3),
@@ -75,6 +78,38 @@ def test_yes_no(reply, expected):
     assert yes_no(reply, {}) == expected
 
 
+# issue 23: the first "Label: yes|no" used to decide (main read all three as "no")
+@pytest.mark.parametrize("reply,expected", [
+    ("Explanation: no contradiction found.\n\nVerdict: Yes", "yes"),
+    ("**Reasoning:** No contradiction: the evidence says 1999, as claimed.\n\n**Answer:** Yes", "yes"),
+    ("No doubt, it is entailed.", None),  # an idiom, not a verdict: re-asked
+])
+def test_yes_no_reads_the_verdict_not_the_first_yes_or_no(reply, expected):
+    assert yes_no(reply, {}) == expected
+
+
+def test_a_json_example_before_the_verdict_does_not_decide():
+    reply = 'An answer worth {"rating": 5} would name the year.\n\nRating: [[8]]'
+    assert rating_json(reply, {"min": 1, "max": 10}) == 8 and integer(reply, {}) == 8
+    assert rating_json('{"rating": 5}\n\nRating: 8', {"min": 1, "max": 10}) is None  # equally strong, disagree
+
+
+def test_letter_and_option_text_must_agree():
+    texts = {"option_texts": {"A": "increase", "B": "decrease"}}
+    assert letter("(A) decrease", texts) is None
+    assert letter("(B) decrease", texts) == "B" and letter("decrease", texts) == "B"
+    assert letter("(A) decrease", {}) == "A"  # without the texts nothing contradicts it
+
+
+def test_pairwise_parser_and_its_answer_space():
+    from avhb.score.parsers import answer_space, pairwise
+
+    assert pairwise("My final verdict is: [[B>>A]]", {}) == "B>>A"
+    assert pairwise("[[A>B]] ... [[B>A]]", {}) is None
+    assert answer_space("pairwise", {}) == ["[[A>>B]]", "[[A>B]]", "[[A=B]]", "[[B>A]]", "[[B>>A]]"]
+    assert all(pairwise(r, {}) is not None for r in answer_space("pairwise", {}))
+
+
 def test_whole_number():
     assert whole_number("4", {"min": 1, "max": 5}) == 4
     assert whole_number(4.0, {"min": 1, "max": 5}) == 4
@@ -92,3 +127,33 @@ def test_format_hints_name_the_forms_that_parse():
     assert "0, 1 or 2" in format_hint("score_0_2") and score_0_2("1", {}) == 1
     assert "letter" in format_hint("letter")
     assert "fraction" in format_hint("rating_json") and "fraction" in format_hint("score_0_2")
+
+
+@pytest.mark.parametrize("parser,options", [
+    ("score_0_2", {}), ("yes_no", {}), ("rating_json", {}), ("rating_json", {"min": 1, "max": 10}),
+    ("integer", {"min": 0, "max": 3}), ("letter", {"letters": "ABCD", "none": "Z"}),
+    ("tag", {"values": {"match": 1, "divergence": 0}}), ("pairwise", {}),
+])
+def test_every_reply_of_an_answer_space_parses(parser, options):
+    # option-scoring judges answer from Request.choices: each choice must be a verdict its parser reads
+    from avhb.score.parsers import answer_space, get_parser
+
+    space = answer_space(parser, options)
+    assert space and all(get_parser(parser)(reply, options) is not None for reply in space)
+
+
+def test_replies_built_to_make_regexes_backtrack_cost_linear_time():
+    # a judge can answer anything: white-space runs after a label, thousands of markdown marks or nested
+    # brackets must not stall scoring (a label separator with two unbounded \s* runs took 6.6 s on one reply)
+    import time
+
+    from avhb.score.parsers import BUILTIN
+
+    replies = ["Verdict" + " " * 20000 + ":", "[[" * 2000, "{" * 4000, ("Answer: " + "**" * 2000 + "\n") * 5,
+               "# " * 3000, "Rating\n" * 5000, "Is it? " + " " * 20000 + "x", "the answer is" + " " * 20000,
+               "Output" + " " * 20000 + "(a" + "\n" * 5000]
+    start = time.process_time()
+    for reply in replies:
+        for parser in BUILTIN.values():
+            assert parser(reply, {}) is None
+    assert time.process_time() - start < 3.0

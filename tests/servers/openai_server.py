@@ -27,6 +27,11 @@ Scripting:
 - ``fault(index, body) -> Fault | None``: a function deciding per request
   (``index`` counts completion requests from 0); consulted after the queue.
 - ``delay``: seconds every completion waits (to measure concurrency).
+- ``refuse_settings(pattern)``: a ``fault`` that answers, for models whose
+  name matches ``pattern``, as OpenAI answers its reasoning models: HTTP 400
+  with OpenAI's own error objects for ``max_tokens`` (``Use
+  'max_completion_tokens' instead``) and for a temperature other than 1
+  (``Only the default (1) value is supported``).
 
 Observation: ``count``, ``requests`` (``Recorded``: path, headers, body,
 status, query, deployment), ``max_in_flight``, and ``log_path`` (one JSON line per request,
@@ -64,6 +69,32 @@ class Fault:
     malformed: bool = False  # 200 with a body that is not JSON
     empty: bool = False  # 200 with an empty body
     drop: bool = False  # close the connection without any reply
+
+
+def _openai_error(message: str, param: str, code: str) -> Fault:
+    return Fault(status=400, body=json.dumps({"error": {"message": message, "type": "invalid_request_error",
+                                                        "param": param, "code": code}}))
+
+
+def refuse_settings(pattern: str) -> Callable[[int, dict], Fault | None]:
+    """A ``fault`` refusing settings as OpenAI does for reasoning models
+    (module docstring), for model names matching ``pattern``."""
+    names = re.compile(pattern)
+
+    def fault(index: int, body: dict) -> Fault | None:
+        if not names.search(str(body.get("model", ""))):
+            return None
+        if "max_tokens" in body:
+            return _openai_error("Unsupported parameter: 'max_tokens' is not supported with this model. "
+                                 "Use 'max_completion_tokens' instead.", "max_tokens", "unsupported_parameter")
+        t = body.get("temperature")
+        if t is not None and t != 1:
+            shown = int(t) if float(t).is_integer() else t
+            return _openai_error(f"Unsupported value: 'temperature' does not support {shown} with this model. "
+                                 "Only the default (1) value is supported.", "temperature", "unsupported_value")
+        return None
+
+    return fault
 
 
 class Headers(dict):

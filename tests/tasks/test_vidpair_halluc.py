@@ -219,7 +219,7 @@ class FakeJudges:
     def __init__(self, table):
         self.table, self.calls = table, []
 
-    async def ask(self, role, fields):
+    async def ask(self, role, fields, option_texts=None):
         self.calls.append((role, fields["response"]))
         value = self.table.get((role, fields["response"]))
         return Verdict(value, value is not None, str(value), [value])
