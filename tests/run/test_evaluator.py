@@ -119,7 +119,7 @@ def test_backend_error_is_recorded_and_run_goes_on(testpack, tmp_path):
      "--gen-kwargs temperature=-1: must be a number >= 0"),
     (["--tasks", "testpack/qa_easy", "--sample-data", "--max-errors", "lots"], "--max-errors 'lots': give a share"),
     # argparse's own errors are one line too
-    (["--tasks", "testpack/qa_easy", "--seed", "x"], "argument --seed: invalid int value: 'x'"),
+    (["--tasks", "testpack/qa_easy", "--seed", "x"], "argument --seed: 'x': an integer, or four integers or None"),
     (["--tasks", ",", "--sample-data"], "--tasks names no task"),
 ])
 def test_user_errors_exit_2_with_one_line(testpack, tmp_path, args, message):
