@@ -234,8 +234,10 @@ async def score_citations(
         multi = [s for s in supported if len(set(s.citations)) > 1]
         await ask_all([key(s, [c]) for s in multi for c in s.citations])
         await ask_all([minus(s, c) for s in multi for c in s.citations if cache[key(s, [c])] is False])
-    if any(v is None for v in cache.values()):
-        return CitationScores(None, None, None, len(statements), 0, 0, judge_failed=True)
+    if any(v is None for v in cache.values()):  # the statements as parsed stay: what the reply holds is known
+        undecided = [{"text": s.text, "citations": s.citations, "out_of_range": s.out_of_range, "recall": None,
+                      "counted": None} for s in statements]
+        return CitationScores(None, None, None, len(statements), 0, 0, judge_failed=True, statements=undecided)
 
     def counts(s: Statement, c: int) -> bool:
         if precision == "loo":

@@ -31,9 +31,12 @@ FIRST label whose rule holds:
 5. ``citation_omission``: cor 1 and a statement has no citation;
 6. ``over_citation``: cor 1, CR 1 and CP < 1.
 
-The rules cover every case (cor 1 with CR < 1 falls under 4 or 5).  An
-answer whose cor or citation scores are None (a judge reply that never
-parsed) gets no label (``taxonomy_unlabelled``).  Reported: the share of
+The rules cover every case (cor 1 with CR < 1 falls under 4 or 5).  Rule 1
+reads the reply alone (its statements and citations as parsed, and whether
+an answer could be extracted), so it is decided before any judge; past it,
+an answer whose cor or citation scores are None (a judge reply that never
+parsed) gets no label (``taxonomy_unlabelled``) — a well-formed answer
+whose entailment judge failed is unlabelled, never a format error.  Reported: the share of
 each label among the labelled error cases (``taxonomy_<label>``, as the
 paper reports its 120 analysed cases), its count
 (``taxonomy_<label>_count``), the number of error cases

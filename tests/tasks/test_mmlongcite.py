@@ -315,3 +315,24 @@ def test_sample_script_rebuilds_the_pack(tmp_path):
 def test_yaml_validates():
     proc = run_cli("validate", str(PACK / "_base.yaml"), str(PACK / "mmlongcite.yaml"), str(PACK / "group.yaml"))
     assert proc.returncode == 0, proc.stderr
+
+
+async def test_entailment_reply_that_never_parses_is_unlabelled_not_a_format_error():
+    """The answer has statements with citations and a final answer; the
+    entailment judge never gives a yes/no: CR and CP are unknown, so the
+    answer gets no taxonomy label (``taxonomy_unlabelled``), never
+    ``format_error`` (which is about the reply, and this reply is well formed)."""
+    from avhb.plugins.metrics.citation import Citation
+
+    doc = {"id": 9, "mcq": True, "options": {"A": "a", "B": "b"}, "ground_truth": "A", "question_text": "Q",
+           "context": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"}]}
+    judges = ScriptedJudges({"entailment": lambda f: UNPARSED})
+    ctx = ScoreContext(judges, "t")
+    r = rec(doc, "A holds [1].\nFinal answer: A")
+    r.extracted = await hooks.Statements().apply(r.response, r, ctx)
+    for m in (Citation(empty_answer="zero"), metrics.Correctness(), metrics.Taxonomy()):
+        r.scores.update(await m.score(r, ctx))
+    assert r.scores["citation_recall"] is None and r.scores["cor"] == 1.0
+    assert r.meta["taxonomy"] is None and r.scores["taxonomy_error"] is None
+    agg = metrics.Taxonomy().aggregate([r])
+    assert agg["taxonomy_unlabelled"].value == 1 and agg["taxonomy_format_error_count"].value == 0
