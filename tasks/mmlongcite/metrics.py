@@ -7,8 +7,11 @@ The answer judged is the reply's final answer (``Final answer: ...``; see
 reply with its citation markers removed.
 
 * multiple choice (the gold is one of the option letters written in the
-  question): the option letter by the MMMU rule parser, then the
-  ``answer_matcher`` judge when the rules find none
+  question): the option letter by avhb's single-option rule parser
+  (``parser: single``, ``avhb.plugins.metrics.choice.parse_choice``: it
+  commits only when the reply indicates exactly one option, so "A or B"
+  is not read as B the way MMMU's last-candidate rule would), then the
+  ``answer_matcher`` judge when the rules find none or several
   (``avhb.plugins.metrics.choice.resolve_choice``); 1 iff it is the gold.
   No letter at all: 0, counted in ``cor_unparsed``.
 * any other gold: the ``scorer`` judge says yes/no (fields ``question``,
@@ -91,7 +94,7 @@ class Correctness(Metric):
         if doc.get("mcq"):
             options = dict(doc.get("options") or {})
             res = await resolve_choice(text, options, str(doc.get("question_text", "")), ctx,
-                                       role=self.options.get("matcher_role", "answer_matcher"))
+                                       role=self.options.get("matcher_role", "answer_matcher"), parser="single")
             info.update(letter=res.letter, by=res.by, judge_failed=res.judge_failed)
             if res.judgement is not None:
                 record.judgements[self.name] = res.judgement

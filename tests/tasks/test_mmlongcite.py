@@ -113,6 +113,11 @@ def test_unknown_dataset_warns_and_joins_no_family(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "dataset 'NewSet' is in no family (1 rows" in err
     assert [d["id"] for d in load(tmp_path, "single_source")] == [1]
+    # said once for the data, not once per task reading it
+    for family in ("multi_source", "visual_grounding", "video"):
+        load(tmp_path, family)
+    load(tmp_path, hr="easy")
+    assert "no family" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -219,6 +224,11 @@ async def test_cor_mcq_rules_then_matcher_then_unparsed():
     assert (await m.score(r, ctx))["cor"] == 0.0 and r.meta["cor"]["unparsed"]
     # no final-answer line: the whole reply (citations removed) is parsed
     assert (await m.score(rec(MCQ, "It is (C) [2]."), ctx))["cor"] == 0.0
+    # the README's parser: avhb's single-option rule, not MMMU's (which takes the last of "(A) or (B)")
+    hedged = ScriptedJudges({"answer_matcher": lambda f: "Z"})
+    r = rec(MCQ, "Final answer: (A) or (B)")
+    assert (await m.score(r, ScoreContext(hedged, "t")))["cor"] == 0.0
+    assert r.meta["cor"]["unparsed"] and hedged.count() == 1  # ambiguous: sent to the matcher, never read as B
 
 
 async def test_cor_open_by_scorer_and_failures():
