@@ -40,7 +40,7 @@ from avhb.plugins.metrics.choice import check_parser, inline_options, options_fr
 from avhb.plugins.metrics.likert import valid_rating
 
 from . import scoring
-from .extract import UNKNOWN, extract_yes_no, first_letter, is_sequence_answer, letter_sequence
+from .extract import UNKNOWN, first_letter, is_sequence_answer, letter_sequence, yes_no_extractor
 
 
 def _reply(record: SampleRecord) -> str | None:
@@ -59,7 +59,8 @@ def _count(value: int, n: int) -> Aggregate:
 
 
 class _Binary(Metric):
-    """Per sample: the upstream yes/no extraction (logged in ``meta``).
+    """Per sample: the mode's yes/no extraction (logged in ``meta``; avhb's
+    reads a hedge as unknown, upstream's substring rule as no).
     Aggregate: one statistic of ``scoring.BINARY_STATS`` over pairs."""
 
     stat = ""
@@ -75,8 +76,8 @@ class _Binary(Metric):
             self.gt_yes = "all"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
-        answer = extract_yes_no(_reply(record))
-        gold = extract_yes_no(record.target)
+        yes_no = yes_no_extractor(self.mode)
+        answer, gold = yes_no(_reply(record)), yes_no(record.target)
         record.meta["yes_no"] = answer
         if answer == UNKNOWN:
             record.meta["unknown"] = True
