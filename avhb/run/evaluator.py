@@ -71,8 +71,9 @@ class Evaluator:
         self._check_names_used(tasks)
         for t in tasks:
             self._check_metric_roles(t)
-        records = {t.name: self._records(t, sources[t.name]) for t in tasks}  # data read before any model call
-        notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched)
+        records, absent_note = self._all_records(tasks, sources)  # data read before any model call
+        tasks = [t for t in tasks if t.name in records]
+        notes = list(self.o.notes) + absent_note + samples_notes(self.o.samples, self._matched)
         recorded = self.folder.read_json("run.json") or {}
         make_backend = backend_factory(self.o.executor)
         backend = None if self.o.score_only else make_backend(self.o.model)
@@ -214,10 +215,38 @@ class Evaluator:
                                 getattr(backend, "transcribes", None))
         return notes
 
-    def _records(self, task: Task, source: DataSource) -> list[SampleRecord]:
-        docs = task.load_docs(source)
-        if not docs:
-            raise UserError(f"task {task.name!r}: its data ({source.root}) has no samples")
+    def _all_records(self, tasks: list[Task], sources: dict[str, DataSource]) -> tuple[dict[str, list[SampleRecord]],
+                                                                                       list[str]]:
+        """Every task's records, and the note on the ones skipped.  A task
+        reached through a group, tag or glob whose data has no samples (a
+        locale the user's copy lacks) is skipped and recorded as absent
+        (its groups aggregate over the members with data:
+        ``RunResults.absent``); a task named in ``--tasks`` with no samples
+        is an error, as is a run left with no task."""
+        explicit = {n for n in self.o.tasks if n in self.index.tasks}
+        records: dict[str, list[SampleRecord]] = {}
+        empty: dict[str, list[str]] = {}  # data root -> its tasks with no samples
+        for t in tasks:
+            docs = t.load_docs(sources[t.name])
+            if not docs and t.name in explicit:
+                raise UserError(f"task {t.name!r}: its data ({sources[t.name].root}) has no samples")
+            if not docs:
+                self.results.absent[t.name] = f"its data ({sources[t.name].root}) has no samples"
+                empty.setdefault(str(sources[t.name].root), []).append(t.name)
+                continue
+            records[t.name] = self._records(t, sources[t.name], docs)
+        if not records:
+            raise UserError(f"no task of this run has samples: {', '.join(self.results.absent)} "
+                            f"({'; '.join(self.results.absent.values())})")
+        if not empty:
+            return records, []
+        groups = sorted({g for names in empty.values() for t in names for g in self.index.groups_of(t)})
+        skipped = "; ".join(f"{', '.join(names)} (no samples in {root})" for root, names in empty.items())
+        where = (f"; group(s) {', '.join(groups)} aggregate over the members with data (results.json "
+                 "absent_members)") if groups else ""
+        return records, [f"skipped {sum(map(len, empty.values()))} task(s) whose data has no samples: {skipped}{where}"]
+
+    def _records(self, task: Task, source: DataSource, docs: list[dict[str, Any]]) -> list[SampleRecord]:
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
         first: dict[str, int] = {}
         for i, (sample_id, _) in enumerate(pairs):

@@ -145,3 +145,29 @@ def test_multi_valued_breakdowns():
     assert result.breakdowns["kind"]["(none)"]["accuracy"].n == 1  # a plain field as before
     assert Breakdown("skills", ",").values({"skills": "a, b"}) == ["a", "b"]
     assert Breakdown("skills").values({"skills": "a, b"}) == ["a, b"]  # no separator declared: one value
+
+
+def test_absent_members_are_left_out_of_a_group_while_not_run_members_keep_it_partial():
+    """g = {a, b, c}: c is absent (its data has no samples), so g is the
+    size-weighted mean of a and b: (0.5 * 10 + 1.0 * 30) / 40 = 0.875, and
+    lists c.  h = {a, d}: d has data but did not run: still partial.
+    Both kinds survive the flat form."""
+    res = RunResults(tasks={"a": TaskResult({"acc": Aggregate(0.5, 0.1, 10)}, samples=10),
+                            "b": TaskResult({"acc": Aggregate(1.0, 0.0, 30)}, samples=30)},
+                     absent={"c": "its data (/d) has no samples"})
+    groups = {"g": {"aggregate": [{"metric": "acc", "weight_by_size": True}]},
+              "h": {"aggregate": [{"metric": "acc", "weight_by_size": True}]}}
+    members = {"g": ["a", "b", "c"], "h": ["a", "d"]}
+    res.aggregate_groups(groups, members.__getitem__)
+    assert res.groups["g"]["acc"].value == pytest.approx(0.875) and res.groups["g"]["acc"].n == 40
+    assert res.absent_members == {"g": ["c"]} and res.group_counts["g"]["samples"] == 40
+    assert "h" not in res.groups and res.partial_groups == {"h": "1/2 tasks run"}
+    flat = res.to_json()
+    assert flat["absent_tasks"] == {"c": "its data (/d) has no samples"} and flat["absent_members"] == {"g": ["c"]}
+    back = RunResults.from_json(flat)
+    assert back.absent == res.absent and back.absent_members == res.absent_members
+    assert "absent_tasks" not in back.extra and "absent_members" not in back.extra
+    # a member both absent and missing from the run: partial, and the count says so
+    res = RunResults(tasks={"a": TaskResult({"acc": Aggregate(0.5, 0.1, 10)})}, absent={"c": "no samples"})
+    res.aggregate_groups({"g": groups["g"]}, members.__getitem__)
+    assert res.partial_groups == {"g": "1/2 tasks run (1 absent: no samples)"}
