@@ -65,10 +65,10 @@ class Evaluator:
     async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
+        self._check_names_used(tasks)  # a misspelt --data NAME is said before any data is looked for
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
                    for t in tasks}
         plans = {t.name: media_plan(t, self.o) for t in tasks}
-        self._check_names_used(tasks)
         for t in tasks:
             self._check_metric_roles(t)
         records, absent_note = self._all_records(tasks, sources)  # data read before any model call
@@ -161,14 +161,27 @@ class Evaluator:
 
     # ------------------------------------------------------------------ checks
     def _check_names_used(self, tasks: list[Task]) -> None:
-        """--data and --judge names that match nothing are typos: say so."""
-        known = set()
+        """--data and --judge names that match nothing are typos: say so.
+        A --data NAME is used when some task reads it (``data_flag_for``);
+        one that names a task but that every such task reads another
+        --data entry for first is an error too (its path would be ignored)."""
+        from avhb.data.sources import data_flag_for
+
+        names: dict[str, set[str]] = {}  # task -> the --data NAMEs it answers to
+        read: dict[str, str | None] = {}  # task -> the --data NAME it reads
         for t in tasks:
-            known |= {t.name, t.cfg.data_name, *t.cfg.tags, *self.index.groups_of(t.name)}
-        unused = sorted(set(self.o.data) - known)
-        if unused:
-            raise UserError(f"--data {unused[0]}=...: no task of this run is named, tagged or grouped {unused[0]!r} "
-                            f"(use one of: {', '.join(sorted(n for n in known if n))})")
+            groups = self.index.groups_of(t.name)
+            names[t.name] = {n for n in (t.name, t.cfg.data_name, *t.cfg.tags, *groups) if n}
+            read[t.name] = data_flag_for(t.cfg, self.o.data, groups)
+        known = set().union(*names.values())
+        for name in sorted(set(self.o.data) - set(read.values())):
+            if name in known:
+                readers = sorted({str(read[t]) for t in names if name in names[t]})
+                raise UserError(f"--data {name}=...: ignored: every task it names reads --data "
+                                f"{', '.join(readers)}=... first (a task's own name, then its pack, tags and groups); "
+                                "drop one of them")
+            raise UserError(f"--data {name}=...: no task of this run is named, tagged or grouped {name!r}"
+                            f"{_spelling_hint(name, known, tasks)} (use one of: {', '.join(sorted(known))})")
         roles = {r for t in tasks for r in (t.cfg.get("judges") or {})}
         unknown = sorted(set(self.o.judges) - roles - {"*"})
         if unknown and not self.o.predict_only:
@@ -356,6 +369,20 @@ class Evaluator:
             write_report(self.folder.root)
         except Exception as exc:  # a report bug must not lose a finished run
             print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)
+
+
+def _spelling_hint(name: str, known: set[str], tasks: list[Task]) -> str:
+    """'; did you mean X?' for a --data NAME: the namespaced spelling of a
+    bare name (``qa`` -> ``mypack/qa``) or the bare one of a wrongly
+    namespaced name, the pack whose Hub dataset the name is, or a close
+    spelling."""
+    import difflib
+
+    tail = name.rpartition("/")[2]
+    same = sorted(n for n in known if n.rpartition("/")[2] == tail)
+    hub = sorted({t.cfg.data_name for t in tasks if t.cfg.get("dataset_path") == name and t.cfg.data_name})
+    close = same or hub or difflib.get_close_matches(name, sorted(known), n=3)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def evaluate(options: RunOptions) -> dict[str, Any]:
