@@ -148,10 +148,32 @@ class Metric:
         (the default): the sample is scored on its own."""
         return None
 
+    def declares(self, key: str) -> bool:
+        """Whether ``key`` is this metric's value or one of its declared ``outputs``."""
+        if key == self.name:
+            return True
+        suffix = key[len(self.name) + 1:] if key.startswith(self.name + "_") else key
+        return any(fnmatch.fnmatchcase(suffix, pattern) for pattern in self.outputs)
+
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
-        """The mean of the per-sample values over samples that did not fail
-        (``None`` values excluded too)."""
-        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None])}
+        """Over samples that did not fail: the mean of the per-sample values
+        of ``self.name`` and of each declared output the samples report
+        (``None`` values excluded), a ``count`` output summed (n = those
+        samples).  Per-sample keys the metric does not declare are its own
+        business (an override reads them)."""
+        ok = [r for r in records if r.error is None]
+        out = {self.name: mean_stderr([r.scores.get(self.name) for r in ok])}
+        for key in dict.fromkeys(k for r in ok for k in r.scores if k != self.name and self.declares(k)):
+            values = [v for r in ok if _is_number(v := r.scores.get(key))]
+            if self.describe(key).kind == COUNT:
+                out[key] = Aggregate(float(sum(values)), None, len(ok))
+            elif values:
+                out[key] = mean_stderr(values)
+        return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))  # a bool counts as 0/1
 
 
 # A metric may also define ``pool(runs: list[list[SampleRecord]]) ->

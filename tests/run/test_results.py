@@ -171,3 +171,35 @@ def test_absent_members_are_left_out_of_a_group_while_not_run_members_keep_it_pa
     res = RunResults(tasks={"a": TaskResult({"acc": Aggregate(0.5, 0.1, 10)})}, absent={"c": "no samples"})
     res.aggregate_groups({"g": groups["g"]}, members.__getitem__)
     assert res.partial_groups == {"g": "1/2 tasks run (1 absent: no samples)"}
+
+
+def test_a_declared_count_reaches_results_json_through_the_default_aggregate():
+    """The plugin-guide metric: score() reports ``token_f1`` and
+    ``token_f1_empty`` (1 for an answer with no tokens) and declares
+    ``empty`` a count; it keeps the default aggregate.  Three samples, one
+    empty, one failed: token_f1 = (0.5 + 0) / 2, token_f1_empty = 1 (a sum,
+    an integer column); an undeclared per-sample key stays out."""
+    from avhb.score.metric import COUNT
+
+    class TokenF1(Metric):
+        """Token overlap F1 between the answer and the reference."""
+
+        name = "token_f1"
+        outputs = {"empty": (COUNT, "answers with no tokens")}
+
+        async def score(self, record, ctx):  # pragma: no cover - scores are set by the test
+            raise NotImplementedError
+
+    records = []
+    for i, (f1, empty) in enumerate([(0.5, 0), (0.0, 1), (None, None)]):
+        r = SampleRecord(id=str(i), doc={"kind": "a"}, scores={"token_f1": f1, "token_f1_empty": empty,
+                                                               "token_f1_tokens": [1, 2]})
+        records.append(r)
+    records[2].error = "media: gone"
+    result = summarize(_Task(), records, [TokenF1()], _Judges(), repeats=1)
+    assert result.metrics["token_f1"].value == pytest.approx(0.25)
+    assert result.metrics["token_f1_empty"].value == 1 and result.metrics["token_f1_empty"].n == 2
+    assert "token_f1_tokens" not in result.metrics
+    flat = RunResults(tasks={"t": result}).to_json()
+    assert flat["results"]["t"]["token_f1_empty"] == 1 and flat["metrics"]["t"]["token_f1_empty"]["kind"] == "count"
+    assert RunResults.from_json(flat).tasks["t"].count_cells() == {"token_f1_empty": 1}
