@@ -13,6 +13,13 @@ which the results table and the report read:
 * ``count``: tallies (unparsed replies, judge failures, skipped pairs),
   shown as integer columns, never as a metric row or a bar.
 
+A metric declares the options it reads in one place, ``accepts`` (option
+-> one line; a subclass adds to its bases'; the key ``"*"`` accepts any
+other option, e.g. keyword arguments passed on to a library).  Any other
+option is refused when the metric is built (``UserError`` naming the
+metric, the option and the valid ones) and by ``avhb validate``, which
+reads ``accepts`` without running a pack's code: keep it a literal dict.
+
 A metric declares the kind of its own value (``kind``, default headline,
 with ``higher_is_better``) and of its other outputs (``outputs``: the
 suffix after ``<name>_``, or a glob of it, -> kind or (kind, description));
@@ -64,6 +71,24 @@ class MetricInfo:
         return cls(d["kind"], hib if isinstance(hib, bool) else None, str(d.get("description") or ""))
 
 
+def option_problem(accepted: dict[str, str] | set[str] | frozenset[str], options: Any) -> str | None:
+    """The one-line complaint about the first option not in ``accepted``
+    (``"*"`` there accepts anything), with a close spelling and the valid
+    options; None when every option is accepted."""
+    import difflib
+
+    if "*" in accepted:
+        return None
+    valid = sorted(accepted)
+    for key in options:
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), valid, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            listed = ", ".join(valid) if valid else "none"
+            return f"unknown option {key!r}{hint} (its options: {listed})"
+    return None
+
+
 def first_sentence(doc: str | None, limit: int = 160) -> str:
     """The first sentence of a docstring's first paragraph, on one line."""
     text = " ".join((doc or "").strip().split("\n\n")[0].split())
@@ -111,6 +136,7 @@ class Metric:
     outputs: dict[str, Any] = {}  # other outputs: suffix (glob) -> kind or (kind, description)
     needs_judges: tuple[str, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()  # optional packages: (module, avhb extra), checked up front
+    accepts: dict[str, str] = {}  # the options this class reads -> what each does (module docstring)
 
     def __init__(self, name: str | None = None, **options: Any):
         if name:
@@ -120,7 +146,20 @@ class Metric:
 
             raise UserError(f"metric {self.name!r}: option errors_count_as_wrong was removed: a sample that failed "
                             "outside the model is excluded and counted in 'errors' (docs/errors.md)")
+        problem = option_problem(type(self).accepted_options(), options)
+        if problem:
+            from avhb.errors import UserError
+
+            raise UserError(f"metric {self.name!r}: {problem}")
         self.options = options
+
+    @classmethod
+    def accepted_options(cls) -> dict[str, str]:
+        """Every option the metric reads: ``accepts`` of the class and its bases."""
+        out: dict[str, str] = {}
+        for klass in reversed(cls.__mro__):
+            out.update(vars(klass).get("accepts") or {})
+        return out
 
     def describe(self, key: str) -> MetricInfo:
         """The kind, direction and description of one output (module docstring)."""

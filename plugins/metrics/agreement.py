@@ -369,6 +369,13 @@ class JudgeAgreement(Metric):
     """
 
     name = "agreement"
+    description = "mean pairwise Cohen's kappa (linear weights) of the judge panel on another metric's ratings"
+    accepts = {"source": "the judged metric whose per-member ratings are compared (required)",
+               "judges": "names of the panel members (default j0, j1, ...)",
+               "items": "pairwise (each pair on the items both rated) or all_rated (the items every judge rated)",
+               "labels": "the kappa categories: a list, scale or observed",
+               "scale": "[low, high] for labels: scale (default [1, 5])",
+               "bootstrap_iters": "resamples for the standard errors (1000)"}
     kind = DIAGNOSTIC  # how far judges agree says how far a judged score can be trusted
     outputs = {"kappa_*": DIAGNOSTIC, "fleiss": DIAGNOSTIC, "alpha_*": DIAGNOSTIC,
                "skipped_pairs": (COUNT, "judge pairs left out of the kappa mean (fewer than 2 items rated together, "

@@ -345,6 +345,15 @@ class Citation(Metric):
     """
 
     name = "citation"
+    description = "citation recall, precision and F1 of the answer's cited statements (an entailment judge)"
+    accepts = {"units": "field spec of the context units (default meta.citation_units, then doc.context)",
+               "role": "the entailment judge role (default entailment)",
+               "precision": "loo (leave-one-out, default) or alce",
+               "dedup": "collapse repeated citations (default true)",
+               "max_citations": "citations kept per statement (default 3)",
+               "out_of_range": "zero (the statement scores 0, default) or drop (the citation is dropped)",
+               "empty_answer": "skip (default) or zero: an answer with no statement",
+               "max_statements": "statements scored per answer (default all)"}
     outputs = {"recall": (HEADLINE, "citation recall: statements whose cited text entails them"),
                "precision": (HEADLINE, "citation precision: citations that support their statement"),
                "f1": (HEADLINE, "harmonic mean of citation recall and precision, per answer, averaged"),

@@ -69,6 +69,8 @@ class StaticScore(Metric):
     (judge role, "scorer")."""
 
     name = "score"
+    accepts = {"matcher": "the MCQ matcher judge role (default answer_matcher)",
+               "scorer": "the open-answer judge role (default scorer)"}
     description = ("accuracy: MCQ by the rule parser then the answer_matcher judge, open answers by the scorer "
                    "judge; the mean of the runs' means")
     outputs = {"pooled": POOLED,

@@ -80,6 +80,9 @@ class Correctness(Metric):
     ("answer_matcher"), ``scorer_role`` ("scorer")."""
 
     name = "cor"
+    description = "answer correctness: the option letter by rules then the matcher judge, else the scorer judge"
+    accepts = {"matcher_role": "the MCQ matcher role (default answer_matcher)",
+               "scorer_role": "the open-answer judge role (default scorer)"}
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -158,6 +161,8 @@ class Taxonomy(Metric):
     name them."""
 
     name = "taxonomy"
+    description = "error-taxonomy labels of the answers not fully right"
+    accepts = {"citation": "the citation metric's name (default citation)", "cor": "the cor metric's name (default cor)"}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         cit = self.options.get("citation", "citation")
