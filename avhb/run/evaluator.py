@@ -88,6 +88,8 @@ class Evaluator:
                 roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
             if not self.o.replay_judges:
                 judges.prepare(roles)
+        if backend is not None:  # a later task's speech-to-text package is missing: said now, not mid-run
+            self._check_transcribers(tasks, plans, sources, records, backend, judges)
         replicas = int(getattr(backend, "replicas", 1) or 1)
         if replicas > 1 and self.o.executor is None:
             raise UserError(f"--model {self.o.model.label}: {replicas} engines (data_parallel_size) run as Ray workers, "
@@ -197,6 +199,35 @@ class Evaluator:
             if missing:
                 raise UserError(f"task {task.name!r}: metric {m.name!r} needs judge role(s) {', '.join(missing)}, "
                                 f"which {task.cfg.file.name} does not declare under 'judges'")
+
+    def _check_transcribers(self, tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
+                            records: dict[str, list[SampleRecord]], backend: Any, judges: Judges) -> None:
+        """Every task whose audio will reach the model, or a judge that
+        hears none, as a transcript needs its registered transcriber's
+        packages (the function's ``requires``): a missing one stops the run
+        before the first task starts, not after earlier tasks spent their
+        calls."""
+        from avhb.media.materialize import load_transcriber
+        from avhb.requirements import check_requirements
+        from avhb.run.notes import first_request_media, media_of_spec
+
+        for t in tasks:
+            plan = plans[t.name]
+            ablations = set(plan.ablations)
+            if ablations & {"no_audio", "text_only"}:
+                continue
+            media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec) or \
+                media_of_spec(plan.spec)
+            model_side = media["audio"] and ("audio_as_transcript" in ablations or not backend.capabilities.audio)
+            roles = {} if self.o.replay_judges else t.judge_roles()
+            if self.o.predict_only:  # only the roles a driver asks are bound
+                roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
+            judge_side = any("audio" in role.media and not judges.caller(spec).capabilities.audio
+                             for role in roles.values() for spec in judges.panel(role))
+            if model_side or judge_side:
+                name = plan.spec.transcriber
+                check_requirements(f"task {t.name}: its audio becomes a transcript; transcriber {name!r}",
+                                   getattr(load_transcriber(name), "requires", ()))
 
     def _describe_judges(self, tasks: list[Task], judges: Judges) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
