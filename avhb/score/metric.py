@@ -14,11 +14,14 @@ which the results table and the report read:
   shown as integer columns, never as a metric row or a bar.
 
 A metric declares the options it reads in one place, ``accepts`` (option
--> one line; a subclass adds to its bases'; the key ``"*"`` accepts any
-other option, e.g. keyword arguments passed on to a library).  Any other
-option is refused when the metric is built (``UserError`` naming the
-metric, the option and the valid ones) and by ``avhb validate``, which
+-> one line; a subclass adds to its bases'; ``{}``: none; the key ``"*"``
+accepts any other option, e.g. keyword arguments passed on to a library).
+Any other option is refused when the metric is built (``UserError`` naming
+the metric, the option and the valid ones) and by ``avhb validate``, which
 reads ``accepts`` without running a pack's code: keep it a literal dict.
+A plugin metric written before ``accepts`` existed (no class below
+``Metric`` declares it) keeps working: its options are passed unchecked,
+said once per class on stderr.
 
 A metric declares the kind of its own value (``kind``, default headline,
 with ``higher_is_better``) and of its other outputs (``outputs``: the
@@ -69,6 +72,9 @@ class MetricInfo:
             return None
         hib = d.get("higher_is_better")
         return cls(d["kind"], hib if isinstance(hib, bool) else None, str(d.get("description") or ""))
+
+
+_UNDECLARED_SAID: set[type] = set()  # metric classes whose unchecked options were said
 
 
 def option_problem(accepted: dict[str, str] | set[str] | frozenset[str], options: Any) -> str | None:
@@ -146,20 +152,33 @@ class Metric:
 
             raise UserError(f"metric {self.name!r}: option errors_count_as_wrong was removed: a sample that failed "
                             "outside the model is excluded and counted in 'errors' (docs/errors.md)")
-        problem = option_problem(type(self).accepted_options(), options)
+        accepted = type(self).accepted_options()
+        problem = option_problem(accepted, options) if accepted is not None else None
         if problem:
             from avhb.errors import UserError
 
             raise UserError(f"metric {self.name!r}: {problem}")
+        if accepted is None and options and type(self) not in _UNDECLARED_SAID:
+            import sys
+
+            _UNDECLARED_SAID.add(type(self))
+            print(f"avhb: warning: metric {self.name!r} ({type(self).__module__}.{type(self).__qualname__}) does not "
+                  f"declare the options it reads (Metric.accepts): {', '.join(map(repr, options))} not checked",
+                  file=sys.stderr)
         self.options = options
 
     @classmethod
-    def accepted_options(cls) -> dict[str, str]:
-        """Every option the metric reads: ``accepts`` of the class and its bases."""
+    def accepted_options(cls) -> dict[str, str] | None:
+        """Every option the metric reads: ``accepts`` of the class and its
+        bases; None when no class below ``Metric`` declares it (module
+        docstring)."""
         out: dict[str, str] = {}
+        declared = False
         for klass in reversed(cls.__mro__):
-            out.update(vars(klass).get("accepts") or {})
-        return out
+            if klass is not Metric and "accepts" in vars(klass):
+                declared = True
+                out.update(vars(klass)["accepts"] or {})
+        return out if declared else None
 
     def describe(self, key: str) -> MetricInfo:
         """The kind, direction and description of one output (module docstring)."""

@@ -52,7 +52,8 @@ def metric_problems(member: dict[str, Any], package: str, folder: Path, registry
             if name not in registered or name == "evaluate":
                 continue  # loaded through the evaluate fallback: any option (or the name check reports it)
             cls = registry.load("metrics", name)
-            problem = option_problem(cls.accepted_options(), options)
+            accepted = cls.accepted_options()
+            problem = option_problem(accepted, options) if accepted is not None else None
             if problem:
                 out.append((("metric_list", i), f"metric {name!r}: {problem}"))
                 continue
@@ -67,16 +68,21 @@ def metric_problems(member: dict[str, Any], package: str, folder: Path, registry
                                                 "which the task does not declare under 'judges'"))
         elif isinstance(entry.get("function"), str):
             module, _, attr = entry["function"].rpartition(".")
-            accepted = reader.accepts(folder / (module.replace(".", "/") + ".py"), attr)
-            problem = option_problem(accepted, options) if accepted is not None else None
+            found = reader.accepts(folder / (module.replace(".", "/") + ".py"), attr)
+            problem = option_problem(found[1], options) if found is not None and found[0] else None
             if problem:
                 out.append((("metric_list", i), f"metric {entry['function']!r}: {problem}"))
     return out
 
 
+Accepts = tuple[bool, set[str]]  # (declared by some class of the chain, the option names)
+
+
 class _SourceReader:
     """A pack metric class's accepted options, read from source (module
-    docstring); None when they cannot be known without running code."""
+    docstring), as ``(declared, names)``; None when they cannot be known
+    without running code.  Undeclared (no class below ``Metric`` sets
+    ``accepts``): a plugin written before the declaration, not checked."""
 
     def __init__(self, package: str, folder: Path):
         self.package, self.folder = package, folder
@@ -90,7 +96,7 @@ class _SourceReader:
                 self._trees[path] = None  # the hook check reports a missing or broken module
         return self._trees[path]
 
-    def accepts(self, path: Path, name: str, depth: int = 0) -> set[str] | None:
+    def accepts(self, path: Path, name: str, depth: int = 0) -> Accepts | None:
         tree = self._tree(path) if depth < 12 else None
         if tree is None:
             return None
@@ -107,8 +113,9 @@ class _SourceReader:
                         return self._imported(path, node, alias.name, depth)
         return None
 
-    def _class(self, path: Path, node: ast.ClassDef, depth: int) -> set[str] | None:
+    def _class(self, path: Path, node: ast.ClassDef, depth: int) -> Accepts | None:
         own: set[str] = set()
+        declared = False
         for stmt in node.body:
             target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
                 stmt.target if isinstance(stmt, ast.AnnAssign) else None
@@ -119,17 +126,18 @@ class _SourceReader:
                     return None  # not a literal: known only at run time
                 if not isinstance(value, dict):
                     return None
-                own = {str(k) for k in value}
+                own, declared = {str(k) for k in value}, True
         for base in node.bases:
             if not isinstance(base, ast.Name):
                 return None
             inherited = self.accepts(path, base.id, depth + 1)
             if inherited is None:
                 return None
-            own |= inherited
-        return own
+            declared = declared or inherited[0]
+            own |= inherited[1]
+        return declared, own
 
-    def _imported(self, path: Path, node: ast.ImportFrom, attr: str, depth: int) -> set[str] | None:
+    def _imported(self, path: Path, node: ast.ImportFrom, attr: str, depth: int) -> Accepts | None:
         module = node.module or ""
         if node.level:  # a sibling module of the pack: read, never imported
             base = path.parent
@@ -155,7 +163,10 @@ class _SourceReader:
         except (ImportError, AttributeError, UserError):
             return None
         accepted = getattr(obj, "accepted_options", None)
-        return set(accepted()) if callable(accepted) else None
+        if not callable(accepted):
+            return None
+        names = accepted()
+        return (False, set()) if names is None else (True, set(names))
 
 
 def task_problems(cfg: Any, registry: Any) -> list[str]:

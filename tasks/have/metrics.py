@@ -125,6 +125,7 @@ class InteractionScore(Metric):
 
     name = "score"
     description = "success rate: walks that reach the goal along judged transitions; the mean of the runs' means"
+    accepts: dict[str, str] = {}
     outputs = {"pooled": POOLED,
                "excluded": (COUNT, "walks ended by an edge-judge reply that never parsed (excluded)"),
                "mean_turns": (DIAGNOSTIC, "turns taken, over the scored walks"),

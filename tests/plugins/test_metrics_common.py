@@ -47,3 +47,27 @@ def test_every_shipped_metric_has_a_real_one_line_description():
         text = m.describe(m.name).description
         assert text and "``" not in text and "docstring" not in text and not text.startswith("Options"), \
             (qualname, text)
+
+
+def test_options_are_checked_against_the_declaration_and_undeclared_plugins_still_run(capsys):
+    from avhb.errors import UserError
+    from avhb.plugins.metrics.choice import ExactMatch
+    from avhb.score.metric import Metric
+
+    with pytest.raises(UserError, match=r"metric 'em': unknown option 'ignroe_case'; did you mean 'ignore_case'\? "
+                                        r"\(its options: ignore_case, ignore_punctuation\)"):
+        ExactMatch(name="em", ignroe_case=True)
+
+    class Legacy(Metric):  # a plugin metric from before Metric.accepts
+        name = "legacy"
+
+    assert Legacy.accepted_options() is None
+    assert Legacy(knob=1).options == {"knob": 1} and Legacy(knob=2).options == {"knob": 2}
+    err = capsys.readouterr().err
+    assert err.count("does not declare the options it reads (Metric.accepts): 'knob' not checked") == 1
+
+    class Strict(Legacy):
+        accepts: dict = {}
+
+    with pytest.raises(UserError, match=r"unknown option 'knob' \(its options: none\)"):
+        Strict(knob=1)

@@ -250,6 +250,13 @@ class Facet(LikertFacet):
     pass
 
 
+class Legacy(Metric):
+    """A plugin metric written before ``accepts``: its options are not checked."""
+
+    async def score(self, record, ctx):
+        return {self.name: float(self.options.get("anything", 0))}
+
+
 mine = Mine
 '''
 
@@ -285,7 +292,8 @@ def test_declared_options_pass_validate_and_build(pack, capsys):
     (pack / "hooks.py").write_text(METRICS_HOOK)
     write(pack, "t.yaml", 'task: t\ndoc_to_text: "{{q}}"\nmetric_list:\n'
                          '  - {metric: exact_match, ignore_case: false}\n  - {function: hooks.mine, alpha: 1, beta: 2}\n'
-                         '  - {function: hooks.Facet, scale: [1, 3], role: r}\njudges:\n  r: {default: local}\n')
+                         '  - {function: hooks.Facet, scale: [1, 3], role: r}\n  - {function: hooks.Legacy, anything: 1}\n'
+                         'judges:\n  r: {default: local}\n')
     assert main(["validate", str(pack)]) == 0, capsys.readouterr().out
 
 
