@@ -578,15 +578,24 @@ def _cmd_validate(args, argv) -> int:
     from avhb.taskdef.config import ConfigErrors
     from avhb.taskdef.index import build_index, known_names
 
+    from avhb.taskdef.metric_check import task_problems
+
+    registry = get_registry()
     if not args.paths:
+        from avhb.taskdef.config import resolve_file
+
         index = build_index(use_cache=False)
-        for err in index.errors:
+        errors_all = list(index.errors)
+        for file, info in {i["file"]: i for i in index.tasks.values()}.items():  # metric options and roles
+            task_cfgs, _ = resolve_file(Path(file), Path(info["root"]), info["package"], info["namespace"])
+            errors_all += [line for cfg in task_cfgs for line in task_problems(cfg, registry)]
+        for err in errors_all:
             print(err)
-        print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(index.errors)} errors")
-        return 1 if index.errors else 0
+        print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(errors_all)} errors")
+        return 1 if errors_all else 0
     from avhb.taskdef.config import load_with_includes, resolve_file
 
-    known = known_names(get_registry())
+    known = known_names(registry)
     files: list[Path] = []
     for p in map(Path, args.paths):
         files += sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")]) if p.is_dir() else [p]
@@ -596,7 +605,10 @@ def _cmd_validate(args, argv) -> int:
             if f.name.startswith("_"):  # an include base: schema only
                 load_with_includes(f)
             else:  # schema, includes, family expansion, templates, hooks (read, never imported), names
-                resolve_file(f, f.parent, "pack", "", known)
+                task_cfgs, _ = resolve_file(f, f.parent, "pack", "", known)
+                problems = [line for cfg in task_cfgs for line in task_problems(cfg, registry)]
+                if problems:  # metric options and judge roles (metric_check)
+                    raise ConfigErrors(problems)
         except ConfigErrors as exc:
             bad += 1
             errors += len(exc.messages)

@@ -51,7 +51,9 @@ def avhb_transcribers() -> dict[str, str]:
     """Speech-to-text names -> "module:function"; the function is
     ``transcribe(array, rate=..., language=None)`` returning an object with
     ``text`` and ``model``.  Used when audio becomes a transcript (a backend
-    that hears no audio, ``--ablate audio_as_transcript``)."""
+    that hears no audio, ``--ablate audio_as_transcript``).  The function
+    may carry ``requires = ((module, avhb extra), ...)``: a run checks them
+    for every task that will need it before its first task starts."""
 
 
 @hookspec

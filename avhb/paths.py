@@ -7,6 +7,11 @@
 * ``media_cache_dir()``: ``cache_dir()/media``.
 * ``data_dir()``: ``$AVHB_DATA_DIR``, else ``cache_dir()/data``: prepared
   Hub snapshots and pack downloads (``avhb prepare``).
+* ``built_media_dir()``: ``cache_dir()/built``: media a pack builds itself
+  (stitched grids, rendered pages), one subfolder per pack.  Only avhb and
+  pack code write there, so its files are trusted by construction: media
+  confinement (``avhb.taskdef.requests``) accepts them next to the data
+  root.
 * ``models_dir()``: ``$AVHB_MODEL_CACHE``, else ``cache_dir()/models``:
   model files built on this machine (the offline default's assembled
   weights).
@@ -30,6 +35,10 @@ def cache_dir() -> Path:
 
 def media_cache_dir() -> Path:
     return cache_dir() / "media"
+
+
+def built_media_dir() -> Path:
+    return cache_dir() / "built"
 
 
 def data_dir() -> Path:

@@ -158,6 +158,9 @@ def _shifted(tr: Transcript, shift: float, seconds: float | None = None) -> Tran
     return Transcript(tr.text, segments, tr.language, tr.model, tr.seconds if seconds is None else seconds)
 
 
+transcribe.requires = (("faster_whisper", "asr"),)  # type: ignore[attr-defined]  # checked before the first task
+
+
 def transcribe_part(part: Any, model: str = "whisper-base", language: str | None = None) -> Transcript:
     """Transcribe an :class:`~avhb.model.messages.AudioPart`: its waveform when it
     has one (at ``part.rate``, default 16 kHz; times offset by

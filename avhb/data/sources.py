@@ -36,14 +36,19 @@ def parse_data_flags(items: list[str]) -> dict[str, Path]:
     return out
 
 
+def data_flag_for(task: TaskConfig, data: dict[str, Path], groups: list[str] = ()) -> str | None:
+    """The ``--data`` NAME a task reads: the first of its name, its pack's
+    data name, its tags and its groups that was given; None when none was."""
+    return next((n for n in [task.name, task.data_name, *task.tags, *groups] if n in data), None)
+
+
 def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: list[str] = ()) -> DataSource:
-    names = [task.name, task.data_name, *task.tags, *groups]
-    for name in names:
-        if name in data:
-            root = data[name]
-            if not root.exists():
-                raise UserError(f"--data {name}={root}: no such file or folder")
-            return DataSource(root, "local")
+    name = data_flag_for(task, data, groups)
+    if name is not None:
+        root = data[name]
+        if not root.exists():
+            raise UserError(f"--data {name}={root}: no such file or folder")
+        return DataSource(root, "local")
     if sample_data:
         rel = task.get("sample_data")
         if not rel:

@@ -5,7 +5,10 @@ files; ``images`` names a field holding a list of paths, or one template),
 ``frames`` | ``fps`` (+ ``max_frames``), ``segment`` (two field names: start,
 end seconds; used when both are numbers and end > start, else the whole
 video, noted in the sample log), ``include_last_frame``, ``max_side``,
-``max_pixels`` (bound video frames and images alike), ``audio_rate``
+``max_pixels`` (bound video frames and images alike), ``frame_size``
+([width, height]: every video frame resized to exactly that size, aspect
+not kept, as a benchmark that standardises its clips does; overrides
+``max_side``/``max_pixels`` for video; null = source size), ``audio_rate``
 (16000), ``audio_in_video`` (false), ``audio_missing`` ("error" |
 "silence"), ``budget`` ("clamp" | "refuse": over-budget frames are clamped,
 or the sample fails), ``chunks`` ({seconds, fps, width, height}: long-video
@@ -43,7 +46,7 @@ if TYPE_CHECKING:  # frames imports numpy: a text-only run never needs it
 LIMITS: dict[str, float] = {
     "frames": 100_000, "max_frames": 100_000, "max_side": 16_384, "max_pixels": 16_384 * 16_384,
     "audio_rate": 384_000, "fps": 1000.0, "boxes_key_fps": 1000.0,
-    "chunks.seconds": 7 * 24 * 3600.0, "chunks.fps": 1000.0, "chunks.width": 16_384, "chunks.height": 16_384,
+    "frame_size": 16_384, "chunks.seconds": 7 * 24 * 3600.0, "chunks.fps": 1000.0, "chunks.width": 16_384, "chunks.height": 16_384,
 }
 _UNITS = {"fps": "frames per second", "boxes_key_fps": "keys per second", "audio_rate": "samples per second",
           "chunks.seconds": "seconds", "chunks.fps": "frames per second"}
@@ -72,6 +75,7 @@ class MediaSpec:
     include_last_frame: bool = False
     max_side: int | None = None
     max_pixels: int | None = None
+    frame_size: tuple[int, int] | None = None
     audio_rate: int = 16000
     audio_in_video: bool = False
     audio_missing: str = "error"
@@ -122,6 +126,8 @@ class MediaSpec:
             if not isinstance(seg, (list, tuple)) or len(seg) != 2:
                 raise UserError(f"{where}.segment: must be a list of two entries [start, end], got {seg!r}")
             kw["segment"] = (str(seg[0]), str(seg[1]))
+        if d.get("frame_size") is not None:
+            kw["frame_size"] = _frame_size(where, d["frame_size"])
         if d.get("chunks") is not None:
             kw["chunks"] = _chunks(where, d["chunks"])
         if kw.get("asr_language") and "{" not in kw["asr_language"]:  # a template is rendered per sample
@@ -133,8 +139,11 @@ class MediaSpec:
         from dataclasses import asdict
 
         out = asdict(self)
-        if out.get("asr_language") is None:  # keys made before the setting existed stay valid
-            out.pop("asr_language", None)
+        for key in ("asr_language", "frame_size"):  # keys made before the setting existed stay valid
+            if out.get(key) is None:
+                out.pop(key, None)
+        if out.get("frame_size") is not None:
+            out["frame_size"] = list(out["frame_size"])
         return out
 
     def frame_spec(self, segment: tuple[float, float] | None = None, frames: int | None = None,
@@ -149,7 +158,8 @@ class MediaSpec:
         fps = None if n is not None else sampling.get("fps", self.fps)
         if n is None and fps is None:
             n = default_frames or 8
-        size = (int(sampling["width"]), int(sampling["height"])) if "width" in sampling and "height" in sampling else None
+        size = (int(sampling["width"]), int(sampling["height"])) if "width" in sampling and "height" in sampling \
+            else self.frame_size
         from avhb.media.frames import FrameSpec
 
         return FrameSpec(frames=n, fps=fps, max_frames=self.max_frames, segment=segment,
@@ -192,6 +202,13 @@ def _positive_float(where: str, key: str, value: Any) -> float:
         raise UserError(f"{where}.{key}: must be a positive number, got {value!r}")
     _bounded(where, key, float(value))
     return float(value)
+
+
+def _frame_size(where: str, value: Any) -> tuple[int, int]:
+    if not isinstance(value, (list, tuple)) or len(value) != 2:
+        raise UserError(f"{where}.frame_size: must be [width, height] (or null: the source size), got {value!r}")
+    width, height = (_positive_int(where, "frame_size", v) for v in value)
+    return width, height
 
 
 def _chunks(where: str, value: Any) -> ChunkSpec:

@@ -94,6 +94,9 @@ def results_section(data: RunData) -> str:
             grows += _group_rows(str(g), cells)
         out.append("<h3>Groups</h3><table id=\"groups-table\"><tr><th>Group</th><th>Metric</th><th>Value</th>"
                    f"<th>Stderr</th><th>n</th></tr>{''.join(grows)}</table>")
+    for g, absent in data.typed.absent_members.items():  # members skipped for want of data, not unfinished
+        out.append(f'<p class="note">{esc(g)}: aggregated without {len(absent)} member(s) whose data has no samples: '
+                   f'{esc(", ".join(absent))}</p>')
     notes = [(t, hint["note"]) for t, hint in data.report_hints.items()
              if isinstance(hint.get("note"), str) and t in data.task_names]
     for task, note in notes:  # e.g. which scorer is the harness's own, not the paper's

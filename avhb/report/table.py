@@ -112,6 +112,9 @@ def format_results_table(results: RunResults | Mapping[str, Any], notes: list[st
             for i, (metric, c) in enumerate(cells.items()):
                 grows.append((str(name) if i == 0 else "", metric, *_cell(c)))
         lines += ["", *_render(grows, GROUP_HEADER)]
+    for name, absent in typed.absent_members.items():
+        lines.append(f"{name}: aggregated without {len(absent)} member(s) whose data has no samples: "
+                     f"{', '.join(absent)}")
     about = describe_metrics(typed)
     if about:
         lines += ["", *about]

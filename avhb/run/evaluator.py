@@ -68,14 +68,15 @@ class Evaluator:
     async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
+        self._check_names_used(tasks)  # a misspelt --data NAME is said before any data is looked for
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
                    for t in tasks}
         plans = {t.name: media_plan(t, self.o) for t in tasks}
-        self._check_names_used(tasks)
         for t in tasks:
             self._check_metric_roles(t)
-        records = {t.name: self._records(t, sources[t.name]) for t in tasks}  # data read before any model call
-        notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched)
+        records, absent_note = self._all_records(tasks, sources)  # data read before any model call
+        tasks = [t for t in tasks if t.name in records]
+        notes = list(self.o.notes) + absent_note + samples_notes(self.o.samples, self._matched)
         recorded = self.folder.read_json("run.json") or {}
         make_backend = backend_factory(self.o.executor)
         backend = None if self.o.score_only else make_backend(self.o.model)
@@ -90,6 +91,8 @@ class Evaluator:
                 roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
             if not self.o.replay_judges:
                 judges.prepare(roles)
+        if backend is not None:  # a later task's speech-to-text package is missing: said now, not mid-run
+            self._check_transcribers(tasks, plans, sources, records, backend, judges)
         replicas = int(getattr(backend, "replicas", 1) or 1)
         if replicas > 1 and self.o.executor is None:
             raise UserError(f"--model {self.o.model.label}: {replicas} engines (data_parallel_size) run as Ray workers, "
@@ -212,14 +215,27 @@ class Evaluator:
 
     # ------------------------------------------------------------------ checks
     def _check_names_used(self, tasks: list[Task]) -> None:
-        """--data and --judge names that match nothing are typos: say so."""
-        known = set()
+        """--data and --judge names that match nothing are typos: say so.
+        A --data NAME is used when some task reads it (``data_flag_for``);
+        one that names a task but that every such task reads another
+        --data entry for first is an error too (its path would be ignored)."""
+        from avhb.data.sources import data_flag_for
+
+        names: dict[str, set[str]] = {}  # task -> the --data NAMEs it answers to
+        read: dict[str, str | None] = {}  # task -> the --data NAME it reads
         for t in tasks:
-            known |= {t.name, t.cfg.data_name, *t.cfg.tags, *self.index.groups_of(t.name)}
-        unused = sorted(set(self.o.data) - known)
-        if unused:
-            raise UserError(f"--data {unused[0]}=...: no task of this run is named, tagged or grouped {unused[0]!r} "
-                            f"(use one of: {', '.join(sorted(n for n in known if n))})")
+            groups = self.index.groups_of(t.name)
+            names[t.name] = {n for n in (t.name, t.cfg.data_name, *t.cfg.tags, *groups) if n}
+            read[t.name] = data_flag_for(t.cfg, self.o.data, groups)
+        known = set().union(*names.values())
+        for name in sorted(set(self.o.data) - set(read.values())):
+            if name in known:
+                readers = sorted({str(read[t]) for t in names if name in names[t]})
+                raise UserError(f"--data {name}=...: ignored: every task it names reads --data "
+                                f"{', '.join(readers)}=... first (a task's own name, then its pack, tags and groups); "
+                                "drop one of them")
+            raise UserError(f"--data {name}=...: no task of this run is named, tagged or grouped {name!r}"
+                            f"{_spelling_hint(name, known, tasks)} (use one of: {', '.join(sorted(known))})")
         roles = {r for t in tasks for r in (t.cfg.get("judges") or {})}
         unknown = sorted(set(self.o.judges) - roles - {"*"})
         if unknown and not self.o.predict_only:
@@ -235,6 +251,35 @@ class Evaluator:
             if missing:
                 raise UserError(f"task {task.name!r}: metric {m.name!r} needs judge role(s) {', '.join(missing)}, "
                                 f"which {task.cfg.file.name} does not declare under 'judges'")
+
+    def _check_transcribers(self, tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
+                            records: dict[str, list[SampleRecord]], backend: Any, judges: Judges) -> None:
+        """Every task whose audio will reach the model, or a judge that
+        hears none, as a transcript needs its registered transcriber's
+        packages (the function's ``requires``): a missing one stops the run
+        before the first task starts, not after earlier tasks spent their
+        calls."""
+        from avhb.media.materialize import load_transcriber
+        from avhb.requirements import check_requirements
+        from avhb.run.notes import first_request_media, media_of_spec
+
+        for t in tasks:
+            plan = plans[t.name]
+            ablations = set(plan.ablations)
+            if ablations & {"no_audio", "text_only"}:
+                continue
+            media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec) or \
+                media_of_spec(plan.spec)
+            model_side = media["audio"] and ("audio_as_transcript" in ablations or not backend.capabilities.audio)
+            roles = {} if self.o.replay_judges else t.judge_roles()
+            if self.o.predict_only:  # only the roles a driver asks are bound
+                roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
+            judge_side = any("audio" in role.media and not judges.caller(spec).capabilities.audio
+                             for role in roles.values() for spec in judges.panel(role))
+            if model_side or judge_side:
+                name = plan.spec.transcriber
+                check_requirements(f"task {t.name}: its audio becomes a transcript; transcriber {name!r}",
+                                   getattr(load_transcriber(name), "requires", ()))
 
     def _describe_judges(self, tasks: list[Task], judges: Judges) -> dict[str, list[str]]:
         out: dict[str, list[str]] = {}
@@ -266,11 +311,39 @@ class Evaluator:
                                 getattr(backend, "transcribes", None))
         return notes
 
-    def _records(self, task: Task, source: DataSource) -> list[SampleRecord]:
-        docs = task.load_docs(source)
-        if not docs:
-            raise UserError(f"task {task.name!r}: its data ({source.root}) has no samples")
-        self._docs[task.name] = len(docs)
+    def _all_records(self, tasks: list[Task], sources: dict[str, DataSource]) -> tuple[dict[str, list[SampleRecord]],
+                                                                                       list[str]]:
+        """Every task's records, and the note on the ones skipped.  A task
+        reached through a group, tag or glob whose data has no samples (a
+        locale the user's copy lacks) is skipped and recorded as absent
+        (its groups aggregate over the members with data:
+        ``RunResults.absent``); a task named in ``--tasks`` with no samples
+        is an error, as is a run left with no task."""
+        explicit = {n for n in self.o.tasks if n in self.index.tasks}
+        records: dict[str, list[SampleRecord]] = {}
+        empty: dict[str, list[str]] = {}  # data root -> its tasks with no samples
+        for t in tasks:
+            docs = t.load_docs(sources[t.name])
+            if not docs and t.name in explicit:
+                raise UserError(f"task {t.name!r}: its data ({sources[t.name].root}) has no samples")
+            if not docs:
+                self.results.absent[t.name] = f"its data ({sources[t.name].root}) has no samples"
+                empty.setdefault(str(sources[t.name].root), []).append(t.name)
+                continue
+            self._docs[t.name] = len(docs)  # lm-eval's n-samples "original" (avhb.report.lmeval)
+            records[t.name] = self._records(t, sources[t.name], docs)
+        if not records:
+            raise UserError(f"no task of this run has samples: {', '.join(self.results.absent)} "
+                            f"({'; '.join(self.results.absent.values())})")
+        if not empty:
+            return records, []
+        groups = sorted({g for names in empty.values() for t in names for g in self.index.groups_of(t)})
+        skipped = "; ".join(f"{', '.join(names)} (no samples in {root})" for root, names in empty.items())
+        where = (f"; group(s) {', '.join(groups)} aggregate over the members with data (results.json "
+                 "absent_members)") if groups else ""
+        return records, [f"skipped {sum(map(len, empty.values()))} task(s) whose data has no samples: {skipped}{where}"]
+
+    def _records(self, task: Task, source: DataSource, docs: list[dict[str, Any]]) -> list[SampleRecord]:
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
         first: dict[str, int] = {}
         for i, (sample_id, _) in enumerate(pairs):
@@ -438,6 +511,20 @@ class Evaluator:
             write_report(self.folder.root)
         except Exception as exc:  # a report bug must not lose a finished run
             print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)
+
+
+def _spelling_hint(name: str, known: set[str], tasks: list[Task]) -> str:
+    """'; did you mean X?' for a --data NAME: the namespaced spelling of a
+    bare name (``qa`` -> ``mypack/qa``) or the bare one of a wrongly
+    namespaced name, the pack whose Hub dataset the name is, or a close
+    spelling."""
+    import difflib
+
+    tail = name.rpartition("/")[2]
+    same = sorted(n for n in known if n.rpartition("/")[2] == tail)
+    hub = sorted({t.cfg.data_name for t in tasks if t.cfg.get("dataset_path") == name and t.cfg.data_name})
+    close = same or hub or difflib.get_close_matches(name, sorted(known), n=3)
+    return f"; did you mean {' or '.join(close)}?" if close else ""
 
 
 def evaluate(options: RunOptions) -> dict[str, Any]:

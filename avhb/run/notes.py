@@ -75,12 +75,12 @@ def plan_notes(task: str, media: dict[str, bool] | None, spec: Any, ablations: I
         elif media["images"] and not caps.takes_images:
             notes.append(f"{task}: images not sent to {label} — the backend takes no images")
     if media["audio"] and not ab & {"no_audio", "text_only"} and caps is not None:
-        language = _language(spec)
         if "audio_as_transcript" in ab or not caps.audio:
             why = "--ablate audio_as_transcript" if "audio_as_transcript" in ab else f"{label} takes no audio"
-            notes.append(f"{task}: audio sent as a transcript ({why}; transcriber {spec.transcriber!r}, {language})")
+            notes.append(f"{task}: audio sent as a transcript ({why}; transcriber {spec.transcriber!r}, "
+                         f"{_language(spec, repr(spec.transcriber))})")
         elif transcribes:
-            notes.append(f"{task}: audio sent to {label} as a transcript ({transcribes}, {language}): "
+            notes.append(f"{task}: audio sent to {label} as a transcript ({transcribes}, {_language(spec, transcribes)}): "
                          "the text model hears no audio")
     for switch in sorted(ab):
         if switch == "no_video":
@@ -98,10 +98,12 @@ def plan_notes(task: str, media: dict[str, bool] | None, spec: Any, ablations: I
     return notes
 
 
-def _language(spec: Any) -> str:
+def _language(spec: Any, transcriber: str) -> str:
+    """The transcript's language as the note says it; ``transcriber``: the
+    speech-to-text actually used (a registered one, or the backend's own)."""
     lang = getattr(spec, "asr_language", None)
     if not lang:
-        return "language detected by Whisper"
+        return f"language detected by {transcriber}"
     if "{" in lang:
         return f"language from each sample ({lang.strip('{} ')})"
     return f"language {lang}"

@@ -12,6 +12,8 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
                                            samples, errors}}}},
      "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...},
      "judge_errors": {judge: {"failed": n, "last_error": "..."}},   # only when a judge did not answer
+     ["absent_tasks": {task: "its data (PATH) has no samples"},
+      "absent_members": {group: [task, ...]},]
      "metrics": {task: {m: {"kind": "headline" | "diagnostic" | "count",
                             "higher_is_better": true | false | null, "description": "..."}}}}
 
@@ -25,6 +27,13 @@ every metric, docs/errors.md): per task, per breakdown value, and per group
 (summed over its member tasks).  ``judge_errors`` names each judge that did
 not answer some questions (an HTTP error...: those samples failed) with its
 last error.
+
+A group member whose data has no samples (a locale the user's copy of the
+data lacks) is *absent*, not unfinished: the run skipped it with a note, it
+is listed in ``absent_tasks`` with the reason, and each group holding it
+aggregates over its other members and lists it under ``absent_members``.
+A member that has data but did not run (left out of ``--tasks``, a stopped
+run) still makes the group partial.
 """
 from __future__ import annotations
 
@@ -79,6 +88,8 @@ class RunResults:
     extra: dict[str, Any] = field(default_factory=dict)  # other top-level keys, kept as they are
     group_counts: dict[str, dict[str, int]] = field(default_factory=dict)  # group -> {"samples", "errors"}
     judge_errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge -> {"failed", "last_error"}
+    absent: dict[str, str] = field(default_factory=dict)  # task -> why it has no results (its data has no samples)
+    absent_members: dict[str, list[str]] = field(default_factory=dict)  # group -> its absent member tasks
 
     def add_judge_errors(self, errors: Mapping[str, int], last: Mapping[str, str]) -> None:
         """Count the questions each judge did not answer (summed over tasks)."""
@@ -123,14 +134,19 @@ class RunResults:
         the mean over all units, its stderr from the pooled units, so a
         member with one scored sample still gives a stderr); otherwise the
         plain mean of the members' values, stderr propagated assuming
-        independence (``weighted_mean``; None when a member has none)."""
+        independence (``weighted_mean``; None when a member has none).
+        Members in ``absent`` (no samples in their data) are left out of
+        both the check and the aggregate, and listed in ``absent_members``."""
         done: dict[str, dict[str, Aggregate] | None] = {}
+
+        def expected(group: str) -> list[str]:
+            return [t for t in members_of(group) if t not in self.absent]
 
         def score(group: str, seen: frozenset = frozenset()) -> dict[str, Aggregate] | None:
             if group in done:
                 return done[group]
             info = groups.get(group) or {}
-            members_all = members_of(group)
+            members_all = expected(group)
             members = [t for t in members_all if t in self.tasks]
             if not members or len(members) < len(members_all):
                 done[group] = None
@@ -140,7 +156,7 @@ class RunResults:
                 for kind, name in entries_of(group):
                     if kind == "group" and name not in seen:
                         units.append(score(name, seen | {group}) or {})
-                    elif kind == "task":
+                    elif kind == "task" and name not in self.absent:
                         units.append(self.tasks[name].metrics)
             else:
                 units = [self.tasks[t].metrics for t in members]
@@ -156,12 +172,18 @@ class RunResults:
             return cell
 
         for group in groups:
-            members_all = members_of(group)
+            members_all = expected(group)
             members = [t for t in members_all if t in self.tasks]
+            absent = [t for t in members_of(group) if t in self.absent]
+            if absent:
+                self.absent_members[group] = absent
+            else:
+                self.absent_members.pop(group, None)
             if not members:
                 continue
             if len(members) < len(members_all):
-                self.partial_groups[group] = f"{len(members)}/{len(members_all)} tasks run"
+                self.partial_groups[group] = f"{len(members)}/{len(members_all)} tasks run" + (
+                    f" ({len(absent)} absent: no samples)" if absent else "")
                 self.groups.pop(group, None)
                 self.group_counts.pop(group, None)
                 continue
@@ -184,6 +206,10 @@ class RunResults:
         }
         if self.partial_groups:
             out["partial_groups"] = dict(self.partial_groups)
+        if self.absent:
+            out["absent_tasks"] = dict(self.absent)
+        if self.absent_members:
+            out["absent_members"] = {g: list(ts) for g, ts in self.absent_members.items()}
         out["model"] = self.model
         out["judge_usage"] = dict(self.judge_usage)
         if self.judge_errors:
@@ -222,14 +248,19 @@ class RunResults:
         groups_raw = data.get("groups") if isinstance(data.get("groups"), Mapping) else {}
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
         group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
-        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics", "judge_errors"}
+        known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics", "judge_errors",
+                 "absent_tasks", "absent_members"}
         partial = data.get("partial_groups") if isinstance(data.get("partial_groups"), Mapping) else {}
         usage = data.get("judge_usage") if isinstance(data.get("judge_usage"), Mapping) else {}
         model = data.get("model") if isinstance(data.get("model"), str) else None
         raw_errors = data.get("judge_errors") if isinstance(data.get("judge_errors"), Mapping) else {}
         judge_errors = {str(k): dict(v) for k, v in raw_errors.items() if isinstance(v, Mapping)}
+        absent = data.get("absent_tasks") if isinstance(data.get("absent_tasks"), Mapping) else {}
+        absent_members = data.get("absent_members") if isinstance(data.get("absent_members"), Mapping) else {}
         return cls(tasks, groups, dict(partial), model, dict(usage),
-                   {k: v for k, v in data.items() if k not in known}, group_counts, judge_errors)
+                   {k: v for k, v in data.items() if k not in known}, group_counts, judge_errors,
+                   {str(t): str(why) for t, why in absent.items()},
+                   {str(g): [str(t) for t in ts] for g, ts in absent_members.items() if isinstance(ts, list)})
 
 
 def _plural(n: int, what: str) -> str:

@@ -13,6 +13,16 @@ which the results table and the report read:
 * ``count``: tallies (unparsed replies, judge failures, skipped pairs),
   shown as integer columns, never as a metric row or a bar.
 
+A metric declares the options it reads in one place, ``accepts`` (option
+-> one line; a subclass adds to its bases'; ``{}``: none; the key ``"*"``
+accepts any other option, e.g. keyword arguments passed on to a library).
+Any other option is refused when the metric is built (``UserError`` naming
+the metric, the option and the valid ones) and by ``avhb validate``, which
+reads ``accepts`` without running a pack's code: keep it a literal dict.
+A plugin metric written before ``accepts`` existed (no class below
+``Metric`` declares it) keeps working: its options are passed unchecked,
+said once per class on stderr.
+
 A metric declares the kind of its own value (``kind``, default headline,
 with ``higher_is_better``) and of its other outputs (``outputs``: the
 suffix after ``<name>_``, or a glob of it, -> kind or (kind, description));
@@ -64,6 +74,27 @@ class MetricInfo:
         return cls(d["kind"], hib if isinstance(hib, bool) else None, str(d.get("description") or ""))
 
 
+_UNDECLARED_SAID: set[type] = set()  # metric classes whose unchecked options were said
+
+
+def option_problem(accepted: dict[str, str] | set[str] | frozenset[str], options: Any) -> str | None:
+    """The one-line complaint about the first option not in ``accepted``
+    (``"*"`` there accepts anything), with a close spelling and the valid
+    options; None when every option is accepted."""
+    import difflib
+
+    if "*" in accepted:
+        return None
+    valid = sorted(accepted)
+    for key in options:
+        if key not in accepted:
+            close = difflib.get_close_matches(str(key), valid, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            listed = ", ".join(valid) if valid else "none"
+            return f"unknown option {key!r}{hint} (its options: {listed})"
+    return None
+
+
 def first_sentence(doc: str | None, limit: int = 160) -> str:
     """The first sentence of a docstring's first paragraph, on one line."""
     text = " ".join((doc or "").strip().split("\n\n")[0].split())
@@ -111,6 +142,7 @@ class Metric:
     outputs: dict[str, Any] = {}  # other outputs: suffix (glob) -> kind or (kind, description)
     needs_judges: tuple[str, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()  # optional packages: (module, avhb extra), checked up front
+    accepts: dict[str, str] = {}  # the options this class reads -> what each does (module docstring)
 
     def __init__(self, name: str | None = None, **options: Any):
         if name:
@@ -120,7 +152,33 @@ class Metric:
 
             raise UserError(f"metric {self.name!r}: option errors_count_as_wrong was removed: a sample that failed "
                             "outside the model is excluded and counted in 'errors' (docs/errors.md)")
+        accepted = type(self).accepted_options()
+        problem = option_problem(accepted, options) if accepted is not None else None
+        if problem:
+            from avhb.errors import UserError
+
+            raise UserError(f"metric {self.name!r}: {problem}")
+        if accepted is None and options and type(self) not in _UNDECLARED_SAID:
+            import sys
+
+            _UNDECLARED_SAID.add(type(self))
+            print(f"avhb: warning: metric {self.name!r} ({type(self).__module__}.{type(self).__qualname__}) does not "
+                  f"declare the options it reads (Metric.accepts): {', '.join(map(repr, options))} not checked",
+                  file=sys.stderr)
         self.options = options
+
+    @classmethod
+    def accepted_options(cls) -> dict[str, str] | None:
+        """Every option the metric reads: ``accepts`` of the class and its
+        bases; None when no class below ``Metric`` declares it (module
+        docstring)."""
+        out: dict[str, str] = {}
+        declared = False
+        for klass in reversed(cls.__mro__):
+            if klass is not Metric and "accepts" in vars(klass):
+                declared = True
+                out.update(vars(klass)["accepts"] or {})
+        return out if declared else None
 
     def describe(self, key: str) -> MetricInfo:
         """The kind, direction and description of one output (module docstring)."""
@@ -148,10 +206,32 @@ class Metric:
         (the default): the sample is scored on its own."""
         return None
 
+    def declares(self, key: str) -> bool:
+        """Whether ``key`` is this metric's value or one of its declared ``outputs``."""
+        if key == self.name:
+            return True
+        suffix = key[len(self.name) + 1:] if key.startswith(self.name + "_") else key
+        return any(fnmatch.fnmatchcase(suffix, pattern) for pattern in self.outputs)
+
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
-        """The mean of the per-sample values over samples that did not fail
-        (``None`` values excluded too)."""
-        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None])}
+        """Over samples that did not fail: the mean of the per-sample values
+        of ``self.name`` and of each declared output the samples report
+        (``None`` values excluded), a ``count`` output summed (n = those
+        samples).  Per-sample keys the metric does not declare are its own
+        business (an override reads them)."""
+        ok = [r for r in records if r.error is None]
+        out = {self.name: mean_stderr([r.scores.get(self.name) for r in ok])}
+        for key in dict.fromkeys(k for r in ok for k in r.scores if k != self.name and self.declares(k)):
+            values = [v for r in ok if _is_number(v := r.scores.get(key))]
+            if self.describe(key).kind == COUNT:
+                out[key] = Aggregate(float(sum(values)), None, len(ok))
+            elif values:
+                out[key] = mean_stderr(values)
+        return out
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float))  # a bool counts as 0/1
 
 
 # A metric may also define ``pool(runs: list[list[SampleRecord]]) ->

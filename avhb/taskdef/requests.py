@@ -14,6 +14,10 @@ components, an absolute path elsewhere) fails its sample, whether a
 template or a ``doc_to_messages`` hook named it, unless the task sets
 ``allow_outside_root: true``.  The check is lexical (symbolic links inside
 the root, as in a Hub snapshot, are the data owner's and are followed).
+Media a pack builds itself (a stitched grid, a rendered page) is written
+under ``avhb.paths.built_media_dir()`` and accepted there: confinement is
+for paths named by the data, and that folder holds only what avhb and pack
+code made from the data (naming a file there reaches nothing else).
 """
 from __future__ import annotations
 
@@ -44,11 +48,16 @@ def outside_root(path: str, root: Path) -> bool:
 
 
 def check_confined(messages: list[Message], root: Path, task: str) -> None:
-    """``SampleError`` for the first media part outside the data root."""
+    """``SampleError`` for the first media part outside the data root
+    (media built by a pack, under ``built_media_dir()``, is accepted)."""
+    from avhb.paths import built_media_dir
+
+    built = built_media_dir()
     for m in messages:
         for part in getattr(m, "parts", None) or []:
             path = getattr(part, "path", None)
-            if isinstance(part, (VideoPart, AudioPart, ImagePart)) and path and outside_root(str(path), root):
+            if isinstance(part, (VideoPart, AudioPart, ImagePart)) and path and outside_root(str(path), root) \
+                    and outside_root(str(path), built):
                 raise SampleError(f"media path {str(path)!r} is outside the data root {root} (task {task}: set "
                                   "allow_outside_root: true in its YAML to allow it)")
 

@@ -21,6 +21,7 @@ from avhb.score.metric import Filter, Metric
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
+from avhb.taskdef.metric_check import entry_options
 from avhb.taskdef.templates import is_field_name, is_template, lookup, render
 
 
@@ -201,9 +202,7 @@ class Task:
     def metrics(self) -> list[Metric]:
         out = []
         for entry in self.cfg.get("metric_list") or []:
-            options = {k: v for k, v in entry.items()
-                       if k not in ("metric", "function", "aggregation", "higher_is_better", "name", "kind",
-                                    "description")}
+            options = entry_options(entry)
             what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
             if "function" in entry:
                 cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
@@ -217,8 +216,9 @@ class Task:
                 check_requirements(what, getattr(cls, "requires", ()))
                 try:
                     metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
-                except UserError:
-                    raise
+                except UserError as exc:  # e.g. an option the metric does not declare (Metric.accepts)
+                    raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
+                                    f"{exc}") from None
                 except Exception as exc:  # bad options: the metric's constructor refused them
                     raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
                                     f"{_describe(exc)}") from None

@@ -86,10 +86,19 @@ def _check_parsed(source: str) -> str | None:
     except TemplateSyntaxError as exc:
         return f"template syntax error at template line {exc.lineno}: {exc.message}"
     hidden: list[str] = []
-    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter,
+    env = environment()
+    for node in tree.find_all((nodes.Getattr, nodes.Getitem, nodes.Filter, nodes.Test,
                                *(getattr(nodes, n) for n in _LOADER_NODES))):
         if type(node).__name__ in _LOADER_NODES:
             return f"template uses {{% {type(node).__name__.lower()} %}}: templates cannot load other files"
+        if isinstance(node, (nodes.Filter, nodes.Test)):  # unknown ones fail only when compiled: every sample
+            kind, known = ("filter", env.filters) if isinstance(node, nodes.Filter) else ("test", env.tests)
+            if node.name not in known:
+                import difflib
+
+                close = difflib.get_close_matches(node.name, sorted(known), n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else f" (see the Jinja2 {kind} list)"
+                return f"template uses unknown {kind} {node.name!r}{hint}"
         if isinstance(node, nodes.Getattr):
             name = node.attr
         elif isinstance(node, nodes.Getitem) and isinstance(node.arg, nodes.Const):

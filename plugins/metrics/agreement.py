@@ -47,8 +47,12 @@ Two choices change kappa on the same ratings (options of
   goes unused.  E.g. raters [1, 3, 5] and [1, 3, 4]: linear kappa 0.8 on
   the scale 1..5, 8/11 on the observed labels {1, 3, 4, 5}.
 
-Pairs whose kappa is undefined are left out of the mean (upstream's mean
-would turn NaN).
+A pair scored on fewer than ``MIN_PAIR_ITEMS`` (2) items is **skipped**:
+its kappa is undefined (None), not the 0.0 that one item gives whenever the
+two ratings differ (ANCHOR's upstream script skips such a pair).  Pairs
+whose kappa is undefined (skipped, or no variation: Σ w·E = 0) are left out
+of the mean (upstream's mean would turn NaN) and counted in
+``<name>_skipped_pairs``.
 
 Standard errors are bootstrapped over items.
 """
@@ -61,12 +65,15 @@ from typing import Any, Sequence
 import numpy as np
 
 from avhb.score.aggregate import Aggregate, bootstrap_stderr
-from avhb.score.metric import DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+
+from ._common import count
 
 WEIGHTS = (None, "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")
 ITEMS = ("pairwise", "all_rated")
 OBSERVED = "observed"  # labels: each pair's own observed values
+MIN_PAIR_ITEMS = 2  # a pair rated together on fewer items is skipped (module docstring)
 
 
 def _missing(v: Any) -> bool:
@@ -154,6 +161,8 @@ class _Weights:
 def _pair_kappa(codes: np.ndarray, i: int, j: int, w: _Weights, idx: np.ndarray | None = None) -> float | None:
     a, b = (codes[i], codes[j]) if idx is None else (codes[i, idx], codes[j, idx])
     both = (a >= 0) & (b >= 0)
+    if int(both.sum()) < MIN_PAIR_ITEMS:
+        return None
     return w.kappa(a[both], b[both])
 
 
@@ -352,14 +361,25 @@ class JudgeAgreement(Metric):
     ``<name>_kappa_<w>_<a>_<b>`` and their mean ``<name>_kappa_<w>``;
     Fleiss' kappa ``<name>_fleiss`` (upstream's analysis script reports it
     next to quadratic Cohen's kappa); ``<name>_alpha_ordinal`` and
-    ``<name>_alpha_interval``; and the headline ``<name>`` = the mean
+    ``<name>_alpha_interval``; ``<name>_skipped_pairs`` (pairs left out
+    of the kappa mean: fewer than 2 items rated together, or no variation);
+    and the headline ``<name>`` = the mean
     pairwise *linear*-weighted kappa (the paper's figure; the same value as
     ``<name>_kappa_linear``).
     """
 
     name = "agreement"
+    description = "mean pairwise Cohen's kappa (linear weights) of the judge panel on another metric's ratings"
+    accepts = {"source": "the judged metric whose per-member ratings are compared (required)",
+               "judges": "names of the panel members (default j0, j1, ...)",
+               "items": "pairwise (each pair on the items both rated) or all_rated (the items every judge rated)",
+               "labels": "the kappa categories: a list, scale or observed",
+               "scale": "[low, high] for labels: scale (default [1, 5])",
+               "bootstrap_iters": "resamples for the standard errors (1000)"}
     kind = DIAGNOSTIC  # how far judges agree says how far a judged score can be trusted
-    outputs = {"kappa_*": DIAGNOSTIC, "fleiss": DIAGNOSTIC, "alpha_*": DIAGNOSTIC}
+    outputs = {"kappa_*": DIAGNOSTIC, "fleiss": DIAGNOSTIC, "alpha_*": DIAGNOSTIC,
+               "skipped_pairs": (COUNT, "judge pairs left out of the kappa mean (fewer than 2 items rated together, "
+                                        "or no variation)")}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {}
@@ -397,6 +417,9 @@ class JudgeAgreement(Metric):
             for (a, b), agg in pairs.items():
                 out[f"{self.name}_kappa_{w}_{a}_{b}"] = agg
             out[f"{self.name}_kappa_{w}"] = mean_pairwise_kappa(ratings, w, labels, iters, items)
+            if w == "linear":  # the same pairs are undefined under either weighting (module docstring)
+                skipped = sum(agg.value is None for agg in pairs.values())
+                out[f"{self.name}_skipped_pairs"] = count(skipped, len(pairs))
         data = list(ratings.values())
         out[f"{self.name}_fleiss"] = fleiss_kappa_stderr(data, iters)
         for level in ("ordinal", "interval"):

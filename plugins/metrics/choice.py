@@ -352,6 +352,8 @@ class ExactMatch(Metric):
 
     name = "exact_match"
     description = "1 when the answer equals the target after normalisation (case, white space), else 0"
+    accepts = {"ignore_case": "compare without case (default true)",
+               "ignore_punctuation": "drop punctuation before comparing (default false)"}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         pred = record.extracted if record.extracted is not None else record.response
@@ -375,6 +377,11 @@ class ChoiceAccuracy(Metric):
 
     name = "choice_accuracy"
     description = "share of answers naming the right option (rules, then the answer_matcher judge; never a guess)"
+    accepts = {"options_field": "the doc field holding the options (default options)",
+               "question_field": "the doc field holding the question (default question)",
+               "use_judge": "ask the matcher judge when the rules find no letter (default true)",
+               "role": "the matcher judge role (default answer_matcher)",
+               "parser": "the rule parser: single (default) or mmmu"}
     outputs = {"unparsed": (COUNT, "replies no rule or judge could map to an option (scored 0)"),
                "judge_failures": (COUNT, "answer_matcher replies that never parsed")}
 

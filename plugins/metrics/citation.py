@@ -234,8 +234,10 @@ async def score_citations(
         multi = [s for s in supported if len(set(s.citations)) > 1]
         await ask_all([key(s, [c]) for s in multi for c in s.citations])
         await ask_all([minus(s, c) for s in multi for c in s.citations if cache[key(s, [c])] is False])
-    if any(v is None for v in cache.values()):
-        return CitationScores(None, None, None, len(statements), 0, 0, judge_failed=True)
+    if any(v is None for v in cache.values()):  # the statements as parsed stay: what the reply holds is known
+        undecided = [{"text": s.text, "citations": s.citations, "out_of_range": s.out_of_range, "recall": None,
+                      "counted": None} for s in statements]
+        return CitationScores(None, None, None, len(statements), 0, 0, judge_failed=True, statements=undecided)
 
     def counts(s: Statement, c: int) -> bool:
         if precision == "loo":
@@ -343,6 +345,15 @@ class Citation(Metric):
     """
 
     name = "citation"
+    description = "citation recall, precision and F1 of the answer's cited statements (an entailment judge)"
+    accepts = {"units": "field spec of the context units (default meta.citation_units, then doc.context)",
+               "role": "the entailment judge role (default entailment)",
+               "precision": "loo (leave-one-out, default) or alce",
+               "dedup": "collapse repeated citations (default true)",
+               "max_citations": "citations kept per statement (default 3)",
+               "out_of_range": "zero (the statement scores 0, default) or drop (the citation is dropped)",
+               "empty_answer": "skip (default) or zero: an answer with no statement",
+               "max_statements": "statements scored per answer (default all)"}
     outputs = {"recall": (HEADLINE, "citation recall: statements whose cited text entails them"),
                "precision": (HEADLINE, "citation precision: citations that support their statement"),
                "f1": (HEADLINE, "harmonic mean of citation recall and precision, per answer, averaged"),

@@ -110,6 +110,8 @@ class Conciseness(Metric):
     requires = (("tiktoken", "tiktoken"),)
 
     name = "conciseness"
+    description = "conciseness 1-5: the answer's token count against the run's p20/40/60/80 cut points"
+    accepts = {"source": "field spec of the text counted (default response)"}
     outputs = {"tokens": (DIAGNOSTIC, "mean answer length in tokens"), "missing": COUNT,
                "pooled": (HEADLINE, "conciseness with cut points pooled over every run")}
 

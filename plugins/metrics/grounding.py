@@ -280,6 +280,9 @@ class _Grounding(Metric):
     ``meta["<name>_unparsed"]``, counted in ``<name>_unparsed``).  Failed
     samples (``record.error``) are excluded."""
 
+    accepts = {"pred": "field spec of the prediction (default extracted)",
+               "gold": "field spec of the reference (default target)"}
+
     def _pred_gold(self, record: SampleRecord) -> tuple[Any, Any]:
         pred = resolve(record, self.options.get("pred", "extracted"))
         gold = resolve(record, self.options.get("gold", "target"))
@@ -309,6 +312,7 @@ class TemporalGrounding(_Grounding):
     is a miss (0) but not unparsed; None is unparsed."""
 
     name = "temporal"
+    description = "temporal precision, recall and F1 of the predicted intervals against the gold ones"
     outputs = {"precision": HEADLINE, "recall": HEADLINE, "f1": HEADLINE, "f1_of_means": DIAGNOSTIC,
                "bad_reference": COUNT, "unparsed": COUNT}
 
@@ -398,6 +402,8 @@ class BoxIoU(_Grounding):
     ``<name>_at_<threshold>``."""
 
     name = "box_iou"
+    description = "mean IoU of the predicted and gold boxes over (sample, frame) pairs"
+    accepts = {"threshold": "the IoU of <name>_at_<threshold> (default 0.5)"}
     outputs = {"bad_reference": COUNT, "unparsed": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:

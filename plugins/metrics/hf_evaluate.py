@@ -177,6 +177,11 @@ class EvaluateMetric(Metric):
     """A Hugging Face ``evaluate`` metric (see the module docstring)."""
 
     name = "evaluate"
+    description = "a Hugging Face evaluate module's corpus score over the scored samples"
+    accepts = {"module": "the evaluate module (a Hub name or a local file)", "base_dir": "where a relative module is",
+               "config_name": "the module's configuration", "keys": "the result keys reported (default all)",
+               "bootstrap_iters": "resamples for the standard error (100)",
+               "*": "any other option is passed to the module's compute()"}
     requires = (("evaluate", "evaluate"),)
 
     def __init__(self, name: str | None = None, *, module: str | None = None, base_dir: str | None = None,

@@ -99,6 +99,8 @@ class _JudgedScale(Metric):
     default_role = ""
     low: float = 1
     high: float = 5
+    accepts = {"role": "the judge role", "fields": "judge field -> field spec (default question, response, reference)",
+               "integer": "a single judge's rating must be whole (default true)"}
 
     @property
     def role(self) -> str:
@@ -133,6 +135,8 @@ class LikertFacet(_JudgedScale):
     judge's rating must be whole)."""
 
     name = "likert"
+    description = "mean judge rating on the scale (a panel: the mean of its members' valid ratings)"
+    accepts = {"scale": "[low, high] (default [1, 5])"}
     outputs = {"judge_failures": (COUNT, "judge replies that never parsed (excluded)"),
                "member_failures": (COUNT, "panel members whose reply never parsed"),
                "errors": (COUNT, "samples that failed before the judge")}
@@ -166,6 +170,8 @@ class Judge012(_JudgedScale):
     ``integer`` (True: a single judge's value must be 0, 1 or 2)."""
 
     name = "judge_012"
+    description = "mean 0/1/2 judge rating / 2"
+    accepts = {"failures_as_zero": "a reply that never parsed scores 0 instead of being excluded (default false)"}
     outputs = {"raw": (DIAGNOSTIC, "mean 0/1/2 rating"),
                "judge_failures": (COUNT, "judge replies that never parsed (excluded)"),
                "member_failures": (COUNT, "panel members whose reply never parsed"),

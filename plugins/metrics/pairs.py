@@ -148,6 +148,11 @@ class UnitAccuracy(Metric):
     counted in ``<name>_error_units``."""
 
     name = "unit_accuracy"
+    description = "share of units (pairs, groups) whose members are all right"
+    accepts = {"key": "field specs forming the unit key (required)",
+               "correct": "field spec of a per-sample 1/0/None value (default: extracted equals target)",
+               "unknown": "exclude (default) or wrong: a member with no answer",
+               "expected_size": "members a complete unit has", "incomplete": "exclude (default) or wrong"}
     outputs = {"excluded_units": COUNT, "incomplete_units": COUNT, "unknown_members": COUNT}
     default_size: int | None = None
 
@@ -201,6 +206,7 @@ class PairAccuracy(UnitAccuracy):
     """``unit_accuracy`` with ``expected_size`` 2 by default."""
 
     name = "pair_accuracy"
+    description = "share of pairs whose two members are both right"
     default_size = 2
 
 
@@ -224,6 +230,10 @@ class MacroF1(Metric):
     are unknown; failed records (``record.error``) are dropped."""
 
     name = "macro_f1"
+    description = "macro F1 over the labels (seen in gold or prediction)"
+    accepts = {"labels": "the labels averaged over (default those seen)",
+               "unknown": "wrong (default) or exclude: a sample with no extraction",
+               "bootstrap_iters": "resamples for the standard error (1000)"}
     outputs = {"unknown": COUNT}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:

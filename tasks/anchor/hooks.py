@@ -168,7 +168,7 @@ async def drive_grounding(ctx, doc: dict[str, Any]):
     if video is None or text is None:
         raise SampleError(f"sample {ctx.sample_id}: the grounding request has no video")
     info = probe(video.path)
-    width, height = fit_size(info.width, info.height, ctx.media.max_side, ctx.media.max_pixels)
+    width, height = ctx.media.frame_size or fit_size(info.width, info.height, ctx.media.max_side, ctx.media.max_pixels)
     text.text = render(prompt("grounding"), {"target": doc["target"], "question": doc["question"],
                                              "width": width, "height": height})
     call = await ctx.ask(request)

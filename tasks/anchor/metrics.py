@@ -30,6 +30,8 @@ class GoldFacet(LikertFacet):
     spec, default ``doc.gold_cot``) names it."""
 
     name = "gold_facet"
+    description = "judge-panel rating 1-5 of the answers whose sample has a gold CoT"
+    accepts = {"gold": "field spec of the gold CoT (default doc.gold_cot)"}
 
     def _no_gold_flag(self) -> str:
         return f"{self.name}_no_gold"
@@ -59,6 +61,8 @@ class AnswerAcc(Metric):
     default question / final answer / reference final answer)."""
 
     name = "answer_acc"
+    description = "share of final answers the judge says match the reference's"
+    accepts = {"role": "the judge role (default answer_acc)", "fields": "judge field -> field spec"}
     DEFAULT_FIELDS = {"question": "doc.question", "response": "extracted", "reference": "doc.reference_answer"}
 
     @property

@@ -28,7 +28,8 @@ Derived fields (INFERRED, documented in the README):
 * ``family``: the ``families`` table (YAML ``dataset_kwargs``) by the
   dataset's name compared without case and punctuation (``MMLongBench-Doc``
   = ``mmlongbench_doc``).  A dataset in no family is announced once on
-  stderr with its row count and belongs to no family task.
+  stderr (per data root, not per task) with its row count and belongs to
+  no family task.
 * ``length`` = ``mm_length``; ``length_bucket``: the ``buckets`` table,
   ``lower <= length < upper`` (``upper`` null: no bound).
 * ``task``: the labels joined by ``+`` (a breakdown key); the list itself
@@ -295,14 +296,23 @@ def load_rows(root: Path, families: dict[str, str], buckets: list[Bucket],
     return docs
 
 
-def warn_unknown(docs: Iterable[dict[str, Any]], where: str) -> None:
-    """One line per dataset in no family (its rows belong to no family task)."""
+_SAID: set[tuple[str, str, int]] = set()  # (data root, dataset, rows) already announced in this process
+
+
+def warn_unknown(docs: Iterable[dict[str, Any]], root: Path) -> None:
+    """One line per dataset in no family (its rows belong to no family
+    task), said once per data root: every MMLongCite task of a run reads
+    the same rows."""
     counts: dict[str, int] = {}
     for d in docs:
         if d.get("family") is None:
             counts[d["dataset"]] = counts.get(d["dataset"], 0) + 1
     for name, n in sorted(counts.items()):
-        print(f"avhb: warning: mmlongcite ({where}): dataset {name!r} is in no family ({n} rows; they join no "
+        key = (str(Path(root).resolve()), name, n)
+        if key in _SAID:
+            continue
+        _SAID.add(key)
+        print(f"avhb: warning: mmlongcite ({root}): dataset {name!r} is in no family ({n} rows; they join no "
               f"family task): add it to dataset_kwargs.families", file=sys.stderr)
 
 

@@ -57,7 +57,7 @@ def load(root: Path, config: dict[str, Any]) -> list[dict[str, Any]]:
     base = root.parent if root.is_file() else root
     docs = data.load_rows(root, families, buckets)
     where = config.get("task", "mmlongcite")
-    data.warn_unknown(docs, where)
+    data.warn_unknown(docs, base)
     if level != "none":
         docs = load_hr(base, docs, level, kw.get("hr_datasets") or [], families, buckets)
     if family != "all":

@@ -24,7 +24,10 @@ Where the grids come from:
 * built: without shipped rows, the rows of ``hr_datasets`` (YAML; the
   paper's HR set is LongDocURL and 2WikiMultiHopQA) get grids made by
   ``avhb.media.grid.make_grid`` when their request is first built, cached
-  under ``<avhb cache>/mmlongcite-hr/<level>/<hash>.png`` (the hash covers
+  under ``<avhb cache>/built/mmlongcite-hr/<level>/<hash>.png``, the core's
+  folder for media a pack builds (``avhb.paths.built_media_dir``: accepted
+  by media confinement, which refuses paths the data names outside the
+  data root; the hash covers
   the level, the size cap and every source file's fingerprint).  Tiles are
   the largest source width and height, shrunk (never enlarged) so that the
   grid's long side is at most 2048 px (easy) or 4096 px (hard), INFERRED
@@ -95,9 +98,11 @@ def attach_shipped(plan: list[dict[str, Any]], hr_context: list[dict[str, Any]])
 
 
 def grid_cache_dir() -> Path:
-    from avhb.paths import cache_dir
+    """Under the core's folder for media packs build (trusted by media
+    confinement, unlike a path the data names)."""
+    from avhb.paths import built_media_dir
 
-    return cache_dir() / "mmlongcite-hr"
+    return built_media_dir() / "mmlongcite-hr"
 
 
 def grid_path(sources: list[str], level: str) -> Path:

@@ -7,8 +7,11 @@ The answer judged is the reply's final answer (``Final answer: ...``; see
 reply with its citation markers removed.
 
 * multiple choice (the gold is one of the option letters written in the
-  question): the option letter by the MMMU rule parser, then the
-  ``answer_matcher`` judge when the rules find none
+  question): the option letter by avhb's single-option rule parser
+  (``parser: single``, ``avhb.plugins.metrics.choice.parse_choice``: it
+  commits only when the reply indicates exactly one option, so "A or B"
+  is not read as B the way MMMU's last-candidate rule would), then the
+  ``answer_matcher`` judge when the rules find none or several
   (``avhb.plugins.metrics.choice.resolve_choice``); 1 iff it is the gold.
   No letter at all: 0, counted in ``cor_unparsed``.
 * any other gold: the ``scorer`` judge says yes/no (fields ``question``,
@@ -31,9 +34,12 @@ FIRST label whose rule holds:
 5. ``citation_omission``: cor 1 and a statement has no citation;
 6. ``over_citation``: cor 1, CR 1 and CP < 1.
 
-The rules cover every case (cor 1 with CR < 1 falls under 4 or 5).  An
-answer whose cor or citation scores are None (a judge reply that never
-parsed) gets no label (``taxonomy_unlabelled``).  Reported: the share of
+The rules cover every case (cor 1 with CR < 1 falls under 4 or 5).  Rule 1
+reads the reply alone (its statements and citations as parsed, and whether
+an answer could be extracted), so it is decided before any judge; past it,
+an answer whose cor or citation scores are None (a judge reply that never
+parsed) gets no label (``taxonomy_unlabelled``) — a well-formed answer
+whose entailment judge failed is unlabelled, never a format error.  Reported: the share of
 each label among the labelled error cases (``taxonomy_<label>``, as the
 paper reports its 120 analysed cases), its count
 (``taxonomy_<label>_count``), the number of error cases
@@ -74,6 +80,9 @@ class Correctness(Metric):
     ("answer_matcher"), ``scorer_role`` ("scorer")."""
 
     name = "cor"
+    description = "answer correctness: the option letter by rules then the matcher judge, else the scorer judge"
+    accepts = {"matcher_role": "the MCQ matcher role (default answer_matcher)",
+               "scorer_role": "the open-answer judge role (default scorer)"}
 
     @property
     def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
@@ -88,7 +97,7 @@ class Correctness(Metric):
         if doc.get("mcq"):
             options = dict(doc.get("options") or {})
             res = await resolve_choice(text, options, str(doc.get("question_text", "")), ctx,
-                                       role=self.options.get("matcher_role", "answer_matcher"))
+                                       role=self.options.get("matcher_role", "answer_matcher"), parser="single")
             info.update(letter=res.letter, by=res.by, judge_failed=res.judge_failed)
             if res.judgement is not None:
                 record.judgements[self.name] = res.judgement
@@ -152,6 +161,8 @@ class Taxonomy(Metric):
     name them."""
 
     name = "taxonomy"
+    description = "error-taxonomy labels of the answers not fully right"
+    accepts = {"citation": "the citation metric's name (default citation)", "cor": "the cor metric's name (default cor)"}
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         cit = self.options.get("citation", "citation")

@@ -40,7 +40,7 @@ from avhb.plugins.metrics.choice import check_parser, inline_options, options_fr
 from avhb.plugins.metrics.likert import valid_rating
 
 from . import scoring
-from .extract import UNKNOWN, extract_yes_no, first_letter, is_sequence_answer, letter_sequence
+from .extract import UNKNOWN, first_letter, is_sequence_answer, letter_sequence, yes_no_extractor
 
 
 def _reply(record: SampleRecord) -> str | None:
@@ -59,10 +59,14 @@ def _count(value: int, n: int) -> Aggregate:
 
 
 class _Binary(Metric):
-    """Per sample: the upstream yes/no extraction (logged in ``meta``).
+    """Per sample: the mode's yes/no extraction (logged in ``meta``; avhb's
+    reads a hedge as unknown, upstream's substring rule as no).
     Aggregate: one statistic of ``scoring.BINARY_STATS`` over pairs."""
 
     stat = ""
+    accepts = {"mode": "avhb (default) or upstream (the published scripts)",
+               "unknown": "exclude (default) or wrong", "gt_yes": "all (default) or answered: gold yes in yes_diff",
+               "bootstrap_iters": "resamples of pairs for the standard error (1000)"}
 
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)
@@ -75,8 +79,8 @@ class _Binary(Metric):
             self.gt_yes = "all"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
-        answer = extract_yes_no(_reply(record))
-        gold = extract_yes_no(record.target)
+        yes_no = yes_no_extractor(self.mode)
+        answer, gold = yes_no(_reply(record)), yes_no(record.target)
         record.meta["yes_no"] = answer
         if answer == UNKNOWN:
             record.meta["unknown"] = True
@@ -113,18 +117,21 @@ class VAcc(_Binary):
     """Video-pair accuracy: one question over both videos, all answers right."""
 
     stat = "vAcc"
+    description = "video-pair accuracy: one question over both videos of a pair, every answer right"
 
 
 class QAcc(_Binary):
     """Question-pair accuracy: the pos and neg questions on one video both right."""
 
     stat = "qAcc"
+    description = "question-pair accuracy: the pos and neg questions on one video both right"
 
 
 class WAcc(_Binary):
     """(vp_right + qp_right) / (vp_total + qp_total)."""
 
     stat = "wAcc"
+    description = "video-pair and question-pair units right, pooled (the paper's binary wAcc)"
 
 
 class YesDiff(_Binary):
@@ -210,6 +217,11 @@ class _Mcq(Metric):
 
     stat = ""
     needs_judges = ("answer_matcher",)
+    accepts = {"mode": "avhb (default) or upstream (the first-letter rule)",
+               "unknown": "wrong (default) or exclude: an unparsed reply",
+               "use_judge": "ask answer_matcher when the rules find no letter (default true)",
+               "parser": "the rule parser: single (default) or mmmu",
+               "bootstrap_iters": "resamples of pairs for the standard error (1000)"}
 
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)
@@ -309,6 +321,8 @@ class McqF1(_Mcq):
 class McqMacroF1(_Mcq):
     """Macro F1 over option letters."""
 
+    description = "macro F1 over the option letters"
+
     stat = "macro_f1"
 
 
@@ -316,6 +330,8 @@ class McqPairAcc(_Mcq):
     """Both videos of a pair answered right (default pairing: ``pair_id``).
     Also reports ``<name>_incomplete_pairs`` (avhb mode: pairing units not
     scored for lack of a second member; n = pairing units)."""
+
+    description = "share of pairs (the same question on both videos) answered right on both"
 
     stat = "pair_acc"
 
@@ -364,14 +380,16 @@ class OpenScore(Metric):
 
     description = "the scorer judge's 0-2 rating of the description, mapped to [0, 1]"
     outputs = {"judge_failures": COUNT}
+    accepts = {"scale": "2 (a 0-2 rating, default) or 5 (1-5)",
+               "bootstrap_iters": "resamples of pairs for the standard error (1000)"}
     def __init__(self, name: str | None = None, **options: Any):
+        if "errors" in options:
+            raise UserError(f"{name or self.name}: option 'errors' was removed: a failed sample is excluded and "
+                            "counted in the task's errors (docs/errors.md)")
         super().__init__(name, **options)
         self.scale = int(options.get("scale", 2))
         if self.scale not in SCALES:
             raise ValueError(f"{self.name}: scale must be 2 (0-2) or 5 (1-5), not {self.scale!r}")
-        if "errors" in options:
-            raise UserError(f"{self.name}: option 'errors' was removed: a failed sample is excluded and counted in "
-                            "the task's errors (docs/errors.md)")
         self.iters = int(options.get("bootstrap_iters", 1000))
         self._checked: set[int] = set()
 

@@ -8,7 +8,9 @@ clipqa.py).  Rows are grouped into *samples*: one pair of videos at one level
   every video of the pair);
 * a **question-pair unit** (qAcc) is one video file asked the questions of
   two or more groups (pos and neg);
-* predictions and golds go through ``extract_yes_no``.
+* predictions and golds go through the mode's yes/no extraction
+  (``extract.yes_no_extractor``): avhb's (a hedge such as "I am not sure"
+  is unknown) by default, upstream's substring rule in mode ``upstream``.
 
 Default rules (mode ``avhb``, ``unknown="exclude"``, upstream-faithful):
 
@@ -72,8 +74,8 @@ from avhb.errors import SampleError, UserError
 from avhb.plugins.metrics.pairs import macro_f1 as generic_macro_f1
 from avhb.plugins.metrics.pairs import unit_accuracy
 
-from .extract import (UNKNOWN, extract_yes_no, first_letter, is_sequence_answer, letter_sequence, valid_clip,
-                      valid_for_pairing)
+from .extract import (UNKNOWN, first_letter, is_sequence_answer, letter_sequence, valid_clip, valid_for_pairing,
+                      yes_no_extractor)
 
 MODES = ("avhb", "upstream")
 _CLIP_GROUP = re.compile(r"^binary_qa_\d+$")
@@ -144,7 +146,8 @@ def tally_sample(items: Sequence[BinaryItem], mode: str = "avhb", unknown: str =
     check_option("mode", mode, MODES)
     check_option("unknown", unknown, ("exclude", "wrong"))
     t = BinaryTally(rows=len(items))
-    t.unknown = sum(1 for it in items if it.reply is not None and extract_yes_no(it.reply) == UNKNOWN)
+    yes_no = yes_no_extractor(mode)
+    t.unknown = sum(1 for it in items if it.reply is not None and yes_no(it.reply) == UNKNOWN)
     t.missing = sum(1 for it in items if it.reply is None)
     groups = list(dict.fromkeys(it.group for it in items))
     clip = _is_clip(groups)
@@ -171,10 +174,10 @@ def tally_sample(items: Sequence[BinaryItem], mode: str = "avhb", unknown: str =
     def pred(it: BinaryItem) -> str:
         if upstream_clip and not valid_clip(it.reply):
             return UNKNOWN
-        return extract_yes_no(it.reply)
+        return yes_no(it.reply)
 
     def gold(it: BinaryItem) -> Any:
-        return it.gold if upstream_clip else extract_yes_no(it.gold)
+        return it.gold if upstream_clip else yes_no(it.gold)
 
     answers = [(it, pred(it), gold(it)) for it in items if it.reply is not None]  # failed rows: no answer
     for it, p, g in answers:

@@ -37,3 +37,17 @@ def test_defaults():
 def test_errors(block, msg):
     with pytest.raises(UserError, match=msg):
         MediaSpec.from_dict(block)
+
+
+def test_frame_size():
+    """``frame_size: [w, h]`` gives every video frame that exact size; a
+    part's own width/height (a long-video chunk) wins; unset it leaves the
+    request key as it was before the setting existed."""
+    m = MediaSpec.from_dict({"fps": 5, "frame_size": [512, 384], "max_side": 256})
+    assert m.frame_size == (512, 384) and m.frame_spec().size == (512, 384)
+    assert m.frame_spec(sampling={"fps": 0.5, "width": 64, "height": 48}).size == (64, 48)
+    assert m.to_key()["frame_size"] == [512, 384]
+    assert "frame_size" not in MediaSpec.from_dict({"fps": 5, "frame_size": None}).to_key()
+    for bad in ([512], [0, 384], "512x384", [512, 20000]):
+        with pytest.raises(UserError, match="frame_size"):
+            MediaSpec.from_dict({"frame_size": bad})

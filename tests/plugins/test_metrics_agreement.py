@@ -241,3 +241,34 @@ def test_agreement_labels_change_the_kappa_and_bad_options_fail():
         JudgeAgreement(source="halluc", labels="panel").aggregate(_records(table))
     with pytest.raises(ValueError):
         JudgeAgreement(source="halluc", items="some").aggregate(_records(table))
+
+
+# Items rated (j0, j1, j2): i0 (3, 4, 2), i1 (5, 5, -), i2 (1, -, 1).
+# Pairwise, labels 1..5: j0~j1 on i0, i1 = (3,4), (5,5): sum w*O = 1,
+# sum w*E = 2 -> 1/2; j0~j2 on i0, i2 = (3,2), (1,1): likewise 1/2; j1~j2
+# share i0 alone, whose one differing pair would give kappa 0.0: skipped.
+# Mean 1/2 (a silent 0.0 made it 1/3).  All-rated: i0 alone for every
+# pair -> every pair skipped, no kappa at all (was 0.0).
+SPARSE = {"j0": [3, 5, 1], "j1": [4, 5, None], "j2": [2, None, 1]}
+
+
+def test_a_pair_with_fewer_than_two_items_is_skipped_and_counted():
+    ours = JudgeAgreement(source="halluc", judges=list(SPARSE), labels="scale", bootstrap_iters=20).aggregate(
+        _records(SPARSE))
+    assert ours["agreement_kappa_linear_j0_j1"].value == pytest.approx(0.5)
+    assert ours["agreement_kappa_linear_j0_j2"].value == pytest.approx(0.5)
+    assert ours["agreement_kappa_linear_j1_j2"].value is None and ours["agreement_kappa_linear_j1_j2"].n == 1
+    assert ours["agreement_kappa_quadratic_j1_j2"].value is None
+    assert ours["agreement"].value == pytest.approx(0.5)
+    assert ours["agreement_skipped_pairs"].value == 1 and ours["agreement_skipped_pairs"].n == 3
+    upstream = JudgeAgreement(source="halluc", judges=list(SPARSE), items="all_rated", labels="observed",
+                              bootstrap_iters=20).aggregate(_records(SPARSE))
+    assert all(upstream[f"agreement_kappa_linear_{p}"].value is None for p in ("j0_j1", "j0_j2", "j1_j2"))
+    assert upstream["agreement"].value is None and upstream["agreement_kappa_quadratic"].value is None
+    assert upstream["agreement_skipped_pairs"].value == 3
+    # a count: written as an integer column, described
+    m = JudgeAgreement(source="halluc")
+    assert m.describe("agreement_skipped_pairs").kind == "count"
+    # no variation is skipped (and counted) too
+    flat = JudgeAgreement(source="halluc", bootstrap_iters=20).aggregate(_records({"a": [3, 3], "b": [3, 3]}))
+    assert flat["agreement"].value is None and flat["agreement_skipped_pairs"].value == 1

@@ -111,6 +111,8 @@ async def test_no_citation_empty_answer_and_judge_failure():
     bad = ScriptedJudges({"entailment": ["yes", UNPARSED, "no", "no", "no", "no"]})
     res = await score_citations(parse_statements("Cats purr [1][3]. Dogs bark [2].", 4), UNITS, make_entails(bad))
     assert res.judge_failed and res.recall is None and res.precision is None
+    # the parsed statements are kept (a taxonomy must not read "no statement" into a judge failure)
+    assert [(d["citations"], d["recall"]) for d in res.statements] == [([1, 3], None), ([2], None)]
 
 
 async def test_citation_metric():

@@ -252,6 +252,26 @@ def test_names_that_match_nothing_are_errors(testpack, tmp_path, flag, message):
     assert proc.returncode == 2 and message in proc.stderr, proc.stderr
 
 
+@pytest.mark.parametrize("flags, message", [
+    # the bare spelling of a plugin's (namespaced) pack name: said before any data is looked for
+    (["--data", "qa=DATA"], "--data qa=...: no task of this run is named, tagged or grouped 'qa'; "
+                            "did you mean testpack/qa?"),
+    # the Hub dataset id instead of the pack's name
+    (["--data", "avhb-test/qa=DATA"], "grouped 'avhb-test/qa'; did you mean testpack/qa?"),
+    # a name that matches, but that every task it names shadows with another --data entry: its path is ignored
+    (["--data", "testpack/qa=DATA", "--data", "testpack/qa_all=DATA"],
+     "--data testpack/qa_all=...: ignored: every task it names reads --data testpack/qa=... first"),
+])
+def test_data_names_that_no_task_reads_are_errors(testpack, tmp_path, flags, message):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "easy.jsonl").write_text(json.dumps({"id": "z", "q": "q", "a": "ans"}) + "\n")
+    (data / "hard.jsonl").write_text(json.dumps({"id": "y", "q": "q", "a": "ans"}) + "\n")
+    proc = run_cli("--tasks", "testpack/qa_all", "--model", "testpack/echo",
+                   *[f.replace("DATA", str(data)) for f in flags], "--output-dir", str(tmp_path / "run"))
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+
+
 def test_data_flag_accepts_a_group_name(testpack, tmp_path):
     data = tmp_path / "data"
     data.mkdir()

@@ -50,3 +50,64 @@ def test_data_file_flag_resolves_media_under_the_files_folder(testpack, tmp_path
     lines = {l["id"]: l for l in map(json.loads, (out / "samples" / "testpack__images.jsonl").read_text().splitlines())}
     assert lines["one"]["error"] is None and lines["one"]["media"]["images"][0]["path"] == str(data / "images/0.png")
     assert "outside/private.png' is outside the data root" in lines["escape"]["error"]
+
+
+TRANSCRIBER_PLUGIN = '''
+from avhb.hookspecs import hookimpl
+
+
+def transcribe(array, rate=16000, language=None):
+    raise AssertionError("never reached: the package check comes first")
+
+
+transcribe.requires = (("avhb_no_such_asr_package", "asr"),)
+
+
+@hookimpl
+def avhb_transcribers():
+    return {"faketx": "faketx_plugin:transcribe"}
+'''
+
+
+def test_a_later_tasks_missing_transcriber_package_stops_the_run_before_the_first_call(testpack, tmp_path):
+    """Two tasks: a_text (no audio) runs first, b_audio's audio becomes a
+    transcript (--ablate audio_as_transcript) by a transcriber whose package
+    is not installed.  The run stops before any model call, naming the
+    task, the transcriber and the pip command; a_text spent nothing."""
+    import os
+    import wave
+
+    site = tmp_path / "site"
+    (site / "faketx_plugin-0.1.dist-info").mkdir(parents=True)
+    (site / "faketx_plugin.py").write_text(TRANSCRIBER_PLUGIN)
+    (site / "faketx_plugin-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: faketx-plugin\n"
+                                                                   "Version: 0.1\n")
+    (site / "faketx_plugin-0.1.dist-info" / "entry_points.txt").write_text("[avhb]\nfaketx = faketx_plugin\n")
+    pack = tmp_path / "txpack"
+    pack.mkdir()
+    (pack / "hooks.py").write_text("def load(root, config):\n    return [{'id': 's1', 'q': 'Q: hi ANSWER: yes', "
+                                   "'a': 'speech.wav', 't': 'yes'}]\n")
+    base = 'data_loader: !function hooks.load\ndoc_id: id\ndoc_to_text: "{{q}}"\ndoc_to_target: t\n' \
+           'metric_list:\n  - metric: exact_match\n'
+    (pack / "a_text.yaml").write_text("task: a_text\n" + base)
+    (pack / "b_audio.yaml").write_text("task: b_audio\n" + base + 'media:\n  audio: "{{a}}"\n')
+    data = tmp_path / "data"
+    data.mkdir()
+    with wave.open(str(data / "speech.wav"), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000), w.writeframes(b"\x10\x00" * 8000)
+    calls, out = tmp_path / "calls.txt", tmp_path / "run"
+    proc = run_cli("--include_path", str(pack), "--tasks", "txpack/a_text,txpack/b_audio",
+                   "--model", f"testpack/echo,calls={calls}", "--data", f"txpack={data}",
+                   "--ablate", "audio_as_transcript", "--media", "transcriber=faketx/faketx",
+                   "--output-dir", str(out), "--no-report",
+                   env={"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])})
+    assert proc.returncode == 2, proc.stderr
+    assert ("task txpack/b_audio: its audio becomes a transcript; transcriber 'faketx/faketx' needs the "
+            "'avhb_no_such_asr_package' package, which is not installed: pip install 'avhb[asr]'") in proc.stderr
+    assert "Traceback" not in proc.stderr and not calls.exists() and not (out / "results.json").exists()
+
+
+def test_the_whisper_transcriber_declares_its_package():
+    from avhb.media.materialize import load_transcriber
+
+    assert load_transcriber("whisper").requires == (("faster_whisper", "asr"),)

@@ -25,6 +25,13 @@ def test_video_audio_and_idle_ablations_for_a_text_model():
     spec = MediaSpec.from_dict({"audio": "{{a}}", "asr_language": "ta-IN"})
     assert plan_notes("t", {**MEDIA, "video": False}, spec, [], deaf, "openai:gpt", None) == [
         "t: audio sent as a transcript (openai:gpt takes no audio; transcriber 'whisper', language ta)"]
+    # no language given: the note names the transcriber that detects it (a plugin's, not "Whisper")
+    plugin = MediaSpec.from_dict({"audio": "{{a}}", "transcriber": "mytx"})
+    assert plan_notes("t", {**MEDIA, "video": False}, plugin, [], deaf, "openai:gpt", None) == [
+        "t: audio sent as a transcript (openai:gpt takes no audio; transcriber 'mytx', language detected by 'mytx')"]
+    assert plan_notes("t", {**MEDIA, "video": False}, plugin, [], TEXT_ONLY, "local", "whisper-base") == [
+        "t: audio sent to local as a transcript (whisper-base, language detected by whisper-base): "
+        "the text model hears no audio"]
     # ablations that remove what is there say nothing; a driver task (media unknown) says nothing yet
     assert plan_notes("t", MEDIA, spec, ["no_video", "no_audio"], deaf, "x", None) == []
     assert plan_notes("t", None, spec, ["no_audio"], deaf, "x", None) == []

@@ -145,3 +145,61 @@ def test_multi_valued_breakdowns():
     assert result.breakdowns["kind"]["(none)"]["accuracy"].n == 1  # a plain field as before
     assert Breakdown("skills", ",").values({"skills": "a, b"}) == ["a", "b"]
     assert Breakdown("skills").values({"skills": "a, b"}) == ["a, b"]  # no separator declared: one value
+
+
+def test_absent_members_are_left_out_of_a_group_while_not_run_members_keep_it_partial():
+    """g = {a, b, c}: c is absent (its data has no samples), so g is the
+    size-weighted mean of a and b: (0.5 * 10 + 1.0 * 30) / 40 = 0.875, and
+    lists c.  h = {a, d}: d has data but did not run: still partial.
+    Both kinds survive the flat form."""
+    res = RunResults(tasks={"a": TaskResult({"acc": Aggregate(0.5, 0.1, 10)}, samples=10),
+                            "b": TaskResult({"acc": Aggregate(1.0, 0.0, 30)}, samples=30)},
+                     absent={"c": "its data (/d) has no samples"})
+    groups = {"g": {"aggregate": [{"metric": "acc", "weight_by_size": True}]},
+              "h": {"aggregate": [{"metric": "acc", "weight_by_size": True}]}}
+    members = {"g": ["a", "b", "c"], "h": ["a", "d"]}
+    res.aggregate_groups(groups, members.__getitem__)
+    assert res.groups["g"]["acc"].value == pytest.approx(0.875) and res.groups["g"]["acc"].n == 40
+    assert res.absent_members == {"g": ["c"]} and res.group_counts["g"]["samples"] == 40
+    assert "h" not in res.groups and res.partial_groups == {"h": "1/2 tasks run"}
+    flat = res.to_json()
+    assert flat["absent_tasks"] == {"c": "its data (/d) has no samples"} and flat["absent_members"] == {"g": ["c"]}
+    back = RunResults.from_json(flat)
+    assert back.absent == res.absent and back.absent_members == res.absent_members
+    assert "absent_tasks" not in back.extra and "absent_members" not in back.extra
+    # a member both absent and missing from the run: partial, and the count says so
+    res = RunResults(tasks={"a": TaskResult({"acc": Aggregate(0.5, 0.1, 10)})}, absent={"c": "no samples"})
+    res.aggregate_groups({"g": groups["g"]}, members.__getitem__)
+    assert res.partial_groups == {"g": "1/2 tasks run (1 absent: no samples)"}
+
+
+def test_a_declared_count_reaches_results_json_through_the_default_aggregate():
+    """The plugin-guide metric: score() reports ``token_f1`` and
+    ``token_f1_empty`` (1 for an answer with no tokens) and declares
+    ``empty`` a count; it keeps the default aggregate.  Three samples, one
+    empty, one failed: token_f1 = (0.5 + 0) / 2, token_f1_empty = 1 (a sum,
+    an integer column); an undeclared per-sample key stays out."""
+    from avhb.score.metric import COUNT
+
+    class TokenF1(Metric):
+        """Token overlap F1 between the answer and the reference."""
+
+        name = "token_f1"
+        outputs = {"empty": (COUNT, "answers with no tokens")}
+
+        async def score(self, record, ctx):  # pragma: no cover - scores are set by the test
+            raise NotImplementedError
+
+    records = []
+    for i, (f1, empty) in enumerate([(0.5, 0), (0.0, 1), (None, None)]):
+        r = SampleRecord(id=str(i), doc={"kind": "a"}, scores={"token_f1": f1, "token_f1_empty": empty,
+                                                               "token_f1_tokens": [1, 2]})
+        records.append(r)
+    records[2].error = "media: gone"
+    result = summarize(_Task(), records, [TokenF1()], _Judges(), repeats=1)
+    assert result.metrics["token_f1"].value == pytest.approx(0.25)
+    assert result.metrics["token_f1_empty"].value == 1 and result.metrics["token_f1_empty"].n == 2
+    assert "token_f1_tokens" not in result.metrics
+    flat = RunResults(tasks={"t": result}).to_json()
+    assert flat["results"]["t"]["token_f1_empty"] == 1 and flat["metrics"]["t"]["token_f1_empty"]["kind"] == "count"
+    assert RunResults.from_json(flat).tasks["t"].count_cells() == {"token_f1_empty": 1}

@@ -107,3 +107,24 @@ def test_hook_built_messages_are_confined_too(tmp_path, monkeypatch):
                                                                                     TextPart("?")])])
     with pytest.raises(SampleError, match="'/secret.mp4' is outside the data root"):
         build_request(task, {"q": "?"}, tmp_path / "data", "s", media_plan(task, _options(tmp_path)).spec)
+
+
+def test_media_a_pack_built_is_accepted_outside_the_data_root(tmp_path, monkeypatch):
+    """Media under ``built_media_dir()`` (a pack's stitched grid) is the
+    pack's own, not a path the data named: accepted; a path next to it, or
+    one that climbs out of it, is still refused."""
+    from avhb.model.messages import ImagePart, Message, TextPart
+    from avhb.paths import built_media_dir
+
+    grid = built_media_dir() / "somepack" / "g.png"
+    task = _task(tmp_path, {}, doc_to_messages={"function": "hooks.msgs"})
+    for path, ok in ((grid, True), (built_media_dir().parent / "media" / "x.png", False),
+                     (built_media_dir() / ".." / "x.png", False)):
+        monkeypatch.setattr(Task, "messages", lambda self, doc, ctx, p=path: [
+            Message("user", [ImagePart(path=str(p)), TextPart("?")])])
+        if ok:
+            req = build_request(task, {"q": "?"}, tmp_path / "data", "s", media_plan(task, _options(tmp_path)).spec)
+            assert req.messages[0].parts[0].path == str(grid)
+        else:
+            with pytest.raises(SampleError, match="is outside the data root"):
+                build_request(task, {"q": "?"}, tmp_path / "data", "s", media_plan(task, _options(tmp_path)).spec)

@@ -225,3 +225,85 @@ def test_two_include_paths_that_would_share_a_hook_package_are_refused(tmp_path)
         assert include.add_include_path(first) == "my-tasks"  # the same folder again is fine
     finally:
         include.clear()
+
+
+# ---------------------------------------------------------------- metric options and judge roles
+
+METRICS_HOOK = '''
+from avhb.plugins.metrics.likert import LikertFacet
+from avhb.score.metric import Metric
+
+
+class Base(Metric):
+    accepts = {"alpha": "a knob"}
+
+
+class Mine(Base):
+    """A pack metric."""
+    accepts = {"beta": "another"}
+
+    async def score(self, record, ctx):
+        return {self.name: 1.0}
+
+
+class Facet(LikertFacet):
+    pass
+
+
+class Legacy(Metric):
+    """A plugin metric written before ``accepts``: its options are not checked."""
+
+    async def score(self, record, ctx):
+        return {self.name: float(self.options.get("anything", 0))}
+
+
+mine = Mine
+'''
+
+
+@pytest.mark.parametrize("entry, message", [
+    # a typo of an option the metric has
+    ("{metric: exact_match, ignroe_case: true}",
+     "metric 'exact_match': unknown option 'ignroe_case'; did you mean 'ignore_case'? "
+     "(its options: ignore_case, ignore_punctuation)"),
+    # an option of another metric, where it is not supported
+    ("{metric: choice_accuracy, regexes_to_ignore: [',']}", "metric 'choice_accuracy': unknown option "
+     "'regexes_to_ignore' (its options: options_field, parser, question_field, role, use_judge)"),
+    # a pack metric, read from its source: its own and its base's options (through an alias)
+    ("{function: hooks.mine, alpah: 1}", "metric 'hooks.mine': unknown option 'alpah'; did you mean 'alpha'?"),
+    # a pack metric deriving from a built-in: the built-in's options are its too
+    ("{function: hooks.Facet, scael: [1, 5]}", "metric 'hooks.Facet': unknown option 'scael'; did you mean 'scale'?"),
+    # a judge role the metric needs but the task does not declare
+    ("{metric: likert, role: cot}", "metric 'likert' needs judge role(s) cot, which the task does not declare"),
+])
+def test_validate_refuses_unknown_metric_options_and_undeclared_roles(pack, capsys, entry, message):
+    from avhb.cli import main
+
+    (pack / "hooks.py").write_text(METRICS_HOOK)
+    path = write(pack, "t.yaml", f'task: t\ndoc_to_text: "{{{{q}}}}"\nmetric_list:\n  - {entry}\n')
+    assert main(["validate", str(pack)]) == 1
+    out = capsys.readouterr().out
+    assert f"{path}:4: metric_list.0: task 't': {message}" in out, out
+
+
+def test_declared_options_pass_validate_and_build(pack, capsys):
+    from avhb.cli import main
+
+    (pack / "hooks.py").write_text(METRICS_HOOK)
+    write(pack, "t.yaml", 'task: t\ndoc_to_text: "{{q}}"\nmetric_list:\n'
+                         '  - {metric: exact_match, ignore_case: false}\n  - {function: hooks.mine, alpha: 1, beta: 2}\n'
+                         '  - {function: hooks.Facet, scale: [1, 3], role: r}\n  - {function: hooks.Legacy, anything: 1}\n'
+                         'judges:\n  r: {default: local}\n')
+    assert main(["validate", str(pack)]) == 0, capsys.readouterr().out
+
+
+def test_the_run_refuses_an_unknown_metric_option_naming_file_metric_and_options(pack):
+    from avhb.registry import get_registry
+    from avhb.taskdef.task import Task
+
+    path = write(pack, "t.yaml", 'task: t\ndoc_to_text: "{{q}}"\nmetric_list:\n  - {metric: exact_match, ignroe_case: 1}\n')
+    cfg = resolve_file(path, pack.parent, "mypack", "")[0][0]
+    with pytest.raises(UserError) as exc:
+        Task(cfg, get_registry()).metrics()
+    assert str(exc.value) == (f"{path}: metric_list: exact_match: metric 'exact_match': unknown option 'ignroe_case'; "
+                              "did you mean 'ignore_case'? (its options: ignore_case, ignore_punctuation)")

@@ -108,6 +108,10 @@ def test_missing_field_is_a_sample_error_naming_sample_and_field(tmp_path):
     ("{{ cycler.__init__.__globals__ }}", "'__init__'"),
     ("{% include '/etc/passwd' %}", "cannot load other files"),
     ("{{ question ", "syntax error"),
+    # unknown filters and tests only fail when compiled, i.e. on every sample of the run
+    ("{{ question | uppr }}", "unknown filter 'uppr'; did you mean 'upper'?"),
+    ("{% filter uper %}{{ question }}{% endfilter %}", "unknown filter 'uper'"),
+    ("{% if question is strnig %}x{% endif %}", "unknown test 'strnig'; did you mean 'string'?"),
 ])
 def test_sandbox_escapes_fail_at_validate_time(tmp_path, template, why):
     assert why in (check_template(template) or "")
@@ -118,6 +122,12 @@ def test_sandbox_escapes_fail_at_validate_time(tmp_path, template, why):
     assert f"{path}:2: doc_to_text: " in str(exc.value) and why in str(exc.value)
     proc = run_cli("validate", str(path))
     assert proc.returncode == 1 and why in proc.stdout and "1 with errors" in proc.stdout
+
+
+def test_known_filters_and_tests_pass_the_check():
+    for source in ("{{ q | upper | trim }}", "{{ q | regex_replace('a', 'b') }}", "{% if q is string %}x{% endif %}",
+                   "{{ q | default('-') }}"):
+        assert check_template(source) is None, source
 
 
 def test_the_sandbox_refuses_what_the_static_check_cannot_see():

@@ -371,8 +371,11 @@ def test_each_arm_request_parts(arm):
     if "video" in want:
         video = next(p for p in parts if isinstance(p, VideoPart))
         assert len(video.frames) == 18 and video.timestamps[:3] == pytest.approx([0.0, 0.2, 0.4])  # 5 fps
-        # the box's top edge (y = 40, x = 60..99) is drawn in the label colour #FF6B6B, else the red bell / yellow
-        edge = video.frames[0][40, 70].astype(int)
+        # upstream's get_standardized_video: every clip is scaled to 512x384 (the source is 160x120)
+        assert video.frames[0].shape == (384, 512, 3)
+        # the box's top edge (source y = 40, x = 60..99; x 3.2 -> y 128, x 192..317) is drawn in the label
+        # colour #FF6B6B, else the red bell / yellow
+        edge = video.frames[0][128, 224].astype(int)
         if "boxes" in want:
             assert np.abs(edge - [255, 107, 107]).max() < 40
             assert any("boxes drawn" in a for a in request.adaptations)
@@ -380,3 +383,25 @@ def test_each_arm_request_parts(arm):
             assert not any("boxes drawn" in a for a in request.adaptations)
             assert np.abs(edge - [240, 210, 40]).max() < 40
     assert all(f"--ablate {a}" in " ".join(request.adaptations) for a in ("no_audio", "no_video") if a in arm)
+
+
+def test_frame_size_null_keeps_the_source_size():
+    """``--media frame_size=null`` (the option to keep the source size): the
+    sample pack's 160x120 clip is sent at 160x120, boxes drawn at source
+    pixels; the default scales it to upstream's 512x384."""
+    from avhb.run.options import RunOptions, media_plan
+
+    t = task("anchor_refined")
+    doc = data.load(SAMPLE, {"dataset_kwargs": {"file": "anchor_refined.jsonl"}})[0]
+    shapes = {}
+    for label, media in (("default", {}), ("source", {"frame_size": None})):
+        plan = media_plan(t, RunOptions([t.name], None, Path("."), media=media))
+        request = build_request(t, doc, SAMPLE, doc["sample_id"], plan.spec)
+        materialize(request, plan, Capabilities(images=64, audio=True))
+        video = next(p for p in request.messages[-1].parts if isinstance(p, VideoPart))
+        shapes[label] = video.frames[0].shape
+        if label == "source":
+            assert np.abs(video.frames[0][40, 70].astype(int) - [255, 107, 107]).max() < 40
+    assert shapes == {"default": (384, 512, 3), "source": (120, 160, 3)}
+    assert media_plan(t, RunOptions([t.name], None, Path("."), media={"frame_size": None})).spec.to_key() != \
+        media_plan(t, RunOptions([t.name], None, Path("."))).spec.to_key()  # part of every request key

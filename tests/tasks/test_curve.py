@@ -206,3 +206,51 @@ def test_missing_video_fails_its_samples_and_is_counted(tmp_path):
     parts = [(Aggregate(r["accuracy"], r["accuracy_stderr"], r["accuracy_n"]), r["accuracy_n"]) for r in (ta, ko)
              if r["accuracy"] is not None]
     assert weighted_mean(parts).value == pytest.approx(0.5) and res["partial_groups"]["curve"] == "2/18 tasks run"
+
+
+def test_group_over_data_missing_some_locales_skips_them_and_says_so(tmp_path):
+    """`--tasks curve` on the sample pack, which has 4 of the 18 locales:
+    the 14 without samples are skipped with one note, the group aggregates
+    over the 4 with data and lists the absent ones (results.json, run.json
+    notes).  By hand, scores / 2: ta 2, 0 (third unparsable) -> 1, 0;
+    ko 1, 2 -> 0.5, 1; ar 2, 2 -> 1, 1; de 2, 1, 0 -> 1, 0.5, 0; the group
+    (weighted by size) = the micro mean over the 9 scored = 6/9.  A locale
+    named explicitly with no samples stays an error."""
+    model = MODEL + [{"match": "الدوائر الصغيرة", "reply": "ثلاث"}, {"match": "الطبق", "reply": "الكشري"},
+                     {"match": "senkrechte Stange", "reply": "Braun"}, {"match": "Brauch wird", "reply": "Maibaum"},
+                     {"match": "Sekunde 2", "reply": "Rot"}]
+    judge = JUDGE + [{"match": "Model response:\nثلاث\n", "reply": "2"},
+                     {"match": "Model response:\nالكشري\n", "reply": "2"},
+                     {"match": "Model response:\nBraun\n", "reply": "2"},
+                     {"match": "Model response:\nMaibaum\n", "reply": "1"},
+                     {"match": "Model response:\nRot\n", "reply": "0"}]
+    (tmp_path / "model.json").write_text(json.dumps(model, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "judge.json").write_text(json.dumps(judge, ensure_ascii=False), encoding="utf-8")
+    args = ["--model", f"scripted,replies={tmp_path / 'model.json'},video=true,audio=true",
+            "--judge", f"scorer=scripted,replies={tmp_path / 'judge.json'}", "--sample-data", "--no-report"]
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "curve", *args, "--output-dir", str(out))
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads((out / "results.json").read_text())
+    present = {"curve_ta_IN", "curve_ko_KR", "curve_ar_EG", "curve_de_DE"}
+    assert set(res["results"]) == present
+    absent = sorted(f"curve_{loc.replace('-', '_')}" for loc in locales.LOCALES)
+    absent = [t for t in absent if t not in present]
+    assert len(absent) == 14 and sorted(res["absent_tasks"]) == absent
+    assert all("has no samples" in why for why in res["absent_tasks"].values())
+    assert sorted(res["absent_members"]["curve"]) == absent
+    assert "curve" not in res.get("partial_groups", {})
+    g = res["groups"]["curve"]
+    assert g["accuracy"] == pytest.approx(6 / 9) and g["accuracy_n"] == 9
+    notes = [l for l in proc.stderr.splitlines() if "whose data has no samples" in l]
+    assert len(notes) == 1 and "skipped 14 task(s)" in notes[0] and "group(s) curve aggregate" in notes[0]
+    assert any("skipped 14 task(s)" in n for n in json.loads((out / "run.json").read_text())["notes"])
+    # the printed table and the report say which members the group went without
+    assert "curve: aggregated without 14 member(s) whose data has no samples: curve_bn_BD" in proc.stdout
+    from avhb.report.html import write_report
+
+    write_report(out)
+    assert "aggregated without 14 member(s) whose data has no samples" in (out / "report.html").read_text()
+    # named explicitly: still an error, before any call
+    proc = run_cli("--tasks", "curve_bn_BD", *args, "--output-dir", str(tmp_path / "run2"))
+    assert proc.returncode == 2 and "task 'curve_bn_BD': its data" in proc.stderr and "has no samples" in proc.stderr

@@ -272,3 +272,38 @@ def test_readme_names_every_task_and_marks_choices():
         if name.startswith("have_"):
             assert re.search(rf"\b{name}\b", text) or name.endswith("_ti"), name
     assert text.count("INFERRED") >= 5 and "71.3" in text and "items.schema.json" in text
+
+
+# ---------------------------------------------------------------- the 3-run score
+
+def test_score_is_the_mean_of_the_run_means():
+    """Item a: 1, 0, 0 over the three runs; item b: 1, (scorer reply never
+    parsed: excluded), 0.  Run means 1, 0, 0 -> the paper's mean of three
+    runs 1/3; pooled over the five scored samples 2/5 (a diagnostic).
+    stderr over items: item means 1/3 and 1/2 -> |1/2 - 1/3| / 2 = 1/12."""
+    from avhb.score.metric import SampleRecord
+    from avhb.tasks.have.metrics import InteractionScore, StaticScore
+
+    table = {"a": [1.0, 0.0, 0.0], "b": [1.0, None, 0.0]}
+    records = []
+    for item, values in table.items():
+        for k, v in enumerate(values):
+            r = SampleRecord(id=item, doc={"answer_type": "open"}, repeat=k)
+            r.scores["score"] = v
+            records.append(r)
+    m = StaticScore()
+    agg = m.aggregate(records)
+    assert agg["score"].value == pytest.approx(1 / 3) and agg["score"].n == 5
+    assert agg["score"].stderr == pytest.approx(1 / 12)
+    assert agg["score_pooled"].value == pytest.approx(2 / 5)
+    assert m.describe("score_pooled").kind == "diagnostic" and m.describe("score_excluded").kind == "count"
+    # one run: the two agree
+    one = [r for r in records if r.repeat == 0]
+    assert m.aggregate(one)["score"].value == m.aggregate(one)["score_pooled"].value == 1.0
+    # interaction walks: the same rule
+    for r in records:
+        r.outputs = {"outcome": "goal" if r.scores["score"] else "excluded" if r.scores["score"] is None
+                     else "turn_limit", "turns": 2}
+    walks = InteractionScore().aggregate(records)
+    assert walks["score"].value == pytest.approx(1 / 3) and walks["score_pooled"].value == pytest.approx(2 / 5)
+    assert InteractionScore().describe("turn_limit").kind == "count"

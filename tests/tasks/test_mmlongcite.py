@@ -113,6 +113,11 @@ def test_unknown_dataset_warns_and_joins_no_family(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "dataset 'NewSet' is in no family (1 rows" in err
     assert [d["id"] for d in load(tmp_path, "single_source")] == [1]
+    # said once for the data, not once per task reading it
+    for family in ("multi_source", "visual_grounding", "video"):
+        load(tmp_path, family)
+    load(tmp_path, hr="easy")
+    assert "no family" not in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("bad, message", [
@@ -219,6 +224,11 @@ async def test_cor_mcq_rules_then_matcher_then_unparsed():
     assert (await m.score(r, ctx))["cor"] == 0.0 and r.meta["cor"]["unparsed"]
     # no final-answer line: the whole reply (citations removed) is parsed
     assert (await m.score(rec(MCQ, "It is (C) [2]."), ctx))["cor"] == 0.0
+    # the README's parser: avhb's single-option rule, not MMMU's (which takes the last of "(A) or (B)")
+    hedged = ScriptedJudges({"answer_matcher": lambda f: "Z"})
+    r = rec(MCQ, "Final answer: (A) or (B)")
+    assert (await m.score(r, ScoreContext(hedged, "t")))["cor"] == 0.0
+    assert r.meta["cor"]["unparsed"] and hedged.count() == 1  # ambiguous: sent to the matcher, never read as B
 
 
 async def test_cor_open_by_scorer_and_failures():
@@ -315,3 +325,24 @@ def test_sample_script_rebuilds_the_pack(tmp_path):
 def test_yaml_validates():
     proc = run_cli("validate", str(PACK / "_base.yaml"), str(PACK / "mmlongcite.yaml"), str(PACK / "group.yaml"))
     assert proc.returncode == 0, proc.stderr
+
+
+async def test_entailment_reply_that_never_parses_is_unlabelled_not_a_format_error():
+    """The answer has statements with citations and a final answer; the
+    entailment judge never gives a yes/no: CR and CP are unknown, so the
+    answer gets no taxonomy label (``taxonomy_unlabelled``), never
+    ``format_error`` (which is about the reply, and this reply is well formed)."""
+    from avhb.plugins.metrics.citation import Citation
+
+    doc = {"id": 9, "mcq": True, "options": {"A": "a", "B": "b"}, "ground_truth": "A", "question_text": "Q",
+           "context": [{"type": "text", "text": "A"}, {"type": "text", "text": "B"}]}
+    judges = ScriptedJudges({"entailment": lambda f: UNPARSED})
+    ctx = ScoreContext(judges, "t")
+    r = rec(doc, "A holds [1].\nFinal answer: A")
+    r.extracted = await hooks.Statements().apply(r.response, r, ctx)
+    for m in (Citation(empty_answer="zero"), metrics.Correctness(), metrics.Taxonomy()):
+        r.scores.update(await m.score(r, ctx))
+    assert r.scores["citation_recall"] is None and r.scores["cor"] == 1.0
+    assert r.meta["taxonomy"] is None and r.scores["taxonomy_error"] is None
+    agg = metrics.Taxonomy().aggregate([r])
+    assert agg["taxonomy_unlabelled"].value == 1 and agg["taxonomy_format_error_count"].value == 0

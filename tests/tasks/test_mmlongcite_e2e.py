@@ -294,3 +294,39 @@ def test_text_only_judge_refused_before_any_call(tmp_path, server):
     assert proc.returncode == 2
     assert "entailment" in proc.stderr and "sees no images" in proc.stderr
     assert server.count == 0
+
+
+def test_hr_grids_built_by_the_pack_are_sent(tmp_path, server, isolated_cache):
+    """A release without shipped HR rows: avhb builds the grids of the
+    hr_datasets rows (101, 102, 103, 202) in its cache, outside the data
+    root.  They are the pack's own media, not paths the data named, so media
+    confinement lets them through: no sample fails, the model sees the
+    grids (103: 5 easy grids, 2 hard), and the numbers are the shipped
+    run's (103 easy F1 1; hard joint failure) plus the three other rows
+    scored as in their family tasks (101 F1 0.8, 102 4/7, 202 0.5)."""
+    import shutil
+
+    release = tmp_path / "release"
+    shutil.copytree(SAMPLE, release)
+    shutil.rmtree(release / "data" / "mmlongcite-hr")
+    out = tmp_path / "run"
+    args = _args(server, out)
+    args[args.index("--tasks") + 1] = "mmlongcite_hr_easy,mmlongcite_hr_hard"
+    args[args.index("--sample-data"):args.index("--sample-data") + 1] = ["--data", f"mmlongcite={release}"]
+    proc = run_cli(*args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert server.judge.violations == []
+    r = json.loads((out / "results.json").read_text())["results"]
+    for task in ("mmlongcite_hr_easy", "mmlongcite_hr_hard"):
+        samples = _samples(out, task)
+        assert sorted(samples) == ["101", "102", "103", "202"]
+        assert [s["error"] for s in samples.values()] == [None] * 4, task
+        images = [i["path"] for s in samples.values() for i in s["media"]["images"]]
+        assert images and all(Path(p).is_relative_to(isolated_cache / "built" / "mmlongcite-hr") for p in images)
+        assert not any(Path(p).is_relative_to(release) for p in images)
+    e, h = r["mmlongcite_hr_easy"], r["mmlongcite_hr_hard"]
+    assert (e["samples"], e["errors"], h["errors"]) == (4, 0, 0)
+    assert e["citation_f1"] == pytest.approx((0.8 + 4 / 7 + 1.0 + 0.5) / 4)
+    assert h["citation_f1"] == pytest.approx((0.8 + 4 / 7 + 0.0 + 0.5) / 4)
+    assert (e["taxonomy_correct"], h["taxonomy_joint_failure_count"]) == (1, 1)
+    assert sorted(n for q, n, _ in server.model_log if "value printed on page 6" in q) == [2, 5]

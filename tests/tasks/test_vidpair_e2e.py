@@ -24,7 +24,8 @@ BINARY = {
     "binary_00001": "Yes", "binary_00002": "No", "binary_00003": "No", "binary_00004": "Yes, it is blue.",
     # pair_0002 number (video level): the pos question wrong on the adversarial video (an FP)
     "binary_00005": "yes", "binary_00006": "Yes.", "binary_00007": "no", "binary_00008": "yes",
-    # pair_0003 sequence (temporal): one unknown; "I don't know" extracts to "no" (upstream substring rule)
+    # pair_0003 sequence (temporal): two unknowns: "Maybe." and the hedge "I don't know" (upstream's
+    # substring rule would read it as "no", the *_upstream tasks do)
     "binary_00009": "Maybe.", "binary_00010": "No", "binary_00011": "I don't know", "binary_00012": "yes",
     # pair_0004 object (spatial): wrong on the positive video both times (one FN, one FP)
     "binary_00013": "No.", "binary_00014": "no", "binary_00015": "Yes", "binary_00016": "yes",
@@ -120,11 +121,11 @@ def test_sample_pack_end_to_end(tmp_path, replay):
     # question-pair units: pair1 2/2, pair2 1/2, pair3 1/1 (the unknown one excluded), pair4 1/2
     assert b["qAcc"] == pytest.approx(5 / 7) and b["qAcc_n"] == 7
     assert b["wAcc"] == pytest.approx(10 / 15) and b["wAcc_n"] == 15
-    # 15 yes/no answers, 8 of them yes; 8 gold yes in the scored pairs (all rows)
-    assert b["yes_diff"] == pytest.approx(0.0) and b["yes_diff_n"] == 15
+    # 14 yes/no answers (the two hedges are not answers), 8 of them yes; 8 gold yes in the scored pairs (all rows)
+    assert b["yes_diff"] == pytest.approx(0.0) and b["yes_diff_n"] == 14
     assert (b["yes_diff_model_yes"], b["yes_diff_gt_yes"]) == (8, 8)
-    assert b["fp_rate"] == pytest.approx(2 / 15) and b["fp_rate_fp"] == 2
-    assert (b["unknown"], b["unknown_missing"], b["unknown_skipped_pairs"]) == (1, 0, 0)
+    assert b["fp_rate"] == pytest.approx(2 / 14) and b["fp_rate_fp"] == 2
+    assert (b["unknown"], b["unknown_missing"], b["unknown_skipped_pairs"]) == (2, 0, 0)
     # every count key carries its metric's name (no bare "fp", "missing", ...)
     assert not {"model_yes", "gt_yes", "fp", "missing", "skipped_pairs"} & set(b)
     assert b["errors"] == 0 and b["samples"] == 16
@@ -134,7 +135,7 @@ def test_sample_pack_end_to_end(tmp_path, replay):
     levels = res["breakdowns"]["vidpair_binary"]["level"]
     assert levels["video"]["wAcc"] == pytest.approx(6 / 8)
     assert levels["temporal"]["vAcc"] == pytest.approx(1.0) and levels["temporal"]["qAcc_n"] == 1
-    assert levels["temporal"]["yes_diff"] == pytest.approx((1 - 2) / 3)
+    assert levels["temporal"]["yes_diff"] == pytest.approx((1 - 2) / 2)
     assert levels["spatial"]["wAcc"] == pytest.approx(1 / 4) and levels["spatial"]["fp_rate"] == pytest.approx(1 / 4)
     cats = res["breakdowns"]["vidpair_binary"]["category"]
     assert set(cats) == {"color", "number", "sequence", "object"}
@@ -173,9 +174,9 @@ def test_missing_video_fails_its_samples_only(tmp_path, replay):
     assert b["vAcc"] == pytest.approx(5 / 8)
     assert b["qAcc"] == pytest.approx(4 / 6)
     assert b["wAcc"] == pytest.approx(9 / 14)
-    # 13 answers, 7 yes, 7 gold yes (all rows of the scored pairs but the failed ones: docs/errors.md), 2 FP
-    assert b["yes_diff"] == pytest.approx((7 - 7) / 13)
-    assert b["fp_rate"] == pytest.approx(2 / 13)
+    # 12 answers, 7 yes, 7 gold yes (all rows of the scored pairs but the failed ones: docs/errors.md), 2 FP
+    assert b["yes_diff"] == pytest.approx((7 - 7) / 12)
+    assert b["fp_rate"] == pytest.approx(2 / 12)
     m = res["results"]["vidpair_mcq"]
     assert m["errors"] == 1 and m["mcq_f1_missing"] == 1 and m["mcq_f1_unparsed"] == 0
     assert m["mcq_f1"] == pytest.approx(5 / 7) and m["mcq_f1_n"] == 7  # the failed row is not an answer
@@ -201,9 +202,9 @@ def test_category_classes_on_the_sample_pack_by_hand(tmp_path, replay):
     classes = res["breakdowns"]["vidpair_binary"]["category_class"]
     assert set(classes) == {"temporal", "spatial"}
     t, s = classes["temporal"], classes["spatial"]
-    # temporal = pair3 (sequence): vp 2/2 (right + unknown = right), qp 1/1 -> wAcc 3/3; 3 answers, 1 yes, 2 gold yes
+    # temporal = pair3 (sequence): vp 2/2 (right + unknown = right), qp 1/1 -> wAcc 3/3; 2 answers, 1 yes, 2 gold yes
     assert (t["vAcc"], t["qAcc"], t["wAcc"], t["wAcc_n"]) == (1.0, 1.0, 1.0, 3)
-    assert t["yes_diff"] == pytest.approx((1 - 2) / 3) and t["fp_rate"] == 0.0
+    assert t["yes_diff"] == pytest.approx((1 - 2) / 2) and t["fp_rate"] == 0.0
     # spatial = pairs 1, 2, 4: vp 2/2 + 1/2 + 0/2, qp 2/2 + 1/2 + 1/2 -> wAcc 7/12; 12 answers, 7 yes, 6 gold yes, 2 FP
     assert s["vAcc"] == pytest.approx(3 / 6) and s["qAcc"] == pytest.approx(4 / 6)
     assert s["wAcc"] == pytest.approx(7 / 12) and s["wAcc_n"] == 12

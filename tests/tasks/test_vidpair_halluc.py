@@ -13,8 +13,8 @@ from avhb.errors import SampleError, UserError
 from avhb.score.judges import Verdict
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.tasks.vidpair_halluc import hooks, metrics, scoring
-from avhb.tasks.vidpair_halluc.extract import (extract_yes_no, first_letter, letter_sequence, valid_clip,
-                                               valid_for_pairing)
+from avhb.tasks.vidpair_halluc.extract import (extract_yes_no, extract_yes_no_avhb, first_letter, letter_sequence,
+                                               valid_clip, valid_for_pairing)
 from avhb.tasks.vidpair_halluc.release import parse_json_fields, video_file
 from avhb.tasks.vidpair_halluc.scoring import BinaryItem
 from tests.conftest import ROOT
@@ -34,6 +34,19 @@ SAMPLE = ROOT / "tasks" / "vidpair_halluc" / "sample"
 ])
 def test_extract_yes_no(reply, expected):
     assert extract_yes_no(reply) == expected
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Yes", "yes"), ("**No.**", "no"), ("No, it is black.", "no"), ("The answer is yes.", "yes"),
+    ("I am not sure", "unknown"), ("It is unknown", "unknown"), ("I cannot tell", "unknown"),
+    ("I don't know", "unknown"), ("Maybe yes", "unknown"), ("Yes and no", "unknown"),
+    ("No doubt, it is red", "unknown"), ("I see her eyes", "unknown"), ("Nope", "unknown"),
+    ("It cannot be seen", "unknown"), ("", "unknown"), ("error", "unknown"), (None, "unknown"),
+])
+def test_extract_yes_no_avhb_reads_a_hedge_as_unknown(reply, expected):
+    """avhb mode: a hedge is not an answer (upstream's substring rule reads
+    "I am not sure", "It is unknown", "I cannot tell" as no)."""
+    assert extract_yes_no_avhb(reply) == expected
 
 
 def test_validity_rules():
@@ -189,10 +202,16 @@ def test_binary_stats_and_gt_yes_scope():
     assert scoring.binary_stat(ts, "qAcc").value == pytest.approx(4 / 5)
     w = scoring.binary_stat(ts, "wAcc")
     assert (w.value, w.n) == (pytest.approx(9 / 11), 11) and w.stderr > 0
-    # 11 answers, 6 yes; gold yes: 6 over all rows, 5 over answered rows; FP 1
+    # avhb mode: "I don't know" is a hedge (unknown), so 10 answers, 6 yes; gold yes: 6 over all rows,
+    # 5 over answered rows; FP 1
     assert scoring.binary_stat(ts, "yes_diff").value == pytest.approx(0.0)
-    assert scoring.binary_stat(ts, "yes_diff", gt_yes="answered").value == pytest.approx(1 / 11)
-    assert scoring.binary_stat(ts, "fp_rate").value == pytest.approx(1 / 11)
+    assert scoring.binary_stat(ts, "yes_diff", gt_yes="answered").value == pytest.approx(1 / 10)
+    assert scoring.binary_stat(ts, "fp_rate").value == pytest.approx(1 / 10)
+    # upstream's substring rule reads it as "no" (right here): 11 answers
+    up = scoring.tally_binary(items, mode="upstream")
+    assert scoring.binary_stat(up, "wAcc").value == pytest.approx(9 / 11)
+    assert scoring.binary_stat(up, "yes_diff").value == pytest.approx((6 - 6) / 11)
+    assert scoring.binary_stat(up, "fp_rate").value == pytest.approx(1 / 11)
     # deterministic bootstrap
     assert scoring.binary_stat(ts, "wAcc").stderr == w.stderr
     assert scoring.binary_stat([], "wAcc").value is None
@@ -302,11 +321,40 @@ async def test_binary_metrics_unknown_wrong_option():
           metrics.wAcc("wAcc", unknown="wrong"), metrics.yes_diff("yes_diff", unknown="wrong"),
           metrics.unknown("unknown", unknown="wrong")]
     res = await _score(ms, _records("binary", replies), FakeJudges({}))
-    # pair3's unknown now makes its pos video-pair unit and its file-0 question-pair unit wrong
-    assert res["vAcc"].value == pytest.approx(4 / 8) and res["qAcc"].value == pytest.approx(5 / 8)
-    assert res["wAcc"].value == pytest.approx(9 / 16)
+    # pair3's unknowns ("Maybe.", and the hedge "I don't know", which upstream's substring rule would
+    # read as a right "no") now make both its video-pair units and its file-0 question-pair unit wrong
+    assert res["vAcc"].value == pytest.approx(3 / 8) and res["qAcc"].value == pytest.approx(5 / 8)
+    assert res["wAcc"].value == pytest.approx(8 / 16)
     assert res["yes_diff"].value == pytest.approx((8 - 8) / 16) and res["yes_diff"].n == 16
-    assert res["unknown"].value == 1
+    assert res["unknown"].value == 2
+
+
+async def test_hedges_are_unknown_in_avhb_mode_and_no_upstream():
+    """Pairs 1 and 2 of the sample pack (rows: pos question on the positive
+    video, gold yes; on the adversarial video, no; neg question on the
+    positive video, no; on the adversarial video, yes).
+    P1: "Yes" (right), "Yes, it is." (FP), "I am not sure.", "No." (wrong);
+    P2: "It is unknown.", "No" (right), "I cannot tell", "yes" (right).
+    avhb: the three hedges are unknown: 5 answers, 3 yes, 4 gold yes
+    (all rows), 1 FP -> yes_diff (3 - 4) / 5 = -0.2, fp_rate 1/5, unknown 3.
+    upstream (``_upstream`` tasks): the substring rule reads each hedge as
+    "no" (all three contain "no"): 8 answers -> yes_diff (3 - 4) / 8,
+    fp_rate 1/8, unknown 0."""
+    replies = {f"binary_{i:05d}": r for i, r in enumerate(
+        ["Yes", "Yes, it is.", "I am not sure.", "No.", "It is unknown.", "No", "I cannot tell", "yes"], 1)}
+    records = [r for r in _records("binary", {**{f"binary_{i:05d}": "" for i in range(1, 17)}, **replies})
+               if r.id in replies]
+    for mode, want in (("avhb", (-0.2, 5, 0.2, 3)), ("upstream", (-0.125, 8, 0.125, 0))):
+        for r in records:
+            r.scores, r.meta = {}, {}
+        ms = [metrics.yes_diff("yes_diff", mode=mode), metrics.fp_rate("fp_rate", mode=mode),
+              metrics.unknown("unknown", mode=mode)]
+        res = await _score(ms, records, FakeJudges({}))
+        got = (res["yes_diff"].value, res["yes_diff"].n, res["fp_rate"].value, res["unknown"].value)
+        assert got == (pytest.approx(want[0]), want[1], pytest.approx(want[2]), want[3]), mode
+        assert (res["yes_diff_model_yes"].value, res["yes_diff_gt_yes"].value, res["fp_rate_fp"].value) == (3, 4, 1)
+        hedge = next(r for r in records if r.id == "binary_00003")
+        assert hedge.meta["yes_no"] == ("unknown" if mode == "avhb" else "no")
 
 
 async def test_open_score_scales_and_errors():

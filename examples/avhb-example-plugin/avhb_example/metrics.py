@@ -25,6 +25,7 @@ def token_f1(prediction: str, reference: str) -> float:
 
 class TokenF1(Metric):
     name = "token_f1"
+    description = "SQuAD-style token F1 between the answer and the reference"
 
     async def score(self, record, ctx):
         value = record.extracted if record.extracted is not None else record.response
