@@ -221,8 +221,8 @@ class Caller:
 
     def _not_attempted(self, key: str, request: Request) -> Call:
         self.breaker.not_attempted += 1
-        return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True,
-                    error=f"not attempted: {self.label} stopped answering ({self.breaker.opened_with})")
+        why = self.breaker.stopped_by or f"{self.label} stopped answering ({self.breaker.opened_with})"
+        return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True, error=f"not attempted: {why}")
 
     async def _send(self, request: Request) -> Response | None:
         """The backend's response; None when the breaker refused the call
@@ -272,6 +272,8 @@ class Caller:
         b = self.breaker
         if not b.open:
             return None
+        if b.stopped_by:
+            return b.stopped_by
         where = self.endpoint
         name = self.label if where == self.label else f"{self.label} at {where}"
         return (f"stopped sending to {name}: {b.streak} failed attempts and no answer for {b.silent_for:.1f}s "

@@ -36,6 +36,7 @@ class RunOptions:
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
     notes: list[str] = field(default_factory=list)  # said once at the start and kept in run.json
+    max_errors: str = "5%"  # --max-errors as given (run.json: what `avhb merge` applies to the merged counts)
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
