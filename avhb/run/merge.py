@@ -265,7 +265,9 @@ def error_budget(shards: list[tuple[Shard, Path, dict[str, Any]]], given: str | 
     different budgets need ``given``: the merge picks none of them."""
     if given is not None:
         return given
-    budgets = {str(run.get("max_errors") or "5%"): shard for shard, _, run in shards}
+    budgets: dict[str, Shard] = {}
+    for shard, _, run in shards:
+        budgets.setdefault(str(run.get("max_errors") or "5%"), shard)  # each budget with the first shard under it
     if len(budgets) > 1:
         listed = ", ".join(f"{b} (shard {s.label})" for b, s in budgets.items())
         raise UserError(f"avhb merge: the shards ran under different --max-errors ({listed}): give the merge one, "
@@ -312,15 +314,13 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, write_repo
             path.unlink()
     union = merge_journals(out, [f for _, f, _ in shards])
     repeats = _repeated_judge_calls(union)
-    if repeats:
-        print(f"avhb: note: {repeats}", file=sys.stderr)
-        merged["notes"] = [*(merged.get("notes") or []), repeats]
     if command:
         merged["command"] = list(command)
     write_json_atomic(out / "run.json", merged)
     options = options_from_run(out, score_only=True)
     options.replay_judges = True
     options.write_report = False
+    options.notes = [repeats] if repeats else []  # said and kept in run.json notes, under the results table
     evaluator = Evaluator(options)
     evaluator.folder = folder
     try:

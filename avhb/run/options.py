@@ -140,7 +140,7 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
         score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
-        shard=Shard.from_json(run.get("shard")))
+        shard=Shard.from_json(run.get("shard")), max_errors=str(run.get("max_errors") or "5%"))
 
 
 def media_plan(task: Any, options: RunOptions):
