@@ -11,7 +11,9 @@ anywhere, instead of the default of dying where it stands:
    start — the circuit breaker's path (``docs/errors.md``);
 2. calls still in flight after ``GRACE_S`` seconds (20: SLURM waits
    ``KillWait``, 30 s by default, between SIGTERM and SIGKILL), or a second
-   signal, cancel the run where it is (what finished is in the journal);
+   signal (``SAME_S`` = 2 s or more after the first: SLURM signals every
+   process of the job, and a batch script passing the signal on sends it
+   again), cancel the run where it is (what finished is in the journal);
 3. the run folder's lock is released (``Evaluator.run``'s ``finally``), so
    the resumed run may start on another machine at once, and the command
    exits ``128 + signum`` (143 for SIGTERM, 138 for SIGUSR1) with one line
@@ -35,6 +37,7 @@ from avhb.errors import EnvironmentFailure, Interrupted, RunStopped
 from avhb.model.resilience import stop_every_breaker
 
 GRACE_S = 20.0
+SAME_S = 2.0  # a signal this soon after the first is the same request (SLURM signals every process of the job)
 SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 T = TypeVar("T")
 
@@ -58,13 +61,16 @@ async def stoppable(work: Awaitable[T], grace: float = GRACE_S, lock: Any = None
     received: list[int] = []
     lost: list[Any] = []
     timer: asyncio.TimerHandle | None = None
+    first_at = 0.0
 
     def on_signal(signum: int) -> None:
-        nonlocal timer
-        if received:  # a second signal: now
-            task.cancel()
+        nonlocal timer, first_at
+        if received:  # a second signal: now (one within SAME_S of the first is that one, passed on again)
+            if loop.time() - first_at >= SAME_S:
+                task.cancel()
             return
         received.append(signum)
+        first_at = loop.time()
         print(f"avhb: {_name(signum)}: finishing the calls in flight (up to {grace:g} s), sending no new ones",
               file=sys.stderr)
         stop_every_breaker(f"stopped by {_name(signum)}")
