@@ -126,6 +126,19 @@ def _read(path: Path) -> str:
         return ""
 
 
+def _current(path: Path) -> LockHolder | None:
+    """The record in the lock file now; a non-empty file that does not
+    parse is read again a few times (a renewal being written on another
+    machine) before it counts as no record."""
+    for attempt in range(4):
+        text = _read(path)
+        record = _parse(text)
+        if record is not None or not text.strip():
+            return record
+        time.sleep(0.05 * (attempt + 1))
+    return None
+
+
 def _number(value: object) -> float | None:
     return None if value is None else float(value)  # type: ignore[arg-type]
 
@@ -178,7 +191,7 @@ class RunLock:
         except OSError as exc:
             os.close(fd)
             raise EnvironmentFailure(f"{self.path}: cannot lock: {exc.strerror or exc}") from None
-        previous = _parse(_read(self.path))
+        previous = _current(self.path)
         me = socket.gethostname()
         self.note = None
         try:
@@ -215,7 +228,7 @@ class RunLock:
         deadline = time.monotonic() + watch
         while time.monotonic() < deadline:
             time.sleep(min(1.0, previous.lease_s / 5))
-            now = _parse(_read(self.path))
+            now = _current(self.path)
             if now is None:
                 return f"{previous.describe()} released the lock while it was watched"
             if now.token != previous.token:
@@ -236,7 +249,7 @@ class RunLock:
         with self._io:
             if self._fd is None or self._record is None:
                 return
-            now = _parse(_read(self.path))
+            now = _current(self.path)
             if now is not None and now.token and now.token != self._record["token"]:
                 self.lost = now
                 _renewer.remove(self)
