@@ -25,7 +25,9 @@ backend (:mod:`avhb.model.resilience`).  Once it opens (the backend failed
 ``BREAKER_QUIET`` seconds), calls are no longer
 sent: they return at once with a "not attempted" error and are not
 journaled, so a re-run sends them.  The evaluator stops the run after the
-task in progress and names the backend (:meth:`Caller.stop_message`).
+task in progress and names the backend (:meth:`Caller.stop_message`).  A
+stop signal opens every breaker the same way (``CircuitBreaker.stop``,
+:mod:`avhb.run.interrupt`), naming the signal instead.
 """
 from __future__ import annotations
 

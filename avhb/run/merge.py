@@ -5,9 +5,11 @@ combined into one run folder equal to the unsharded run's.
    model, tasks (by config hash), judges, data and options (only the shard
    index, the output folder, the command line and timestamps may differ),
    each index ``0..N-1`` exactly once.  A missing index, a duplicate, a
-   shard that is still running (its folder is locked by a live process) or
-   unfinished (a task without results, a samples file short of its count)
-   is named and the merge refuses: it never reports partial numbers.
+   shard that is still running (its folder is locked by a live process, or
+   by another host's live lease) or unfinished (a task without results, a
+   samples file short of its count, results marked ``stopped`` by a
+   breaker or a stop signal) is named and the merge refuses: it never
+   reports partial numbers.
    The merge holds every shard's lock from this check to its end (no shard
    can be resumed into while it is read) and OUT's lock from before OUT is
    read (a second merge or a run into OUT is refused, naming its pid).
@@ -22,10 +24,18 @@ combined into one run folder equal to the unsharded run's.
    dataset's order, so ``samples/``, ``results.json`` (pairs, groups,
    breakdowns, bootstrap stderrs, run-wide cut points such as
    conciseness's) and ``report.html`` equal the unsharded run's.
-   ``judge_usage`` is the sum of the shards' (the calls were made there).
+   ``judge_usage`` is the sum of the shards' (the calls were made there),
+   with ``duplicated_calls``/``duplicated_cost``: the judge calls that
+   repeated a request another shard made (shards share no journal while
+   they run; docs/design.md says why), also said in a note.
+4. The merged run is held to the shards' ``--max-errors`` (``run.json:
+   max_errors``; :func:`error_budget`): ``avhb merge`` exits as the
+   unsharded run would.
 
 The merge reads the tasks' data like ``avhb score`` (the same paths the
-shards used: a shared filesystem on a cluster).
+shards used: a shared filesystem on a cluster), and checks it against what
+the shards recorded in ``samples/``: data changed since is named
+(:func:`_data_changes`), never reported as an unfinished shard.
 """
 from __future__ import annotations
 
