@@ -117,7 +117,8 @@ async def stoppable(work: Awaitable[T], grace: float = GRACE_S, lock: Any = None
             lock.on_lost = None
         for signum, previous in installed:
             loop.remove_signal_handler(signum)
-            signal.signal(signum, previous)
+            if previous is not None:  # None: a handler not set from Python, which remove_signal_handler reset
+                signal.signal(signum, previous)
         stop_every_breaker(None)
 
 
