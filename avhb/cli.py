@@ -3,8 +3,10 @@ or torch.  Exit codes: 0 done; 2 a user error (one line: a bad flag, task
 file, data file or folder); 1 the environment failed the run (a full disk,
 an unwritable folder; one line) or the run stopped early or finished over
 its error budget (the results of what finished are written and printed
-first); 130 interrupted.  A reader that closes stdout early (``avhb show X |
-head``) ends the command quietly (0).  Re-running the same command resumes."""
+first); 130 interrupted (Ctrl-C); 128 + N stopped by signal N (143 SIGTERM,
+138 SIGUSR1: what was in flight written, the lock released).  A reader that
+closes stdout early (``avhb show X | head``) ends the command quietly (0).
+Re-running the same command resumes."""
 from __future__ import annotations
 
 import argparse
@@ -12,7 +14,7 @@ import json
 import sys
 from pathlib import Path
 
-from avhb.errors import EnvironmentFailure, RunStopped, UserError
+from avhb.errors import EnvironmentFailure, Interrupted, RunStopped, UserError
 
 SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", "merge", "export")
 
@@ -244,6 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     ep.add_argument("--format", choices=["lm-eval"], default="lm-eval")
     ep.add_argument("--output", default=None, metavar="DIR",
                     help="where (default: inside the run folder, replacing its earlier export); DIR/<model>/...")
+    _flag(mp, "--max-errors", default=None, metavar="SHARE",
+          help="error budget of the merged run (default: the one the shards ran under)")
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
     _flag(pp, "--data-dir", default=None)
@@ -281,6 +285,9 @@ def main(argv: list[str] | None = None) -> int:
     except EnvironmentFailure as exc:
         print(f"avhb: error: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except Interrupted as exc:  # SIGTERM, SIGUSR1 (avhb.run.interrupt)
+        print(f"avhb: {_one_line(exc)}", file=sys.stderr)
+        return 128 + exc.signum
     except KeyboardInterrupt:
         print("avhb: interrupted; re-run the same command to resume", file=sys.stderr)
         return 130
@@ -368,7 +375,8 @@ def _cmd_run(args, argv) -> int:
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
         shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
         seeds=args.seed, system_instruction=args.system_instruction, write_out=args.write_out,
-        max_cost=args.max_cost, allow_config_change=args.allow_config_change)
+        max_cost=args.max_cost, allow_config_change=args.allow_config_change,
+        max_errors=args.max_errors)
     seed_globals(seeds)
     results = evaluate(options)
     _print_results(results, output)
@@ -667,11 +675,17 @@ def _cmd_report(args, argv) -> int:
 
 def _cmd_merge(args, argv) -> int:
     from avhb.run.merge import merge
+    from avhb.run.options import parse_error_budget, read_manifest
 
     results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
-                    write_report=not args.no_report)
+                    write_report=not args.no_report, max_errors=args.max_errors)
     _print_results(results, Path(args.out))
     print(f"\nmerged run folder: {args.out}", file=sys.stderr)
+    flag = read_manifest(Path(args.out))["max_errors"]  # the shards' budget, applied to the merged counts
+    over = _over_budget(results, parse_error_budget(flag), flag)
+    if over:
+        print(f"avhb: error: {over}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -25,3 +25,14 @@ class RunStopped(Exception):
     def __init__(self, message: str, results: dict | None = None):
         super().__init__(message)
         self.results = results or {}
+
+
+class Interrupted(Exception):
+    """A stop signal (SIGTERM: a scheduler's preemption or ``scancel``;
+    SIGUSR1: SLURM's warning before a time limit) ended the run early, after
+    what was in flight was written and the run folder's lock released: one
+    line, exit code ``128 + signum``; re-running the command resumes."""
+
+    def __init__(self, signum: int, message: str):
+        super().__init__(message)
+        self.signum = signum

@@ -31,7 +31,9 @@ backend (:mod:`avhb.model.resilience`).  Once it opens (the backend failed
 ``BREAKER_QUIET`` seconds), calls are no longer
 sent: they return at once with a "not attempted" error and are not
 journaled, so a re-run sends them.  The evaluator stops the run after the
-task in progress and names the backend (:meth:`Caller.stop_message`).
+task in progress and names the backend (:meth:`Caller.stop_message`).  A
+stop signal opens every breaker the same way (``CircuitBreaker.stop``,
+:mod:`avhb.run.interrupt`), naming the signal instead.
 """
 from __future__ import annotations
 
@@ -292,7 +294,7 @@ class Caller:
 
     def _not_attempted(self, key: str, request: Request, why: str | None = None) -> Call:
         self.breaker.not_attempted += 1
-        why = why or f"{self.label} stopped answering ({self.breaker.opened_with})"
+        why = why or self.breaker.stopped_by or f"{self.label} stopped answering ({self.breaker.opened_with})"
         return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True, error=f"not attempted: {why}")
 
     async def _send(self, request: Request) -> Response | None:
@@ -345,6 +347,8 @@ class Caller:
         b = self.breaker
         if not b.open:
             return None
+        if b.stopped_by:
+            return b.stopped_by
         where = self.endpoint
         name = self.label if where == self.label else f"{self.label} at {where}"
         return (f"stopped sending to {name}: {b.streak} failed attempts and no answer for {b.silent_for:.1f}s "

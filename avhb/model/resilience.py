@@ -36,6 +36,7 @@ import email.utils
 import random
 import re
 import time
+import weakref
 from collections import Counter, deque
 from dataclasses import dataclass
 from datetime import timezone
@@ -281,8 +282,12 @@ class CircuitBreaker:
         self.opened_with: str | None = None
         self.silent_for = 0.0  # seconds without an answer when it opened
         self.not_attempted = 0  # calls refused while open
+        self.stopped_by: str | None = None  # why it was opened from outside (a stop signal), not by failures
         self._waiters: set[asyncio.Future] = set()
         self._clock = clock
+        _breakers.add(self)
+        if _stop_reason is not None:  # a backend built after the run was told to stop sends nothing either
+            self.stop(_stop_reason)
 
     @property
     def open(self) -> bool:
@@ -306,9 +311,20 @@ class CircuitBreaker:
         if not self.open and self._kinds[kind] >= self.threshold and now - self._since >= self.quiet:
             self.opened_with = message
             self.silent_for = now - self._since
-            for waiter in self._waiters:
-                if not waiter.done():
-                    waiter.set_result(None)
+            self._wake()
+
+    def stop(self, reason: str) -> None:
+        """Open now for a reason outside the backend (the run was told to
+        stop): nothing more is sent, calls in flight finish."""
+        self.stopped_by = reason
+        if not self.open:
+            self.opened_with = reason
+            self._wake()
+
+    def _wake(self) -> None:
+        for waiter in self._waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def wait_open(self, seconds: float, sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep) -> None:
         """Sleep ``seconds`` (a retry backoff), waking early if the breaker
@@ -324,6 +340,21 @@ class CircuitBreaker:
             self._waiters.discard(waiter)
             sleeper.cancel()
             waiter.cancel()
+
+
+_breakers: "weakref.WeakSet[CircuitBreaker]" = weakref.WeakSet()
+_stop_reason: str | None = None
+
+
+def stop_every_breaker(reason: str | None) -> None:
+    """Open every breaker of this process with ``reason`` (``avhb.run.interrupt``:
+    a stop signal), and those built later too; ``None`` ends that for the
+    breakers built from now on (the next run in this process)."""
+    global _stop_reason
+    _stop_reason = reason
+    if reason is not None:
+        for breaker in list(_breakers):
+            breaker.stop(reason)
 
 
 class CallProbe:
@@ -354,7 +385,8 @@ class Resilient:
     def _refused(probe: CallProbe, attempt: int, waited: float) -> Outcome:
         if attempt == 1:
             probe.refused = True
-        return Outcome(error=f"not sent: the backend stopped answering ({probe.breaker.opened_with})",
+        why = probe.breaker.stopped_by or f"the backend stopped answering ({probe.breaker.opened_with})"
+        return Outcome(error=f"not sent: {why}",
                        attempts=attempt - 1, retry_wait=waited)
 
     def __init__(self, policy: RetryPolicy | None = None, limiter: AdaptiveLimiter | None = None, *,

@@ -29,6 +29,7 @@ from avhb.run.executor import backend_factory
 from avhb.run.finished import file_stamp, fingerprint, inputs, why_not
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
+from avhb.run.interrupt import stoppable
 from avhb.run.journal import Journal
 from avhb.run.manifest import build_manifest
 from avhb.run.notes import (adaptation_notes, first_request_media, gen_kwargs_notes, judge_adaptation_notes, plan_notes,
@@ -42,6 +43,17 @@ from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.index import TaskIndex, build_index, load_task
 from avhb.taskdef.task import Task
+
+
+class NotInRunJournal(UserError):
+    """A replaying run (``avhb score``, ``avhb merge``) needs an answer its
+    journal does not hold; ``records`` are the task's samples as this run
+    built them (the missing ones have ``error == "not in the journal"``)."""
+
+    def __init__(self, message: str, task: str, records: list[SampleRecord]):
+        super().__init__(message)
+        self.task = task
+        self.records = records
 
 
 class Evaluator:
@@ -61,7 +73,7 @@ class Evaluator:
     async def run(self) -> dict[str, Any]:
         self.folder.open()  # the lock: one process writes a run folder
         try:
-            return await self._run()
+            return await stoppable(self._run(), lock=self.folder.lock)  # SIGTERM: finish what is in flight, stop
         finally:
             self.folder.close()
 
@@ -171,15 +183,18 @@ class Evaluator:
             finally:
                 await judges.close()
                 await model.aclose()
-        if self.o.write_report:
-            self._write_report()
+        message = None
         if self.stopped:
             done = [t.name for t in tasks if t.name in self.results.tasks]
             skipped = len(tasks) - len(done)
-            not_tried = self.not_attempted
-            raise RunStopped(f"{self.stopped}; {not_tried} samples not attempted"
-                             + (f", {skipped} tasks not started" if skipped else "")
-                             + "; re-running the command retries them", self.results.to_json())
+            message = (f"{self.stopped}; {self.not_attempted} samples not attempted"
+                       + (f", {skipped} tasks not started" if skipped else ""))
+            self.results.extra["stopped"] = message  # unfinished: `avhb merge` refuses it until it is resumed
+            self.folder.write_results(self.results.to_json())
+        if self.o.write_report:
+            self._write_report()
+        if message:
+            raise RunStopped(message + "; re-running the command retries them", self.results.to_json())
         return self.results.to_json()
 
     def _say_estimate(self, runs: dict[str, TaskRun], records: dict[str, list[SampleRecord]], finished: set[str],
@@ -455,15 +470,16 @@ class Evaluator:
         missing = await generate(run, records, lambda: judges.usage.cost + run.model.usage.cost)
         self._note_adaptations(task, records)
         if missing:
-            raise UserError(f"{missing} responses of task {task.name!r} are not in {self.folder.root}'s journal "
-                            "(the run is unfinished or failed there): resume it with its original command first; "
-                            "avhb score makes no model calls")
+            raise NotInRunJournal(f"{missing} responses of task {task.name!r} are not in {self.folder.root}'s journal "
+                                  "(the run is unfinished or failed there): resume it with its original command "
+                                  "first; avhb score makes no model calls", task.name, records)
         if metrics:
             try:
                 await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
             except NotInJournal:
-                raise UserError(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
-                                "(the run is unfinished there): resume it with its original command first") from None
+                raise NotInRunJournal(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
+                                      "(the run is unfinished there): resume it with its original command first",
+                                      task.name, records) from None
         self._say(judge_adaptation_notes(run.judges.adaptations, self._said))
         self.results.add_judge_errors(run.judges.errors, run.judges.last_error)
         result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)

@@ -82,9 +82,8 @@ class RunFolder:
         holds it), say so when a killed run's stale lock is taken over, and
         remove temp files a killed run left.  Returns the stale holder."""
         stale = self.lock.acquire()
-        if stale is not None:
-            print(f"avhb: note: {self.root}: took over the lock of {stale.describe()}, which is no longer running",
-                  file=sys.stderr)
+        if self.lock.note:
+            print(f"avhb: note: {self.root}: {self.lock.note}", file=sys.stderr)
         self.clean_temp_files()
         return stale
 

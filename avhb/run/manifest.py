@@ -50,6 +50,7 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
         "include_paths": list(options.include_paths),
         # avhb score sends nothing: the batch size the calls were made with stays recorded
         "batch_size": (existing or {}).get("batch_size") if options.score_only else options.batch_size,
+        "max_errors": options.max_errors,
         "notes": notes,
     }
     shard = getattr(options, "shard", None)

@@ -8,9 +8,11 @@ combined into one run folder equal to the unsharded run's.
    selection, plugins; a shard resumed with another concurrency,
    ``--batch_size`` or executor still merges), each index ``0..N-1``
    exactly once.  A missing index, a duplicate, a
-   shard that is still running (its folder is locked by a live process) or
-   unfinished (a task without results, a samples file short of its count)
-   is named and the merge refuses: it never reports partial numbers.
+   shard that is still running (its folder is locked by a live process, or
+   by another host's live lease) or unfinished (a task without results, a
+   samples file short of its count, results marked ``stopped`` by a
+   breaker or a stop signal) is named and the merge refuses: it never
+   reports partial numbers.
    The merge holds every shard's lock from this check to its end (no shard
    can be resumed into while it is read) and OUT's lock from before OUT is
    read (a second merge or a run into OUT is refused, naming its pid).
@@ -25,16 +27,26 @@ combined into one run folder equal to the unsharded run's.
    dataset's order, so ``samples/``, ``results.json`` (pairs, groups,
    breakdowns, bootstrap stderrs, run-wide cut points such as
    conciseness's) and ``report.html`` equal the unsharded run's.
-   ``judge_usage`` is the sum of the shards' (the calls were made there).
+   ``judge_usage`` is the sum of the shards' (the calls were made there),
+   with ``duplicated_calls``/``duplicated_cost``: the judge calls that
+   repeated a request another shard made (shards share no journal while
+   they run; docs/design.md says why), also said in a note.
+4. The merged run is held to the shards' ``--max-errors`` (``run.json:
+   max_errors``; :func:`error_budget`): ``avhb merge`` exits as the
+   unsharded run would.
 
 The merge reads the tasks' data like ``avhb score`` (the same paths the
-shards used: a shared filesystem on a cluster).
+shards used: a shared filesystem on a cluster), and checks it against what
+the shards recorded in ``samples/``: data changed since is named
+(:func:`_data_changes`), never reported as an unfinished shard.
 """
 from __future__ import annotations
 
 import json
 import os
 import shutil
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +77,9 @@ def check_finished(folder: Path, run: dict[str, Any], label: str) -> None:
         raise UserError(f"{label} is unfinished: no readable results.json; resume it with its original command "
                         "(the merge refuses partial numbers)") from None
     done = results.get("results") if isinstance(results, dict) else None
+    if isinstance(results, dict) and results.get("stopped"):  # a breaker or a stop signal ended it early
+        raise UserError(f"{label} is unfinished: it stopped before the end ({results['stopped']}); resume it with "
+                        "its original command (the merge refuses partial numbers)")
     for task in run.get("tasks") or {}:
         cell = (done or {}).get(task)
         if not isinstance(cell, dict):
@@ -96,6 +111,8 @@ def _hold(folder: Path, label: str) -> RunLock:
         who = exc.holder.describe() if exc.holder else "another process"
         raise UserError(f"{label} is still running: {who} holds it; wait for it to finish (the merge refuses "
                         "partial numbers)") from None
+    if lock.note:  # a killed shard's lock (on another machine: its lease expired) taken over
+        print(f"avhb: note: {folder}: {lock.note}", file=sys.stderr)
     return lock
 
 
@@ -175,18 +192,30 @@ def _check_out(out: Path, merged: dict[str, Any]) -> None:
             raise UserError(f"{out} holds another run; merge into a new folder")
 
 
-def merge_journals(out: Path, folders: list[Path]) -> dict[str, int]:
+@dataclass
+class JournalUnion:
+    """What :func:`merge_journals` wrote: entries per journal file, and per
+    file the calls that repeat a key another shard also holds (the same
+    request asked in two shards: a judge question two shards' samples share)
+    with what they cost."""
+
+    entries: dict[str, int] = field(default_factory=dict)
+    repeated: dict[str, int] = field(default_factory=dict)
+    repeated_cost: dict[str, float] = field(default_factory=dict)
+
+
+def merge_journals(out: Path, folders: list[Path]) -> JournalUnion:
     """``OUT/journal/<kind>.jsonl`` = the shards' entries, each key once:
     its last line in its shard, the one the shard's own runs read (a call
     that failed and was retried on resume has two).  Written to a temp file
-    and renamed, so a killed merge leaves the old journal or the new one.
-    Returns entries per kind."""
+    and renamed, so a killed merge leaves the old journal or the new one."""
     kinds = sorted({p.name for f in folders for p in (f / "journal").glob("*.jsonl")})
     target = out / "journal"
     target.mkdir(parents=True, exist_ok=True)
-    counts: dict[str, int] = {}
+    union = JournalUnion()
     for kind in kinds:
         lines: dict[str, bytes] = {}  # key -> its line; a key's last line in a shard wins, as Journal reads it
+        repeated, cost = 0, 0.0
         for folder in folders:
             path = folder / "journal" / kind
             if not path.is_file():
@@ -201,15 +230,21 @@ def merge_journals(out: Path, folders: list[Path]) -> dict[str, int]:
                     if isinstance(key, str):
                         shard[key] = line if line.endswith(b"\n") else line + b"\n"  # a retried call's newer line
             for key, line in shard.items():
-                lines.setdefault(key, line)  # shards are disjoint; an earlier shard keeps a key it shares
+                if key in lines:  # asked in an earlier shard too: that shard's answer is kept
+                    repeated += 1
+                    cost += float(json.loads(line).get("cost") or 0.0)
+                else:
+                    lines[key] = line
         tmp = target / f".{kind}.{os.getpid()}.tmp"
         with open(tmp, "wb") as dst:
             dst.writelines(lines.values())
             dst.flush()
             os.fsync(dst.fileno())
         os.replace(tmp, target / kind)
-        counts[kind] = len(lines)
-    return counts
+        union.entries[kind] = len(lines)
+        if repeated:
+            union.repeated[kind], union.repeated_cost[kind] = repeated, round(cost, 6)
+    return union
 
 
 def _summed_usage(shards: list[tuple[Shard, Path, dict[str, Any]]]) -> dict[str, Any]:
@@ -224,26 +259,50 @@ def _summed_usage(shards: list[tuple[Shard, Path, dict[str, Any]]]) -> dict[str,
     return total
 
 
+def error_budget(shards: list[tuple[Shard, Path, dict[str, Any]]], given: str | None) -> str:
+    """The ``--max-errors`` the merged run is held to: ``given``, else the
+    one the shards ran under (``run.json: max_errors``; 5%, the run's
+    default, for shards that did not record it).  Shards that ran under
+    different budgets need ``given``: the merge picks none of them."""
+    if given is not None:
+        return given
+    budgets: dict[str, Shard] = {}
+    for shard, _, run in shards:
+        budgets.setdefault(str(run.get("max_errors") or "5%"), shard)  # each budget with the first shard under it
+    if len(budgets) > 1:
+        listed = ", ".join(f"{b} (shard {s.label})" for b, s in budgets.items())
+        raise UserError(f"avhb merge: the shards ran under different --max-errors ({listed}): give the merge one, "
+                        "e.g. avhb merge --max-errors 5% OUT SHARD_DIR...")
+    return next(iter(budgets))
+
+
 def merge(out: Path, folders: list[Path], command: list[str] | None = None,
-          write_report: bool = True) -> dict[str, Any]:
-    """The merge (module docstring); returns the merged results.json."""
+          write_report: bool = True, max_errors: str | None = None) -> dict[str, Any]:
+    """The merge (module docstring); returns the merged results.json.  Its
+    run.json records the error budget the merged counts are held to
+    (:func:`error_budget`)."""
+    from avhb.run.interrupt import raising
+
     out = Path(out)
     locks: list[RunLock] = []
     try:
-        return _merge(out, [Path(f) for f in folders], command, write_report, locks)
+        with raising():  # SIGTERM: the locks below are released on the way out
+            return _merge(out, [Path(f) for f in folders], command, write_report, max_errors, locks)
     finally:
         for lock in locks:
             lock.release()
 
 
 def _merge(out: Path, folders: list[Path], command: list[str] | None, write_report: bool,
-           locks: list[RunLock]) -> dict[str, Any]:
+           max_errors: str | None, locks: list[RunLock]) -> dict[str, Any]:
     import asyncio
 
-    from avhb.run.evaluator import Evaluator
-    from avhb.run.options import options_from_run
+    from avhb.run.evaluator import Evaluator, NotInRunJournal
+    from avhb.run.options import options_from_run, parse_error_budget
 
     merged, shards = plan_merge(out, folders, locks)  # every shard's lock, held throughout
+    merged["max_errors"] = error_budget(shards, max_errors)
+    parse_error_budget(merged["max_errors"])  # a bad --max-errors is refused before OUT is touched
     folder = RunFolder(out)
     _hold_out(folder)
     locks.append(folder.lock)
@@ -254,19 +313,129 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, write_repo
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
-    merge_journals(out, [f for _, f, _ in shards])
+    union = merge_journals(out, [f for _, f, _ in shards])
+    repeats = _repeated_judge_calls(union)
     if command:
         merged["command"] = list(command)
     write_json_atomic(out / "run.json", merged)
     options = options_from_run(out, score_only=True)
     options.replay_judges = True
     options.write_report = False
+    options.notes = [repeats] if repeats else []  # said and kept in run.json notes, under the results table
     evaluator = Evaluator(options)
     evaluator.folder = folder
-    asyncio.run(evaluator._run())
-    evaluator.results.judge_usage = _summed_usage(shards)
+    try:
+        asyncio.run(evaluator._run())
+        _check_data(out, shards, merged)
+    except (NotInRunJournal, UserError) as exc:
+        for path in (out / "samples", out / "results.json"):  # no numbers from a refused merge
+            shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
+        raise UserError(_why_missing(exc, shards, merged)) if isinstance(exc, NotInRunJournal) else exc from None
+    usage = _summed_usage(shards)
+    if union.repeated.get(JUDGES):
+        usage["duplicated_calls"] = union.repeated[JUDGES]
+        usage["duplicated_cost"] = union.repeated_cost[JUDGES]
+    evaluator.results.judge_usage = usage
     results = evaluator.results.to_json()
     folder.write_results(results)
     if write_report:
         evaluator._write_report()
     return results
+
+
+JUDGES = "judges.jsonl"
+
+
+def _repeated_judge_calls(union: JournalUnion) -> str | None:
+    """The note on judge calls made in more than one shard (None: none).
+    Within a run identical judge requests are asked once; shards do not
+    share their journals while they run (docs/design.md), so a request
+    that samples of two shards share is asked in both."""
+    repeated = union.repeated.get(JUDGES, 0)
+    if not repeated:
+        return None
+    distinct = union.entries.get(JUDGES, 0)
+    return (f"judges: {repeated} of the {distinct + repeated} judge calls the shards made repeat a request another "
+            f"shard made too (an unsharded run asks each of the {distinct} distinct requests once); results.json "
+            f"judge_usage counts every call made, duplicated_calls these {repeated}")
+
+
+def _docs(path: Path) -> dict[tuple[str, int], Any]:
+    """(sample id, repeat) -> the sample's fields, as a samples file records them."""
+    out: dict[tuple[str, int], Any] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        try:
+            row = json.loads(line)
+            out[(str(row["id"]), int(row.get("repeat") or 0))] = row.get("doc") or {}
+        except (ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def _data_changes(task: str, current: dict[tuple[str, int], Any], shards: list[tuple[Shard, Path, dict[str, Any]]],
+                  merged: dict[str, Any]) -> str | None:
+    """How the task's data now differs from what the shards ran (their
+    samples files), as one line; None when it does not."""
+    recorded: dict[tuple[str, int], Any] = {}
+    for _, folder, _ in shards:
+        recorded.update(_docs(samples_path(folder, task)))
+    new = [k for k in current if k not in recorded]
+    gone = [k for k in recorded if k not in current]
+    changed = []
+    for k, now in current.items():
+        before = recorded.get(k)
+        if before is not None:
+            fields = sorted(f for f in set(now) | set(before) if now.get(f) != before.get(f))
+            if fields:
+                changed.append((k[0], fields))
+    if not (new or gone or changed):
+        return None
+    parts = []
+    if changed:
+        sid, fields = changed[0]
+        parts.append(f"{len(changed)} samples differ from what the shards ran (first: sample {sid!r}, "
+                     f"field{'s' if len(fields) > 1 else ''} {', '.join(map(repr, fields[:5]))})")
+    if new:
+        parts.append(f"{len(new)} samples are new (first: {new[0][0]!r})")
+    if gone:
+        parts.append(f"{len(gone)} samples the shards ran are gone (first: {gone[0][0]!r})")
+    root = ((merged.get("tasks") or {}).get(task) or {}).get("data", {}).get("root", "?")
+    return (f"task {task!r}: its data ({root}) changed after the shards ran: {'; '.join(parts)}; the merge "
+            "replays the shards' answers and scores them against the data they were given: restore that data, or "
+            "run the shards again")
+
+
+def _why_missing(exc: Any, shards: list[tuple[Shard, Path, dict[str, Any]]], merged: dict[str, Any]) -> str:
+    """Why the merged run lacks answers: the task's data changed since the
+    shards ran (named), or a shard's journal lacks them (that shard named)."""
+    from avhb.redact import redact
+    from avhb.run.folder import _default, _public_doc
+
+    current = {(str(r.id), r.repeat): json.loads(json.dumps(redact(_public_doc(r.doc)), ensure_ascii=False,
+                                                           default=_default)) for r in exc.records}
+    changes = _data_changes(exc.task, current, shards, merged)
+    if changes:
+        return changes
+    owner = {k: (shard, folder) for shard, folder, _ in shards for k in _docs(samples_path(folder, exc.task))}
+    lacking = [owner[(str(r.id), r.repeat)] for r in exc.records
+               if r.error == "not in the journal" and (str(r.id), r.repeat) in owner]
+    if lacking:
+        shard, folder = lacking[0]
+        return (f"task {exc.task!r}: {len(lacking)} responses are in no shard's journal though its data is as the "
+                f"shards ran it (first: shard {shard.label}, {folder}): that shard's journal is incomplete (or a "
+                "media file changed); resume it with its original command, or run it again")
+    return (f"task {exc.task!r}: {exc} (its data is as the shards ran it: a shard's journal is incomplete or a "
+            "media file changed; resume that shard with its original command, or run it again)")
+
+
+def _check_data(out: Path, shards: list[tuple[Shard, Path, dict[str, Any]]], merged: dict[str, Any]) -> None:
+    """Every task's merged samples hold the data the shards ran: answers
+    replayed against changed targets would score silently wrong."""
+    for task in merged.get("tasks") or {}:
+        changes = _data_changes(task, _docs(samples_path(out, task)), shards, merged)
+        if changes:
+            raise UserError(changes)

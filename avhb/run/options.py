@@ -42,6 +42,7 @@ class RunOptions:
     system_instruction: str | None = None  # --system_instruction: first in each request's system message
     write_out: bool = False  # --write_out: print each task's first prompt before the first call
     max_cost: float | None = None  # --max-cost USD: refuse above the estimate, stop once spent
+    max_errors: str = "5%"  # --max-errors as given (run.json: what `avhb merge` applies to the merged counts)
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
@@ -146,7 +147,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
         score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
         shard=Shard.from_json(run.get("shard")), system_instruction=run.get("system_instruction"),
-        seeds=tuple(run["seeds"]) if isinstance(run.get("seeds"), list) else None)
+        seeds=tuple(run["seeds"]) if isinstance(run.get("seeds"), list) else None,
+        max_errors=str(run.get("max_errors") or "5%"))
 
 
 def media_plan(task: Any, options: RunOptions):

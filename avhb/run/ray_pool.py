@@ -28,7 +28,9 @@ journal, decodes media, and journals every answer as it comes back.  So:
   answers a ping.  With no live actor for ``REVIVE_WAIT_S`` the run stops
   (a ``UserError``; re-running the command resumes it).
 * **the driver is the single truth.**  Actors write nothing; a killed
-  driver resumes with the same command (with or without Ray).
+  driver resumes with the same command (with or without Ray).  A local
+  cluster the driver started dies with it, SIGKILL included
+  (:mod:`avhb.run.ray_reaper`).
 * **progress.**  Every ``REPORT_S`` seconds and at the end the pool prints
   one line with each worker's calls and calls per second.
 
@@ -126,6 +128,10 @@ def connect(executor: Any) -> Cluster:
     import ray
 
     address = executor.address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:  # a cluster of our own: it goes when this process goes, however (avhb.run.ray_reaper)
+        from avhb.run.ray_reaper import start
+
+        start()
     try:
         # no address: a new local cluster, as documented -- Ray's own default would join whatever
         # /tmp/ray/ray_current_cluster names, a stale head left by an earlier `ray start` included

@@ -57,7 +57,7 @@ OPTION_KINDS: dict[str, str] = {
     "tasks": SELECTION, "limit": SELECTION, "samples": SELECTION,
     "shard": SELECTION,  # fixed per folder: another shard in a shard's folder is refused (manifest.py)
     "batch_size": HOW, "executor": HOW, "write_report": HOW, "notes": HOW, "command": HOW,
-    "write_out": HOW, "max_cost": HOW,
+    "write_out": HOW, "max_cost": HOW, "max_errors": HOW,
     # what the command is, not a setting of the run
     "output_dir": RUN, "score_only": RUN, "replay_judges": RUN, "allow_config_change": RUN,
 }

@@ -1,6 +1,6 @@
 """Shards: ``--shard I/N`` runs a deterministic slice of every task's
-samples (``I`` counts from 0, so a SLURM array's
-``$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT`` is a shard).
+samples (``I`` counts from 0; ``N`` is fixed for the run: a SLURM array's
+size is not, see ``docs/examples/avhb-shards.sbatch``).
 
 Which shard a sample belongs to:
 

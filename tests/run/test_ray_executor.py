@@ -115,11 +115,23 @@ def test_a_worker_killed_mid_run_changes_nothing(tmp_path, testpack):
     assert run["model"]["identity"] == json.loads((tmp_path / "one" / "run.json").read_text())["model"]["identity"]
 
 
+def _names(pids: dict[int, int]) -> dict[int, str]:
+    out = {}
+    for pid in pids:
+        try:
+            out[pid] = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode().strip()
+        except OSError:
+            pass
+    return out
+
+
 def test_a_killed_driver_resumes_with_the_same_command(tmp_path, testpack):
-    """The run folder on the driver is the single truth: the driver (and the
-    local Ray cluster it started, its process group) SIGKILLed mid-run, the
-    same command finishes the run with what was journaled kept, and the
-    result equals a one-process run's."""
+    """The run folder on the driver is the single truth: the driver SIGKILLed
+    mid-run takes the local Ray cluster it started with it (agents, raylet,
+    workers: nothing left running), and the same command finishes the run
+    with what was journaled kept, its result equal to a one-process run's."""
+    from avhb.run.ray_reaper import _alive, descendants
+
     with ScriptedServer(reply=_answer, delay=0.2) as server:
         base, env = _one_process_run(server, tmp_path)
 
@@ -134,9 +146,18 @@ def test_a_killed_driver_resumes_with_the_same_command(tmp_path, testpack):
                     not journal.exists() or len(journal.read_bytes().splitlines()) < 10):
                 time.sleep(0.02)
             assert proc.poll() is None, proc.stderr.read()[-3000:]
+            started = descendants(proc.pid)  # the cluster the driver started, and avhb's reaper
+            names = set(_names(started).values())
         finally:
-            os.killpg(proc.pid, signal.SIGKILL)  # the driver and the Ray processes it started
+            os.kill(proc.pid, signal.SIGKILL)  # the driver alone, as the OOM killer would
             proc.wait()
+        assert {"ray::DashboardAgent", "ray::RuntimeEnvAgent"} <= names, names
+        assert any(n.endswith("raylet") for n in names) and any(n.endswith("gcs_server") for n in names), names
+        deadline = time.monotonic() + 30
+        while _alive(started) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        left = _names({pid: started[pid] for pid in _alive(started)})
+        assert not left, f"still running after the driver was killed: {left}"
         kept = len(journal.read_bytes().splitlines())
         assert 10 <= kept < ROWS and not (out / "results.json").exists()
         calls_before = server.count

@@ -366,6 +366,6 @@ def test_merged_journal_keeps_a_retried_calls_last_line(tmp_path):
              {"key": "k1", "response": "a", "error": None}]
     (shard / "journal" / "responses.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     out = tmp_path / "out"
-    assert merge_journals(out, [shard]) == {"responses.jsonl": 2}
+    assert merge_journals(out, [shard]).entries == {"responses.jsonl": 2}
     merged = Journal(out / "journal").all("responses")
     assert merged["k1"]["response"] == "a" and merged["k1"]["error"] is None and merged["k2"]["response"] == "b"
