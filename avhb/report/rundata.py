@@ -106,7 +106,7 @@ def _needs_attention(row: dict[str, Any]) -> bool:
 # An "error" or "ok" key whose value is not plain null / true: the line may
 # need attention, so it is parsed.  A JSON string cannot hold an unescaped
 # quote, so these can only match keys.
-_MAYBE_FLAGGED = re.compile(r'"error"\s*:\s*(?!null\b)|"ok"\s*:\s*(?!true\b)')
+_MAYBE_FLAGGED = re.compile(r'"error"\s*:(?!\s*null\b)|"ok"\s*:(?!\s*true\b)')
 
 
 def read_samples(path: Path, limit: int | None, problems: list[str]) -> TaskSamples:

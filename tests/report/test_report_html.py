@@ -214,9 +214,14 @@ def test_report_caps_huge_texts_and_the_samples_file_keeps_them(tmp_path):
     assert shown["judgements"]["scorer"]["raw"].startswith("word word") and shown["judgements"]["scorer"]["ok"] is True
 
 
-def test_samples_past_the_cap_that_need_attention_are_found_without_parsing_the_rest(tmp_path):
+def test_samples_past_the_cap_that_need_attention_are_found_without_parsing_the_rest(tmp_path, monkeypatch):
     """Past the cap, lines are scanned for an ``error`` or ``ok`` key that
     is not null / true, whatever the JSON spacing; only those are parsed."""
+    from avhb.report import rundata
+
+    parsed: list[str] = []
+    real_loads = rundata.json.loads
+    monkeypatch.setattr(rundata.json, "loads", lambda text: parsed.append(text) or real_loads(text))
     path = tmp_path / "t.jsonl"
     rows = [{"id": f"o{i}", "error": None, "judgements": {"j": {"ok": True}}} for i in range(3)]
     rows += [
@@ -232,7 +237,11 @@ def test_samples_past_the_cap_that_need_attention_are_found_without_parsing_the_
     assert [r["id"] for r in kept.rows] == ["compact-error", "failed-verdict"]  # flagged rows fill the cap first
     assert kept.total == 7 and kept.shown == 2
     assert problems == ["samples/t.jsonl line 8: not JSON (skipped)"]
-    assert [json.loads(line)["id"] for line in kept.lines] == ["compact-error", "failed-verdict"]
+    assert [real_loads(line)["id"] for line in kept.lines] == ["compact-error", "failed-verdict"]
+    # parsed: the two lines before the cap was full, the three with a non-null error or non-true ok, the broken one
+    assert [real_loads(t)["id"] for t in parsed[:-1]] == ["o0", "o1", "compact-error", "failed-verdict",
+                                                           "doc-has-error-key"]
+    parsed.clear()
     everything = read_samples(path, None, [])
     assert everything.total == 7 and len(everything.rows) == 7
 
