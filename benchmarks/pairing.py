@@ -5,8 +5,9 @@ round-robin, the order reversed every other round (A B C, C B A, A B C,
 ...), so drift in the machine's load falls on every case alike, and each
 round gives one ratio per pair of cases.  Per run: wall seconds (spawn to
 exit), CPU seconds (user + system of the child and of every descendant it
-waited for, from ``wait4``: robust to the load other processes make) and
-peak RSS (``ru_maxrss`` of the same, MB).  A case may also read figures the
+waited for, from ``getrusage`` in a small wrapper that started it: robust
+to the load other processes make) and peak RSS (``ru_maxrss`` of the same,
+MB).  A case may also read figures the
 child printed (``parse``: a phase it timed itself), and may prepare each
 run untimed (``before``: drop a cache, touch a file, empty a folder).
 
@@ -22,13 +23,12 @@ runs it with this interpreter, the tree first on PYTHONPATH;
 """
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
@@ -78,29 +78,51 @@ def schedule(names: Sequence[str], rounds: int) -> list[list[str]]:
     return [list(names) if r % 2 == 0 else list(names)[::-1] for r in range(rounds)]
 
 
+# The command runs under a small wrapper process, which times it and reads
+# its usage: a child forked from a big process (a benchmark that built a
+# 100,000-sample run folder) inherits that process's resident size as its
+# ru_maxrss, so the child is forked from the wrapper, not from here.
+_WRAPPER = """
+import json, os, resource, signal, subprocess, sys, time
+out, cmd = sys.argv[1], sys.argv[2:]
+start = time.perf_counter()
+proc = subprocess.Popen(cmd)
+signal.signal(signal.SIGTERM, lambda *a: proc.kill())
+rc = proc.wait()
+wall = time.perf_counter() - start
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+with open(out, "w") as fh:
+    json.dump({"rc": rc, "wall": wall, "cpu": use.ru_utime + use.ru_stime, "peak_kb": use.ru_maxrss}, fh)
+"""
+
+
 def run_process(cmd: Sequence[str], env: Mapping[str, str] | None = None, cwd: str | Path | None = None,
                 timeout: float | None = None) -> Run:
     """``cmd`` in a fresh process, its output in files (a chatty child
-    cannot block on a full pipe); killed after ``timeout`` seconds."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        start = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), env=None if env is None else dict(env), cwd=cwd,
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=err)
-        timer = threading.Timer(timeout, proc.kill) if timeout else None
-        if timer:
-            timer.start()
+    cannot block on a full pipe); killed after ``timeout`` seconds.  Wall
+    time, CPU (the process and every descendant it waited for) and peak RSS
+    are the command's own, read by the wrapper that started it."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile(suffix=".json") as usage:
+        proc = subprocess.Popen([sys.executable, "-c", _WRAPPER, usage.name, *cmd],
+                                env=None if env is None else dict(env), cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=err, start_new_session=True)
         try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            if timer:
-                timer.cancel()
-        wall = time.perf_counter() - start
-        proc.returncode = rc = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)  # the wrapper and the command
+            proc.wait()
         out.seek(0)
         err.seek(0)
         stdout = out.read().decode(errors="replace")
         stderr = err.read().decode(errors="replace")
-    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, rc, stdout, stderr)
+        try:
+            with open(usage.name) as fh:
+                got = json.load(fh)
+        except (OSError, ValueError):
+            got = {"rc": proc.returncode or -9, "wall": 0.0, "cpu": 0.0, "peak_kb": 0}
+    rc = got["rc"] if proc.returncode == 0 else (proc.returncode or -9)
+    return Run(got["wall"], got["cpu"], got["peak_kb"] / 1024, rc, stdout, stderr)
 
 
 def measure_case(case: Case, round_: int) -> Run:

@@ -2,7 +2,7 @@
 interleaved order, the statistics, and what one fresh process is charged
 (its own and its descendants' CPU, its peak memory).  No timing is
 asserted: the children burn a fixed amount of CPU or memory and the runner
-must account for at least that."""
+must account for at least that (and no more memory than the command's)."""
 from __future__ import annotations
 
 import sys
@@ -98,3 +98,13 @@ def test_timeout_kills_the_child():
 def test_case_names_must_differ():
     with pytest.raises(ValueError):
         run_rounds([Case("a", []), Case("a", [])], 1, runner=_fake({"a": [1.0]}))
+
+
+def test_peak_memory_is_the_commands_not_the_benchmarks():
+    """A child forked from a big benchmark process would report that
+    process's size as its own peak; a small command reads small."""
+    ballast = bytearray(300 * 2**20)
+    ballast[::4096] = b"1" * len(ballast[::4096])
+    run = run_process([sys.executable, "-c", "pass"])
+    assert run.rc == 0 and 0 < run.peak_mb < 100, run.peak_mb
+    del ballast
