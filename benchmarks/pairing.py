@@ -215,7 +215,10 @@ class Paired:
                 cells.append(f"{(s.text(digits.get(m, 2)) if s else '-'):>24s}")
             good = sum(r.rc == 0 for r in self.runs[case])
             lines.append(" ".join([f"{case:{width}s}", *cells, f"  {good}/{len(self.runs[case])}"]))
-        pairs = ({c: base for c in self.cases if c != base} if isinstance(base, str) else dict(base or {}))
+        if isinstance(base, str):
+            pairs = {c: base for c in self.cases if c != base} if base in self.cases else {}
+        else:
+            pairs = {c: b for c, b in (base or {}).items() if c in self.cases and b in self.cases}
         if pairs:
             lines.append("per-round ratios (each round's case / base; median in brackets):")
             for case, base in pairs.items():

@@ -170,6 +170,25 @@ def open_case(name: str, browser: str, page: Path, profile: Path, expect_rows: b
                 parse=parse, timeout=300)
 
 
+def _print_size(n: int, paired, trees: list[Tree], browser: str | None, rounds: int) -> None:
+    """One size's table, printed as soon as it is measured."""
+    print(f"\n{n:,} samples; {machine_line()}; {rounds} rounds; trees: "
+          + ", ".join(f"{t.name} ({t.src or 'this checkout'})" for t in trees))
+    print(paired.table(("call_s", "wall", "cpu", "peak_mb", "page_mb"), labels={"call_s": "write call s",
+                                                                              "page_mb": "page MB"},
+                       digits={"page_mb": 1},
+                       base={f"{t.name} {kind}": f"head {kind}" for t in trees[1:] for kind in ("write", "open")}))
+    if browser:
+        blank = paired.stat("chromium blank", "wall")
+        for t in trees:
+            s = paired.stat(f"{t.name} open", "wall")
+            inpage = paired.stat(f"{t.name} open", "samples_in_page")
+            if s and blank:
+                print(f"  {t.name} open minus the blank page's start-up: {s.median - blank.median:.2f} s wall "
+                      f"({int(inpage.median) if inpage else '?'} samples in the page)")
+    sys.stdout.flush()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=REV|NAME=PYTHON:SRC",
@@ -186,7 +205,6 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="avhb-report-bench-") as tmp:
         work = Path(tmp)
         trees = [head_tree()] + [tree_from_spec(s, work) for s in args.tree]
-        tables = []
         for n in sizes:
             source = make_run(work / f"source{n}", n)
             cases: list[Case] = []
@@ -219,24 +237,7 @@ def main() -> int:
             progress(f"{n:,} samples:")
             paired = run_rounds(cases, args.rounds, log=progress)
             failed |= bool(paired.failures())
-            tables.append((n, paired))
-    print(f"report.html writing and opening; {machine_line()}; {args.rounds} rounds; trees: "
-          + ", ".join(f"{t.name} ({t.src or 'this checkout'})" for t in trees))
-    for n, paired in tables:
-        print(f"\n{n:,} samples")
-        print(paired.table(("call_s", "wall", "cpu", "peak_mb", "page_mb"), labels={"call_s": "write call s",
-                                                                                  "page_mb": "page MB"},
-                           digits={"page_mb": 1},
-                           base={f"{t.name} {kind}": f"head {kind}" for t in trees[1:] for kind in ("write", "open")
-                                 if f"{t.name} {kind}" in paired.cases}))
-        if browser:
-            blank = paired.stat("chromium blank", "wall")
-            for t in trees:
-                s = paired.stat(f"{t.name} open", "wall")
-                inpage = paired.stat(f"{t.name} open", "samples_in_page")
-                if s and blank:
-                    print(f"  {t.name} open minus the blank page's start-up: {s.median - blank.median:.2f} s "
-                          f"({int(inpage.median) if inpage else '?'} samples in the page)")
+            _print_size(n, paired, trees, browser, args.rounds)
     return 1 if failed else 0
 
 

@@ -147,10 +147,23 @@ def main() -> int:
                 d.warm()  # registry cache and index built once, untimed
             return out
 
+        print(f"`avhb list tasks`; {machine_line()}; trees: "
+              + ", ".join(f"{t.name} ({t.src or 'this checkout'})" for t in trees))
+        print("(wall time follows the machine's load; CPU time = user + system of the process tree, which does not)")
+
         def scenario(key: str, title: str, cases: list[Case], rounds: int) -> None:
             progress(f"{title}:")
             paired = run_rounds(cases, rounds, log=progress)
             results.append((key, title, paired))
+            print(f"\n{title}")  # each table as soon as it is measured
+            print(paired.table(base=trees[0].name if key != "peers" else "avhb cold 2k"))
+            goal = GOALS.get(key)
+            if goal and "head" in paired.cases:
+                metric, limit = goal
+                s = paired.stat("head", metric)
+                print(f"  goal head {metric} <= {limit:g} s: " + ("-" if s is None else
+                                                                f"median {s.median:.3f} -> {'met' if s.median <= limit else 'NOT met'}"))
+            sys.stdout.flush()
 
         floor = Case("python -c pass", [sys.executable, "-c", "pass"], cwd=str(tmp))
         real = packs("real2k", 2000, "realistic", trees)
@@ -199,20 +212,7 @@ def main() -> int:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
-    print(f"\n`avhb list tasks`; {machine_line()}; trees: "
-          + ", ".join(f"{t.name} ({t.src or 'this checkout'})" for t in trees))
-    print("(wall time follows the machine's load; CPU time = user + system of the process tree, which does not)")
-    failed = False
-    for key, title, paired in results:
-        print(f"\n{title}")
-        print(paired.table(base=trees[0].name if key != "peers" else "avhb cold 2k"))
-        failed |= bool(paired.failures())
-        goal = GOALS.get(key)
-        if goal and "head" in paired.cases:
-            metric, limit = goal
-            s = paired.stat("head", metric)
-            print(f"  goal head {metric} <= {limit:g} s: " + ("-" if s is None else
-                                                            f"median {s.median:.3f} -> {'met' if s.median <= limit else 'NOT met'}"))
+    failed = any(paired.failures() for _, _, paired in results)
     for line in missing:
         print(f"\n{line}")
     return 1 if failed else 0

@@ -404,8 +404,9 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
 
 
 def _profile_key(profile: list) -> str:
-    """A profile as a dict key (its values are strings, None, lists and whatever YAML gave dataset_path)."""
-    return json.dumps(profile, sort_keys=True, default=str)
+    """A profile as a dict key: its repr (strings, None and lists of strings, and whatever YAML gave
+    dataset_path: two equal mappings written in different orders only make two profiles)."""
+    return repr(profile)
 
 
 def _row_files(file_count: list[int]) -> list[int]:

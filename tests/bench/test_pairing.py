@@ -49,6 +49,7 @@ def test_medians_ranges_and_per_round_ratios():
     assert paired.ratios("new", "old", "wall") == [0.5, 0.75, 0.25, 1.0]  # round by round, not median / median
     table = paired.table(base="old")
     assert "2.50 (1.00-10.00)" in table and "new / old wall s: 0.50 0.75 0.25 1.00  [0.62]" in table
+    assert "ratios" not in paired.table(base="absent") and "ratios" not in paired.table(base={"new": "absent"})
 
 
 def test_a_failed_run_is_reported_and_left_out_of_the_statistics():
