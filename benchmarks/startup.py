@@ -133,6 +133,7 @@ def main() -> int:
     ap.add_argument("--big", type=int, default=20000, help="task files of the large case (0: skip it)")
     ap.add_argument("--big-trees", action="store_true", help="run the older trees on the large case too")
     ap.add_argument("--no-peers", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated scenario keys to run (e.g. warm_20k,touched_20k)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="avhb-startup-"))
     results: list[tuple[str, str, Paired]] = []  # (key, title, runs)
@@ -151,7 +152,11 @@ def main() -> int:
               + ", ".join(f"{t.name} ({t.src or 'this checkout'})" for t in trees))
         print("(wall time follows the machine's load; CPU time = user + system of the process tree, which does not)")
 
+        only = {k for k in args.only.split(",") if k}
+
         def scenario(key: str, title: str, cases: list[Case], rounds: int) -> None:
+            if only and key not in only:
+                return
             progress(f"{title}:")
             paired = run_rounds(cases, rounds, log=progress)
             results.append((key, title, paired))
@@ -178,10 +183,10 @@ def main() -> int:
         scenario("edited_2k", "one task file edited in place (folder mtime unchanged), 2,000",
                  [_edit_case(d, t) for t, d in real.items()], args.rounds)
         scenario("warm_2k", "warm, 2,000", [d.case(t) for t, d in real.items()], args.rounds)
-        plain = packs("plain2k", 2000, "plain", trees)
+        plain = packs("plain2k", 2000, "plain", trees if not only or "cold_plain_2k" in only else [])
         scenario("cold_plain_2k", "cold, 2,000 plain task files",
                  [d.case(t, before=d.drop_index) for t, d in plain.items()], args.cold_rounds)
-        if args.big:
+        if args.big and (not only or only & {"cold_20k", "touched_20k", "edited_20k", "warm_20k"}):
             big = packs("real-big", args.big, "realistic", trees if args.big_trees else trees[:1])
             n_big = next(iter(big.values())).pack
             scenario("cold_20k", f"cold, {args.big:,} realistic task files ({n_big.tasks:,} tasks)",

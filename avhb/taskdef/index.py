@@ -474,18 +474,16 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
         top = root + os.sep
         paths = [top + rel for rel in part["rels"]]
         profiles = part["profiles"]
-        rows = list(zip(part["tasks"][0], _row_files(part["file_count"]), part["tasks"][1]))
+        fids = _row_files(part["file_count"])
 
-        def info(row: tuple, paths=paths, profiles=profiles, root=root, package=package, namespace=namespace) -> dict:
-            _, fid, pid = row
-            benchmark, tags, output_type, dataset, judges = profiles[pid]
-            return {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
-                    "benchmark": benchmark, "tags": tags, "output_type": output_type, "dataset_path": dataset,
-                    "judges": judges}
-
-        infos = {row[0]: info(row) for row in rows}
+        names = part["tasks"][0]
+        # each row's entry in one comprehension, no call per task (the warm path builds them all here)
+        entries = [{"file": paths[fid], "root": root, "package": package, "namespace": namespace, "benchmark": p[0],
+                    "tags": p[1], "output_type": p[2], "dataset_path": p[3], "judges": p[4]}
+                   for fid, p in zip(fids, map(profiles.__getitem__, part["tasks"][1]))]
+        infos = dict(zip(names, entries))
         if part["dups"] or not tasks.keys().isdisjoint(infos):
-            infos = _first_definitions(rows, paths, info, tasks, duplicates, errors)
+            infos = _first_definitions(names, fids, entries, paths, tasks, duplicates, errors)
         errors += part["errors"]
         tasks.update(infos)
         for fid_text, messages in part["file_errors"].items():
@@ -507,15 +505,14 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
                      duplicates=duplicates)
 
 
-def _first_definitions(rows: list[tuple], paths: list[str], info, tasks: dict, duplicates: dict,
-                       errors: list[str]) -> dict:
+def _first_definitions(names: list[str], fids: list[int], entries: list[dict], paths: list[str], tasks: dict,
+                       duplicates: dict, errors: list[str]) -> dict:
     """A package's tasks when some name is defined twice (in the package, or
     by an earlier package): the first definition kept, every file recorded
     in ``duplicates``, an error for a name an earlier package defines (the
     package's own repeats are among its errors already)."""
     kept: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        name, fid = row[0], row[1]
+    for name, fid, entry in zip(names, fids, entries):
         if name in kept or name in tasks:
             first = (kept.get(name) or tasks[name])["file"]
             files = duplicates.setdefault(name, [first])
@@ -524,7 +521,7 @@ def _first_definitions(rows: list[tuple], paths: list[str], info, tasks: dict, d
             if name not in kept:
                 errors.append(f"{paths[fid]}:1: task {name!r} is also defined in {first}")
             continue
-        kept[name] = info(row)
+        kept[name] = entry
     return kept
 
 
