@@ -54,7 +54,7 @@ def main() -> int:
                 expect = int(args.limit) if args.limit else args.n
                 cases.append(Case(tree.name, lambda k, cmd=cmd, work=work: [*cmd, "--output-dir", str(work / f"run{k}")],
                                   env=env, cwd=work,
-                                  parse=lambda run, work=work, w=w, expect=expect: T.check_run(run, work, w, expect)))
+                                  parse=lambda run, work=work, w=w, expect=expect: T.check_run(work / f"run{run.round}", w, expect)))
             paired = run_rounds(cases, args.rounds, log=progress)
     finally:
         server.close()
