@@ -1,25 +1,30 @@
 """Engines for the offline text LM (Gemma-3-270M, the PyPI-packaged Q4_K_M
 GGUF) on the CPU: load time and greedy tokens/s, one thread, each engine in
-a fresh process.
+a fresh process, the engines interleaved round-robin (benchmarks/pairing.py).
 
-    python benchmarks/local_engines.py
+    python benchmarks/local_engines.py                       # both engines, 3 rounds
+    python benchmarks/local_engines.py --engines llama-cpp-python --rounds 5
 
 * ``llama-cpp-python`` (what ``--model local`` runs; built from source by pip);
 * ``transformers`` + CPU ``torch`` reading the same GGUF (needs ``gguf`` and
   ``accelerate`` too; dequantised to float32 at load).
 
-Measured on a 2-core machine shared with other jobs (load average 8-9):
-llama-cpp-python load 2.1 s, 10.5 tokens/s; transformers + torch load
-271 s (+ 13.9 s import), 1.5 tokens/s; the same greedy text.
+Prints, per engine, import and load seconds and tokens/s (medians,
+min-max), with the process's wall, CPU and peak RSS, and the greedy text of
+each (the engines must agree).
 
 Engines measured once and rejected are listed in the README (prebuilt
 llama.cpp wheels that need a newer glibc, or pin huggingface-hub < 0.29).
 """
 from __future__ import annotations
 
+import argparse
 import json
-import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pairing import Case, machine_line, progress, run_rounds  # noqa: E402
 
 PROMPT = "The capital of France is"
 N = 64
@@ -72,23 +77,37 @@ print(json.dumps({"engine": "transformers+torch (GGUF dequantised)", "import_s":
 """
 
 
-def run(code: str) -> dict:
+ENGINES = {"llama-cpp-python": LLAMA, "transformers": TRANSFORMERS}
+
+
+def case(name: str, code: str) -> Case:
     body = f"PROMPT = {PROMPT!r}\nN = {N}\n" + code
-    proc = subprocess.run([sys.executable, "-c", body], capture_output=True, text=True, timeout=900)
-    if proc.returncode != 0:
-        return {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"}
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    texts: list[str] = []
+
+    def parse(run) -> dict:
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+        texts.append(out["text"])
+        return {"import_s": out["import_s"], "load_s": out["load_s"], "tokens_per_s": out["tokens_per_s"]}
+
+    c = Case(name, [sys.executable, "-c", body], parse=parse, timeout=1800)
+    c.texts = texts  # type: ignore[attr-defined]
+    return c
 
 
 def main() -> int:
-    for name, code in (("llama-cpp-python", LLAMA), ("transformers", TRANSFORMERS)):
-        r = run(code)
-        if "error" in r:
-            print(f"{name}: failed: {r['error']}")
-            continue
-        print(f"{r['engine']}: import {r['import_s']:.1f} s, load {r['load_s']:.1f} s, "
-              f"{r['tokens_per_s']:.1f} tokens/s (greedy, 1 thread); {r['text']!r}")
-    return 0
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engines", default=",".join(ENGINES))
+    ap.add_argument("--rounds", type=int, default=3)
+    args = ap.parse_args()
+    cases = [case(name, ENGINES[name]) for name in args.engines.split(",")]
+    paired = run_rounds(cases, args.rounds, log=progress)
+    print(f"{machine_line()}; greedy, 1 thread, {N} tokens")
+    print(paired.table(("import_s", "load_s", "tokens_per_s", "wall", "cpu", "peak_mb"),
+                       labels={"import_s": "import s", "load_s": "load s", "tokens_per_s": "tokens/s"},
+                       base=cases[0].name, ratio_metrics=("load_s", "tokens_per_s")))
+    for c in cases:
+        print(f"  {c.name}: {sorted(set(c.texts))!r}")
+    return 1 if paired.failures() else 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Benchmark: 32 frames (and the audio track) from 10- and 60-minute 720p videos.
 
-Methods, each timed in a fresh subprocess (median of ``--repeats``; time of
-the loading call only, and the process's peak RSS):
+Methods, each run in a fresh process, interleaved round-robin per video by
+benchmarks/pairing.py (``--rounds``; medians with min-max): the time of the
+loading call only (the child times it), the process's CPU and peak RSS:
 
 * ``avhb``          avhb.media.sample_frames (decoder "auto")
 * ``avhb-decord``   the same with decoder="decord"
@@ -10,10 +11,14 @@ the loading call only, and the process's peak RSS):
 * ``lmms-eval``     lmms_eval's ``read_video`` (PyAV backend), run by the
                     Python of a separate venv (``--lmms-python``); skipped with
                     a message when that venv is missing
-* ``avhb-cached``   cached_sample_frames served from a warm cache
-* ``audio`` / ``audio-cached``  whole audio track at 16 kHz mono
+* ``avhb-cached``   cached_sample_frames served from a warm cache (filled
+                    once before the rounds); ``avhb-cached-first`` the same
+                    call with its cache emptied before each run (a fill)
+* ``audio`` / ``audio-cached`` / ``audio-cached-first``  whole audio track
+                    at 16 kHz mono, uncached, from a warm cache, filling it
 
 Usage: ``python benchmarks/media.py [--media-dir DIR] [--minutes 10 60]``.
+lmms-eval's reader runs in the venv scripts/peer_envs.sh builds.
 Videos (1280x720, 30 fps, 250-frame key-frame interval, ultrafast x264, AAC
 tone) are generated into ``--media-dir`` if missing (a temp dir by default).
 """
@@ -22,14 +27,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+from pairing import Case, Paired, machine_line, peer_missing, peer_python, progress, run_process, run_rounds  # noqa: E402
 N_FRAMES = 32
 
 
@@ -113,21 +120,28 @@ def ensure_video(media_dir: str, minutes: int) -> str:
     return path
 
 
-def run_once(python: str, method: str, path: str, cache_dir: str) -> dict | None:
-    cmd = [python, os.path.abspath(__file__), "--worker", method, path, cache_dir]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        print(f"  {method} failed: {proc.stderr.strip().splitlines()[-1:]}", flush=True)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+def method_case(method: str, python: str, path: str, work: str) -> Case:
+    """A method as a paired case.  ``-cached``: its own cache folder, filled
+    once now (untimed); ``-cached-first``: its cache emptied before each run."""
+    base = method.removesuffix("-first")
+    cache = os.path.join(work, method)
+    cmd = [python, os.path.abspath(__file__), "--worker", base, path, cache]
+    if method.endswith("-cached"):
+        fill = run_process(cmd)
+        if fill.rc != 0:
+            raise SystemExit(f"{method}: filling the cache failed: {fill.stderr[-800:]}")
 
+    def before(_k: int) -> None:
+        if method.endswith("-first"):
+            shutil.rmtree(cache, ignore_errors=True)
 
-def median_of(python, method, path, cache_dir, repeats) -> dict | None:
-    runs = [run_once(python, method, path, cache_dir) for _ in range(repeats)]
-    if any(r is None for r in runs):
-        return None
-    return {"seconds": statistics.median(r["seconds"] for r in runs),
-            "rss_mb": statistics.median(r["rss_mb"] for r in runs), "n": runs[0]["n"]}
+    def parse(run) -> dict:
+        out = json.loads(run.stdout.strip().splitlines()[-1])
+        if out["n"] != (1 if base.startswith("audio") else N_FRAMES):
+            raise AssertionError(f"{out['n']} frames")
+        return {"call_s": out["seconds"]}
+
+    return Case(method, cmd, before=before, parse=parse)
 
 
 def main() -> int:
@@ -135,11 +149,11 @@ def main() -> int:
     ap.add_argument("--worker", nargs=3, metavar=("METHOD", "PATH", "CACHE_DIR"))
     ap.add_argument("--media-dir", default=None)
     ap.add_argument("--minutes", type=int, nargs="+", default=[10, 60])
-    ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--lmms-python", default="/tmp/lmms-venv/bin/python")
+    ap.add_argument("--rounds", "--repeats", type=int, default=3, dest="rounds")
+    ap.add_argument("--lmms-python", default=None, help="lmms-eval's interpreter (default: scripts/peer_envs.sh's venv)")
     ap.add_argument("--methods", nargs="+", default=[
         "avhb", "avhb-pyav", "avhb-decord", "seek-loop", "naive", "lmms-eval",
-        "avhb-cached", "audio", "audio-cached"])
+        "avhb-cached-first", "avhb-cached", "audio", "audio-cached-first", "audio-cached"])
     args = ap.parse_args()
     if args.worker:
         print(json.dumps(_worker(*args.worker)))
@@ -147,66 +161,56 @@ def main() -> int:
 
     media_dir = args.media_dir or tempfile.mkdtemp(prefix="avhb-bench-")
     os.makedirs(media_dir, exist_ok=True)
-    cache_dir = tempfile.mkdtemp(prefix="avhb-bench-cache-")
-    have_lmms = os.path.exists(args.lmms_python)
-    if "lmms-eval" in args.methods and not have_lmms:
-        print(f"lmms-eval skipped: no venv python at {args.lmms_python} (create it with "
-              "python -m venv /tmp/lmms-venv && /tmp/lmms-venv/bin/pip install "
-              "lmms-eval==0.7.3 'filelock<4')")
-    results: dict[int, dict[str, dict | None]] = {}
-    for minutes in args.minutes:
-        path = ensure_video(media_dir, minutes)
-        res: dict[str, dict | None] = {}
-        for method in args.methods:
-            if method == "lmms-eval" and not have_lmms:
-                continue
-            python = args.lmms_python if method == "lmms-eval" else sys.executable
-            if method.endswith("-cached"):  # first (filling) run, then served runs
-                first = run_once(python, method, path, cache_dir)
-                res[method + "-first"] = first
-            res[method] = median_of(python, method, path, cache_dir, args.repeats)
-            r = res[method]
-            print(f"{minutes:>3} min  {method:<18} " + (
-                f"{r['seconds']:7.2f} s  {r['rss_mb']:7.0f} MB" if r else "failed"), flush=True)
-        results[minutes] = res
-
-    print("\nmethod              " + "".join(f"| {m} min: s / MB / x seek  " for m in args.minutes))
-    names = []
-    for res in results.values():
-        names += [n for n in res if n not in names]
-    for name in names:
-        row = f"{name:<20}"
+    work = tempfile.mkdtemp(prefix="avhb-bench-cache-")
+    lmms = args.lmms_python or peer_python("lmms-eval")
+    methods = list(args.methods)
+    if "lmms-eval" in methods and not (lmms and os.path.exists(lmms)):
+        print(peer_missing("lmms-eval"))
+        methods.remove("lmms-eval")
+    results: dict[int, Paired] = {}
+    try:
         for minutes in args.minutes:
-            r = results[minutes].get(name)
-            floor = results[minutes].get("seek-loop")
-            if r:
-                ratio = f"{r['seconds'] / floor['seconds']:.2f}x" if floor else "-"
-                row += f"| {r['seconds']:6.2f} / {r['rss_mb']:5.0f} / {ratio:>6}      "
-            else:
-                row += "| -                          "
-        print(row)
+            path = ensure_video(media_dir, minutes)
+            cases = [method_case(m, lmms if m == "lmms-eval" else sys.executable, path, os.path.join(work, str(minutes)))
+                     for m in methods]
+            progress(f"{minutes} min video:")
+            results[minutes] = run_rounds(cases, args.rounds, log=progress)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
-    print("\ngoals:")
+    failed = False
+    for minutes, paired in results.items():
+        print(f"\n{minutes}-minute 720p video, {N_FRAMES} frames; {machine_line()}")
+        print(paired.table(("call_s", "wall", "cpu", "peak_mb"), labels={"call_s": "loading call s"},
+                           base="seek-loop" if "seek-loop" in paired.cases else None, ratio_metrics=("call_s",)))
+        failed |= bool(paired.failures())
+
+    def median(minutes: int, method: str, metric: str = "call_s") -> float | None:
+        paired = results[minutes]
+        s = paired.stat(method, metric) if method in paired.cases else None
+        return s.median if s else None
+
+    def ratio(minutes: int, a: str, b: str, metric: str = "call_s") -> float | None:
+        paired = results[minutes]
+        if a not in paired.cases or b not in paired.cases:
+            return None
+        rs = paired.ratios(a, b, metric)
+        return statistics.median(rs) if rs else None
+
+    print("\ngoals (medians of the per-round ratios):")
     for minutes in args.minutes:
-        res = results[minutes]
-        a, floor, lm = res.get("avhb"), res.get("seek-loop"), res.get("lmms-eval")
-        if a and floor:
-            print(f"  {minutes} min: avhb / seek loop = {a['seconds'] / floor['seconds']:.2f} (goal <= 1.2)")
-        if a and lm:
-            goal = 3 if minutes <= 10 else 15
-            print(f"  {minutes} min: lmms-eval / avhb = {lm['seconds'] / a['seconds']:.1f}x (goal >= {goal}x)")
-        first, hit = res.get("avhb-cached-first"), res.get("avhb-cached")
-        if first and hit:
-            print(f"  {minutes} min: cached first / hit = {first['seconds'] / hit['seconds']:.0f}x (goal >= 20x)")
-        af, ah = res.get("audio-cached-first"), res.get("audio-cached")
-        if af and ah:
-            print(f"  {minutes} min: audio first / hit = {af['seconds'] / ah['seconds']:.0f}x")
+        for a, b, text, goal in (("avhb", "seek-loop", "avhb / seek loop", "<= 1.2"),
+                                 ("lmms-eval", "avhb", "lmms-eval / avhb", ">= 3" if minutes <= 10 else ">= 15"),
+                                 ("avhb-cached-first", "avhb-cached", "cached first / hit", ">= 20"),
+                                 ("audio-cached-first", "audio-cached", "audio first / hit", "")):
+            r = ratio(minutes, a, b)
+            if r is not None:
+                print(f"  {minutes} min: {text} = {r:.2f}" + (f" (goal {goal})" if goal else ""))
     if len(args.minutes) >= 2:
-        lo, hi = results[min(args.minutes)].get("avhb"), results[max(args.minutes)].get("avhb")
+        lo, hi = median(min(args.minutes), "avhb", "peak_mb"), median(max(args.minutes), "avhb", "peak_mb")
         if lo and hi:
-            print(f"  peak RSS {max(args.minutes)} / {min(args.minutes)} min = "
-                  f"{hi['rss_mb'] / lo['rss_mb']:.2f} (goal <= 1.2)")
-    return 0
+            print(f"  peak RSS {max(args.minutes)} / {min(args.minutes)} min = {hi / lo:.2f} (goal <= 1.2)")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

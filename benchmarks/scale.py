@@ -1,28 +1,32 @@
 """Scale of one process: a text task of 1k / 10k / 100k samples against an
-instant local OpenAI-compatible server, then the resume of the finished
-largest run.
+instant local OpenAI-compatible server, then the rerun of the finished
+largest run; this checkout and older trees side by side.
 
-    python benchmarks/scale.py                     # 1000,10000,100000
-    python benchmarks/scale.py --sizes 1000,10000
+    python benchmarks/scale.py                                  # 1000,10000,100000, 3 rounds
+    python benchmarks/scale.py --sizes 1000,10000 --tree old=4f67da6
+    python benchmarks/scale.py --sizes 1000000 --rounds 1       # one long run (not for CI)
 
-For each size, ``avhb run --tasks tputpack/tput_text --model
+For each tree and size, ``avhb run --tasks tputpack/tput_text --model
 openai:fake,base_url=...`` runs in a fresh process (the task pack of
 ``benchmarks/throughput.py``, one generated question per sample, metric
-``exact_match``) and the table gives wall time, samples/s, ms per sample,
-CPU per sample and the process's peak RSS (``wait4``).  The resume row
-re-runs the largest size's command into its finished run folder: every
-answer is a journal hit, and the server's completion counter (``GET
-/v1/stats``) must not move.
+``exact_match``, ``--no-report``) into a fresh run folder; all (tree, size)
+cases are interleaved round-robin by benchmarks/pairing.py (``--rounds``,
+at least 3 by default).  The tables give wall time, CPU and peak RSS
+(medians, min-max), per-sample CPU, and per-round ratios to this checkout.
+The ``finished`` case re-runs the largest size's command, with the default
+report, into a run folder that holds the finished run: every answer is a
+journal hit, and the server's completion counter (``GET /v1/stats``) must
+not move.
 
-Goals (issue 17): peak RSS < 400 MB at 100k; flat per-sample cost; the
-resume of a finished 100k run in < 5 s with zero calls.
+Goals (issues 17 and 26): peak RSS at 100k within 1.5x of 10k; per-sample
+CPU flat in N; a finished rerun of 100k in <= 2 s CPU with zero calls.
 """
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,12 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from throughput import CONCURRENCY, ROOT, Server, Workload, _pythonpath, measure  # noqa: E402
+from pairing import Case, head_tree, machine_line, progress, run_rounds, tree_from_spec  # noqa: E402
+from throughput import CONCURRENCY, Server, Workload, check_run  # noqa: E402
 
 TASK = "tput_text"
-
-GOAL_RSS_MB = 400
-GOAL_RESUME_S = 5.0
 
 
 def served(server: Server) -> int:
@@ -44,75 +46,95 @@ def served(server: Server) -> int:
         return int(json.loads(reply.read())["completions"])
 
 
-def command(server: Server, out: Path) -> list[str]:
-    return [sys.executable, "-m", "avhb.cli", "run", "--tasks", f"tputpack/{TASK}", "--model",
-            f"openai:fake,base_url={server.base_url},concurrency={CONCURRENCY}", "--sample-data",
-            "--output-dir", str(out), "--no-report"]
-
-
-def check(out: Path, n: int) -> str:
-    results = json.loads((out / "results.json").read_text())["results"][f"tputpack/{TASK}"]
-    with open(out / "samples" / f"tputpack__{TASK}.jsonl", "rb") as fh:
-        lines = sum(1 for _ in fh)
-    ok = lines == n and results.get("samples") == n and results.get("exact_match") == 1.0
-    return f"samples {lines}/{n}, exact_match {results.get('exact_match')}" + ("" if ok else "  (WRONG)")
-
-
-def row(label: str, n: int, res: dict, calls: int, detail: str) -> str:
-    wall = res["wall"]
-    return (f"| {label:<14} | {n:>7} | {wall:7.2f} | {n / wall:9.0f} | {1000 * wall / n:10.3f} | "
-            f"{1000 * res['cpu'] / n:13.3f} | {res['peak_mb']:7.0f} | {calls:>7} | {detail} |")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--tree", action="append", default=[], metavar="NAME=REV|NAME=PYTHON:SRC",
+                    help="an older avhb to run the same workload with (repeatable)")
     ap.add_argument("--keep", default=None, help="keep the run folders under this directory")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     server = Server("fast")
+    print(f"instant server {server.base_url} (own process), concurrency {CONCURRENCY}, {machine_line()}, "
+          f"{args.rounds} rounds\n")
+    tmp = tempfile.mkdtemp(prefix="avhb-scale-", dir=args.keep)
     failed = False
-    print(f"instant server {server.base_url} (own process), concurrency {CONCURRENCY}, {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f}\n")
-    print("| run            | samples |  wall s | samples/s |  ms/sample | CPU ms/sample | peak MB |   calls | check |")
-    print("|----------------|---------|---------|-----------|------------|---------------|---------|---------|-------|")
     try:
-        with (contextlib.nullcontext(tempfile.mkdtemp(prefix="avhb-scale-", dir=args.keep)) if args.keep
-              else tempfile.TemporaryDirectory(prefix="avhb-scale-")) as tmp:
-            work = Path(tmp)
+        work = Path(tmp)
+        trees = [head_tree()] + [tree_from_spec(s, work) for s in args.tree]
+        cases: list[Case] = []
+        for tree in trees:
             for n in sizes:
-                workload = Workload("text", n, 0, work / f"w{n}")  # the throughput benchmark's text task
-                env = dict(os.environ, PYTHONPATH=_pythonpath(str(workload.pack), str(ROOT)),
-                           AVHB_CACHE_DIR=str(work / "cache"),
+                w = Workload("text", n, 0, work / f"{tree.name}-w{n}")
+                env = dict(os.environ, PYTHONPATH=tree.pythonpath(str(w.pack)), AVHB_CACHE_DIR=str(work / f"{tree.name}-cache"),
                            HF_HUB_OFFLINE="1")
-                out = work / f"run{n}"
-                before = served(server)
-                res = measure(command(server, out), env, cwd=work)
-                calls = served(server) - before
-                if res["rc"] != 0:
-                    print(f"| {n} FAILED rc={res['rc']}: {res['stderr'][-800:]}")
-                    failed = True
-                    continue
-                rss_ok = n < 100_000 or res["peak_mb"] < GOAL_RSS_MB
-                print(row("run", n, res, calls, check(out, n) + ("" if rss_ok else
-                                                                  f"; peak RSS goal < {GOAL_RSS_MB} MB: MISSED")),
-                      flush=True)
-                failed |= not rss_ok or "WRONG" in check(out, n)
+                cmd = [tree.python, "-m", "avhb.cli", "run", "--tasks", f"tputpack/{TASK}", "--model",
+                       f"openai:fake,base_url={server.base_url},concurrency={CONCURRENCY}", "--sample-data"]
+                folder = work / f"{tree.name}-runs{n}"
+
+                def before(k: int, folder=folder) -> None:
+                    shutil.rmtree(folder / f"run{k}", ignore_errors=True)
+
+                cases.append(Case(f"{tree.name} {n}", lambda k, cmd=cmd, folder=folder:
+                                  [*cmd, "--output-dir", str(folder / f"run{k}"), "--no-report"],
+                                  env=env, cwd=work, before=before,
+                                  parse=lambda run, folder=folder, w=w, n=n: check_run(folder / f"run{run.round}", w, n)))
+                # the index and dataset cache warm, as a user's second run finds them
+                subprocess.run([*cmd, "--limit", "1", "--no-report", "--output-dir", str(folder / "warmup")], env=env,
+                               cwd=work, capture_output=True, check=True)
                 if n == max(sizes):
-                    before = served(server)
-                    res = measure(command(server, out), env, cwd=work)
-                    calls = served(server) - before
-                    verdict = "ok" if res["rc"] == 0 and calls == 0 and res["wall"] < GOAL_RESUME_S else "MISSED"
-                    print(row("resume (done)", n, res, calls, f"{check(out, n)}; goal < {GOAL_RESUME_S:.0f} s, "
-                                                               f"0 calls: {verdict}"), flush=True)
-                    failed |= verdict != "ok"
-            if args.keep:
-                print(f"\nrun folders kept under {work}")
+                    cases.append(_finished_case(f"{tree.name} {n} finished", cmd, env, work, folder, w, n, server))
+        paired = run_rounds(cases, args.rounds, log=progress)
     finally:
         server.close()
-    print(f"\ngoals: peak RSS < {GOAL_RSS_MB} MB at 100k, flat ms/sample, resume of 100k < {GOAL_RESUME_S:.0f} s "
-          "with 0 calls")
+        if not args.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print(paired.table(base=None))
+    print("\nper sample (median CPU ms / sample; ratio to head per round):")
+    for case in paired.cases:
+        n = int(case.split()[1])
+        cpu = paired.stat(case, "cpu")
+        if cpu is None:
+            continue
+        line = f"  {case:28s} CPU {1000 * cpu.median / n:8.4f} ms/sample ({1000 * cpu.lo / n:.4f}-{1000 * cpu.hi / n:.4f})"
+        head = "head " + case.split(" ", 1)[1]
+        if not case.startswith("head ") and head in paired.cases:
+            rs = paired.ratios(case, head, "cpu")
+            line += f"   CPU / head: {' '.join(f'{r:.2f}' for r in rs)}"
+        print(line)
+    for tree in trees:
+        small, big = f"{tree.name} {min(sizes)}", f"{tree.name} {max(sizes)}"
+        if len(sizes) > 1 and paired.stat(small, "peak_mb") and paired.stat(big, "peak_mb"):
+            print(f"  {tree.name}: peak RSS {max(sizes)} / {min(sizes)} = "
+                  f"{paired.stat(big, 'peak_mb').median / paired.stat(small, 'peak_mb').median:.2f}")
+    failed |= bool(paired.failures())
     return 1 if failed else 0
+
+
+def _finished_case(name: str, cmd: list[str], env: dict, work: Path, folder: Path, w: Workload, n: int,
+                   server: Server) -> Case:
+    """The default command (report included) over a run folder that holds
+    the finished run: a copy of a finished run made once, restored before
+    each round (so every round finds the same folder)."""
+    done = folder / "finished-source"
+    calls: dict[int, int] = {}
+
+    def before(k: int) -> None:
+        if not done.exists():
+            subprocess.run([*cmd, "--output-dir", str(done)], env=env, cwd=work, capture_output=True, check=True)
+        shutil.rmtree(folder / f"rerun{k}", ignore_errors=True)
+        shutil.copytree(done, folder / f"rerun{k}")
+        calls[k] = served(server)
+
+    def parse(run) -> dict:
+        moved = served(server) - calls[run.round]
+        if moved:
+            raise AssertionError(f"{moved} model calls on a finished rerun")
+        return check_run(folder / f"rerun{run.round}", w, n)
+
+    return Case(name, lambda k: [*cmd, "--output-dir", str(folder / f"rerun{k}")], env=env, cwd=work, before=before,
+                parse=parse)
 
 
 if __name__ == "__main__":

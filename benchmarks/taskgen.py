@@ -1,20 +1,22 @@
 """Synthetic third-party task plugins for the start-up benchmark.
 
+``n`` counts task files: a pack of 2,000 writes 2,000 task YAML files
+(plus, per folder, its include bases, hook modules and one group file).
 ``realistic`` packs look like the lm-eval/lmms-eval task folders a pack
-author keeps: per folder of 100 tasks, a two-level include chain
+author keeps: per folder of 100 task files, a two-level include chain
 (``_defaults.yaml`` <- ``_base.yaml``), a hook module of ~40 functions and a
-metrics module, 60 single-task files that include the base and name a
-``process_docs`` hook, four families of 10 declared once with ``expand``,
-and a group over the folder.  ``plain`` packs are one self-contained file
-per task (no include, no hook).
+metrics module, 96 single-task files that include the base and name a
+``process_docs`` hook, four families of 10 tasks each declared once with
+``expand`` (so a folder defines 136 tasks), and a group over the folder.
+``plain`` packs are one self-contained file per task (no include, no hook).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-PER_FOLDER = 100
-SINGLES = 60
-FAMILIES, FAMILY_SIZE = 4, 10
+PER_FOLDER = 100  # task files per folder
+FAMILIES, FAMILY_SIZE = 4, 10  # of those, expanded family files and the tasks each defines
 LANGS = ["ar", "bn", "de", "en", "es", "fr", "hi", "ja", "ko", "zh"]
 
 _DEFAULTS = """\
@@ -125,7 +127,8 @@ class Agreement:
 
 
 def write_realistic_folder(folder_dir: Path, folder: str, n: int = PER_FOLDER, hints: bool = True) -> list[str]:
-    """One realistic task folder with ``n`` tasks (n <= PER_FOLDER); returns the task names.
+    """One realistic task folder with ``n`` task files (n <= PER_FOLDER; the
+    four family files only when n >= 50); returns the task names.
     ``hints=False`` leaves out the report hint (a key older cores do not know)."""
     tail = _FAMILY_TAIL if hints else "".join(ln for ln in _FAMILY_TAIL.splitlines(True) if not ln.startswith("report:"))
     folder_dir.mkdir(parents=True, exist_ok=True)
@@ -135,19 +138,14 @@ def write_realistic_folder(folder_dir: Path, folder: str, n: int = PER_FOLDER, h
     (folder_dir / "hooks.py").write_text(_hooks_source())
     (folder_dir / "metrics.py").write_text(_METRICS)
     names = []
-    singles = min(n, SINGLES)
-    for j in range(singles):
+    families = FAMILIES if n >= 50 else 0
+    for j in range(n - families):
         (folder_dir / f"task_{j:03d}.yaml").write_text(_SINGLE.format(folder=folder, j=j, k=j % 10))
         names.append(f"bench_{folder}_t{j:03d}")
-    left = n - singles
-    f = 0
-    while left > 0:
-        size = min(FAMILY_SIZE, left)
-        body = "".join(f"  - {{lang: {lang}}}\n" for lang in LANGS[:size])
+    body = "".join(f"  - {{lang: {lang}}}\n" for lang in LANGS[:FAMILY_SIZE])
+    for f in range(families):
         (folder_dir / f"family_{f}.yaml").write_text(_FAMILY_HEAD.format(folder=folder, f=f) + body + tail)
-        names += [f"bench_{folder}_f{f}_{lang}" for lang in LANGS[:size]]
-        left -= size
-        f += 1
+        names += [f"bench_{folder}_f{f}_{lang}" for lang in LANGS[:FAMILY_SIZE]]
     members = "\n".join(f"  - {name}" for name in names)
     (folder_dir / "group.yaml").write_text(f"group: bench_{folder}\ntask:\n{members}\naggregate_metric_list:\n"
                                            "  - metric: exact_match\n    weight_by_size: true\n")
@@ -162,9 +160,17 @@ def write_plain_task(folder_dir: Path, i: int) -> None:
         "metric_list:\n  - metric: exact_match\nmetadata:\n  version: 1\n")
 
 
-def make_plugin(root: Path, n: int, kind: str = "realistic", name: str = "bench", hints: bool = True) -> Path:
-    """A third-party plugin ``name`` with ``n`` tasks, installed as a
-    distribution folder: put ``root`` on PYTHONPATH."""
+@dataclass
+class Pack:
+    root: Path  # put it on PYTHONPATH
+    task_files: int  # task YAML files written (include bases and group files not counted)
+    tasks: int  # tasks they define
+    tasks_dir: Path
+
+
+def make_plugin(root: Path, n: int, kind: str = "realistic", name: str = "bench", hints: bool = True) -> Pack:
+    """A third-party plugin ``name`` with ``n`` task files, installed as a
+    distribution folder."""
     pkg = root / f"{name}_tasks"
     (pkg / "tasks").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
@@ -172,10 +178,13 @@ def make_plugin(root: Path, n: int, kind: str = "realistic", name: str = "bench"
     (pkg / "plugin.py").write_text(
         "from avhb.hookspecs import hookimpl\n\n@hookimpl\n"
         f"def avhb_task_packages():\n    return ['{name}_tasks.tasks']\n")
+    tasks = n
     if kind == "realistic":
+        tasks = 0
         for start in range(0, n, PER_FOLDER):
             folder = f"f{start // PER_FOLDER:04d}"
-            write_realistic_folder(pkg / "tasks" / folder, folder, min(PER_FOLDER, n - start), hints=hints)
+            tasks += len(write_realistic_folder(pkg / "tasks" / folder, folder, min(PER_FOLDER, n - start),
+                                                hints=hints))
     else:
         for i in range(n):
             folder = pkg / "tasks" / f"family{i // 100:03d}"
@@ -187,4 +196,4 @@ def make_plugin(root: Path, n: int, kind: str = "realistic", name: str = "bench"
     dist.mkdir()
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}-tasks\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(f"[avhb]\n{name} = {name}_tasks.plugin\n")
-    return root
+    return Pack(root, n, tasks, pkg / "tasks")

@@ -4,7 +4,7 @@ request, against an instant local server, with lmms-eval's
 OpenAI-compatible model beside them; all side by side in one invocation.
 
     python benchmarks/throughput.py                  # everything (a few minutes on 2 cores)
-    python benchmarks/throughput.py --workloads text --modes direct,cli --repeats 3
+    python benchmarks/throughput.py --workloads text --modes direct,cli --rounds 5
 
 Workloads: ``text`` (``--n`` 2,000 one-line questions) and ``image``
 (``--images`` 200 requests of ``--frames`` 8 JPEG frames, 448x252, each
@@ -16,27 +16,28 @@ Transports (``--transports``): ``aiohttp`` (the backend as shipped),
 ``benchmarks/sdk_transport.py``: the same backend with only the attempt
 replaced, SDK retries off, avhb's limiter/backoff/redaction on top.
 
-Modes (each measured in a fresh process: wall time from spawn to exit,
-and peak RSS and CPU of that process tree, from ``getrusage(RUSAGE_CHILDREN)``
-in a one-child wrapper):
+Modes (each run a fresh process, all of a workload's cases interleaved
+round-robin by benchmarks/pairing.py, ``--rounds`` rounds: wall time from
+spawn to exit, CPU and peak RSS of the process tree from ``wait4``;
+medians with min-max, and each round's ratio to ``cli aiohttp``):
 
 - ``direct``: ``generate_batch`` on the workload's requests in one process
   (imports included); also reports the request phase alone, per request;
 - ``cli``: ``avhb run --tasks tputpack/tput_<workload> --model ...`` on a
   generated task pack (a real plugin distribution on PYTHONPATH, which also
   registers the SDK backend as ``tputpack/openai_sdk``), with avhb's task
-  index and dataset cache warm (the same command ran once before, untimed,
-  into another run folder); ``cli-cold``: the same with an empty cache
-  folder (aiohttp only: start-up, not transport);
+  index and dataset cache warm (the same command ran once before the
+  rounds, untimed, into another run folder); ``cli-cold``: the same with
+  the cache folder emptied before each run (aiohttp only: start-up, not
+  transport); every run's results are checked (all samples, exact_match 1);
 - ``lmms``: ``python -m lmms_eval --model openai`` on an equivalent task in
-  a temporary include path, in the lmms-eval venv (``--lmms-python``,
-  default /tmp/lmms-venv/bin/python; created with ``python -m venv
-  /tmp/lmms-venv && /tmp/lmms-venv/bin/pip install lmms-eval==0.7.3
-  'filelock<4'`` if missing; skipped, saying so, when absent).
+  a temporary include path, in the lmms-eval venv scripts/peer_envs.sh
+  builds (``--lmms-python`` to use another; skipped, saying so, when absent).
 
 The decision rule (issue 20): if the SDK's end-to-end time (``cli``) is
-within 1.5x of aiohttp's on every workload, the SDK becomes the transport;
-otherwise aiohttp stays.  The script prints the ratios and the verdict.
+within 1.5x of aiohttp's on every workload (the median of the per-round
+ratios), the SDK becomes the transport; otherwise aiohttp stays.  The
+script prints the ratios and the verdict.
 
 The server (tests/servers/openai_server.py) runs in its own process: by
 default its single-threaded asyncio mode (``--server fast``), cheap enough
@@ -48,12 +49,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pairing import Case, Paired, Run, machine_line, peer_missing, peer_python, progress, run_rounds  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 32
@@ -96,24 +101,17 @@ def model_spec(transport: str, base_url: str) -> str:
     return f"tputpack/openai_sdk:{common},sdk_http={http}"
 
 
-# -- measuring one command ----------------------------------------------------
+# -- checking what a run wrote ----------------------------------------------
 
-_WRAPPER = textwrap.dedent("""
-    import json, resource, subprocess, sys, time
-    t0 = time.perf_counter()
-    rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    wall = time.perf_counter() - t0
-    use = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(json.dumps({"rc": rc.returncode, "wall": wall, "peak_mb": use.ru_maxrss / 1024,
-                      "cpu": use.ru_utime + use.ru_stime, "stderr": rc.stderr[-3000:]}))
-""")
-
-
-def measure(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> dict:
-    out = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], env=env, cwd=cwd, capture_output=True, text=True)
-    if out.returncode != 0:
-        raise SystemExit(f"wrapper failed: {out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+def check_run(out_dir: Path, workload: "Workload", expect: int) -> dict:
+    """The avhb run in ``out_dir`` answered ``expect`` samples, all right (raises otherwise)."""
+    results = json.loads((out_dir / "results.json").read_text())
+    with open(out_dir / "samples" / f"tputpack__{workload.task}.jsonl", "rb") as fh:
+        lines = sum(1 for _ in fh)
+    em = results.get("results", {}).get(f"tputpack/{workload.task}", {}).get("exact_match")
+    if lines != expect or em != 1.0:
+        raise AssertionError(f"samples {lines}/{expect}, exact_match {em}")
+    return {}
 
 
 # -- workloads --------------------------------------------------------------
@@ -180,18 +178,20 @@ _DIRECT = textwrap.dedent("""
 """)
 
 
-def run_direct(workload: Workload, transport: str, server: Server) -> dict:
+def direct_case(label: str, workload: Workload, transport: str, server: Server) -> Case:
     env = dict(os.environ, PYTHONPATH=_pythonpath(str(workload.pack), str(ROOT)))
-    res = measure([sys.executable, "-c", _DIRECT, model_spec(transport, server.base_url), str(workload.rows_file),
-                   str(workload.data)], env)
-    line = next((x for x in res["stderr"].splitlines() if x.startswith("REQUESTS ")), "")
-    if line:
+
+    def parse(run: Run) -> dict:
+        line = next((x for x in run.stderr.splitlines() if x.startswith("REQUESTS ")), "")
+        if not line:
+            raise AssertionError("no REQUESTS line on stderr")
         _, seconds, count, bad, *_ = line.split(maxsplit=4)
-        res["requests_s"] = float(seconds)
-        res["detail"] = f"requests phase {float(seconds):.2f} s, {bad}"
-    else:
-        res["detail"] = res["stderr"].strip().splitlines()[-1] if res["stderr"].strip() else ""
-    return res
+        if bad != "bad=0" or int(count) != workload.n:
+            raise AssertionError(line)
+        return {"requests_s": float(seconds)}
+
+    return Case(label, [sys.executable, "-c", _DIRECT, model_spec(transport, server.base_url), str(workload.rows_file),
+                        str(workload.data)], env=env, parse=parse)
 
 
 class Workload:
@@ -254,32 +254,28 @@ def make_avhb_pack(root: Path, workload: Workload) -> Path:
     return task_dir / "sample"
 
 
-def run_cli(workload: Workload, transport: str, server: Server, work: Path, warm: bool) -> dict:
-    """One ``avhb run`` in a fresh process.  ``warm``: the on-disk task index
-    and dataset cache already exist (any run after the first); otherwise the
-    cache folder is empty (a first run after installing)."""
-    out_dir = work / "avhb_out"
-    env = dict(os.environ, PYTHONPATH=_pythonpath(str(workload.pack), str(ROOT)),
-               AVHB_CACHE_DIR=str(work / "avhb_cache"), HF_HUB_OFFLINE="1")
+def cli_case(label: str, workload: Workload, transport: str, server: Server, work: Path, cold: bool) -> Case:
+    """``avhb run`` in a fresh process.  Warm: the on-disk task index and
+    dataset cache exist (the same command ran once, untimed, before the
+    rounds); cold: the cache folder is emptied before each run (a first run
+    after installing)."""
+    folder = work / label.replace(" ", "_")
+    folder.mkdir(parents=True)
+    cache = folder / "avhb_cache"
+    env = dict(os.environ, PYTHONPATH=_pythonpath(str(workload.pack), str(ROOT)), AVHB_CACHE_DIR=str(cache),
+               HF_HUB_OFFLINE="1")
     cmd = [sys.executable, "-m", "avhb.cli", "run", "--tasks", f"tputpack/{workload.task}", "--model",
            model_spec(transport, server.base_url), "--sample-data", "--no-report"]
-    if warm:  # same command once, untimed, into another folder
-        subprocess.run([*cmd, "--output-dir", str(work / "avhb_warmup")], env=env, cwd=work,
-                       capture_output=True, check=False)
-    res = measure([*cmd, "--output-dir", str(out_dir)], env, cwd=work)
-    res["detail"] = _avhb_check(out_dir, workload)
-    return res
+    if not cold:
+        subprocess.run([*cmd, "--output-dir", str(folder / "warmup")], env=env, cwd=folder, capture_output=True,
+                       check=False)
 
+    def before(k: int) -> None:
+        if cold:
+            shutil.rmtree(cache, ignore_errors=True)
 
-def _avhb_check(out_dir: Path, workload: Workload) -> str:
-    try:
-        results = json.loads((out_dir / "results.json").read_text())
-        samples = (out_dir / "samples" / f"tputpack__{workload.task}.jsonl").read_text().splitlines()
-    except OSError as exc:
-        return f"no results ({exc})"
-    scores = results.get("results", {}).get(f"tputpack/{workload.task}", {})
-    em = scores.get("exact_match")
-    return f"samples={len(samples)}/{workload.n} exact_match={em}"
+    return Case(label, lambda k: [*cmd, "--output-dir", str(folder / f"run{k}")], env=env, cwd=folder, before=before,
+                parse=lambda run: check_run(folder / f"run{run.round}", workload, workload.n))
 
 
 def make_lmms_task(root: Path, workload: Workload) -> Path:
@@ -326,82 +322,60 @@ def make_lmms_task(root: Path, workload: Workload) -> Path:
     return root / "lmms_tasks"
 
 
-def run_lmms(workload: Workload, server: Server, work: Path, python: str) -> dict:
-    include = make_lmms_task(work, workload)
-    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(work / "hf_home"),
+def lmms_case(label: str, workload: Workload, server: Server, work: Path, python: str) -> Case:
+    folder = work / "lmms"
+    include = make_lmms_task(folder, workload)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_HOME=str(folder / "hf_home"),
                OPENAI_API_KEY="sk-bench", OPENAI_API_BASE=server.base_url, TOKENIZERS_PARALLELISM="false")
     env.pop("PYTHONPATH", None)
-    res = measure([python, "-m", "lmms_eval", "--model", "openai", "--model_args",
-                   f"model_version=fake,base_url={server.base_url},api_key=sk-bench,num_concurrent={CONCURRENCY}",
-                   "--tasks", workload.task, "--include_path", str(include), "--batch_size", "1",
-                   "--output_path", str(work / "lmms_out"), "--verbosity", "WARNING"], env, cwd=work)
-    found = list((work / "lmms_out").rglob("*results*.json"))
-    res["detail"] = f"results file: {'yes' if found else 'no'}"
-    if found:
-        data = json.loads(found[0].read_text())
-        scores = data.get("results", {}).get(workload.task) or {}
-        res["detail"] += f" exact_match={scores.get('exact_match,none')}"
-    return res
+    cmd = [python, "-m", "lmms_eval", "--model", "openai", "--model_args",
+           f"model_version=fake,base_url={server.base_url},api_key=sk-bench,num_concurrent={CONCURRENCY}",
+           "--tasks", workload.task, "--include_path", str(include), "--batch_size", "1", "--verbosity", "WARNING"]
+
+    def parse(run: Run) -> dict:
+        found = list((folder / f"out{run.round}").rglob("*results*.json"))
+        if not found:
+            raise AssertionError("lmms-eval wrote no results file")
+        scores = json.loads(found[0].read_text()).get("results", {}).get(workload.task) or {}
+        if scores.get("exact_match,none") != 1.0:
+            raise AssertionError(f"lmms-eval exact_match {scores.get('exact_match,none')}")
+        return {}
+
+    return Case(label, lambda k: [*cmd, "--output_path", str(folder / f"out{k}")], env=env, cwd=folder, parse=parse)
 
 
 # -- report -----------------------------------------------------------------
 
-HEADER = (f"{'workload':8s} {'harness':18s} {'end to end':>10s} {'per request':>12s} {'requests only':>14s} "
-          f"{'CPU':>8s} {'peak':>8s}  check")
+def verdict(workload: Workload, paired: Paired) -> float | None:
+    """Each SDK variant's per-round ratios to aiohttp; returns the best SDK
+    variant's median end-to-end ratio on this workload (None: not measured)."""
+    best = None
+    for mode in ("direct", "cli"):
+        base = f"{mode} aiohttp"
+        for t in TRANSPORTS[1:]:
+            case = f"{mode} {t}"
+            if case not in paired.cases or base not in paired.cases:
+                continue
+            wall = paired.ratios(case, base, "wall")
+            cpu = paired.ratios(case, base, "cpu")
+            req = paired.ratios(case, base, "requests_s")
+            if not wall:
+                continue
+            extra = f"; requests only {statistics.median(req):.2f}x" if req else ""
+            print(f"{workload.name:8s} {case:16s} / aiohttp: end to end {statistics.median(wall):.2f}x "
+                  f"(rounds {' '.join(f'{r:.2f}' for r in wall)}){extra}; CPU {statistics.median(cpu):.2f}x")
+            if mode == "cli":
+                best = statistics.median(wall) if best is None else min(best, statistics.median(wall))
+    if "lmms" in paired.cases and "cli aiohttp" in paired.cases:
+        wall, cpu = paired.ratios("lmms", "cli aiohttp", "wall"), paired.ratios("lmms", "cli aiohttp", "cpu")
+        peak = paired.ratios("lmms", "cli aiohttp", "peak_mb")
+        if wall:
+            print(f"{workload.name:8s} lmms-eval / avhb (aiohttp) end to end: {statistics.median(wall):.1f}x the time, "
+                  f"{statistics.median(cpu):.1f}x the CPU, {statistics.median(peak):.1f}x the peak memory")
+    return best
 
 
-def summarize(workload: Workload, label: str, runs: list[dict]) -> dict:
-    n = workload.n
-    ok = [r for r in runs if r["rc"] == 0]
-    if not ok:
-        tail = runs[-1]["stderr"].strip().splitlines()[-5:] if runs else []
-        print(f"{workload.name:8s} {label:18s} FAILED (rc={runs[-1]['rc'] if runs else '?'})\n    " + "\n    ".join(tail))
-        return {}
-    wall = statistics.median(r["wall"] for r in ok)
-    cpu = statistics.median(r["cpu"] for r in ok)
-    peak = max(r["peak_mb"] for r in ok)
-    req = [r["requests_s"] for r in ok if "requests_s" in r]
-    req_s = statistics.median(req) if req else None
-    req_text = f"{1000 * req_s / n:8.2f} ms/r" if req_s is not None else f"{'-':>14s}"
-    walls = ", ".join(f"{r['wall']:.2f}" for r in ok)
-    print(f"{workload.name:8s} {label:18s} {wall:8.2f} s {1000 * wall / n:8.2f} ms/r {req_text} "
-          f"{cpu:6.1f} s {peak:5.0f} MB  {ok[-1].get('detail', '')}"
-          + (f"  runs [{walls}]" if len(ok) > 1 else ""), flush=True)
-    return {"wall": wall, "cpu": cpu, "peak_mb": peak, "per_request_ms": 1000 * wall / n,
-            "requests_ms": None if req_s is None else 1000 * req_s / n, "n": n}
-
-
-def verdict(summary: dict[str, dict]) -> None:
-    """The ratios and the issue's rule, applied to the best SDK variant."""
-    print()
-    worst = None
-    for workload in sorted({k.split(" ")[0] for k in summary}):
-        base = summary.get(f"{workload} cli aiohttp") or {}
-        for mode in ("direct", "cli"):
-            ref = summary.get(f"{workload} {mode} aiohttp") or {}
-            for t in TRANSPORTS[1:]:
-                got = summary.get(f"{workload} {mode} {t}") or {}
-                if ref and got:
-                    extra = ""
-                    if ref.get("requests_ms") and got.get("requests_ms"):
-                        extra = f"; requests only {got['requests_ms'] / ref['requests_ms']:.2f}x"
-                    print(f"{workload:8s} {mode:6s} {t:12s} / aiohttp: end to end {got['wall'] / ref['wall']:.2f}x"
-                          f"{extra}; CPU {got['cpu'] / ref['cpu']:.2f}x")
-        sdk = [summary[k]["wall"] for k in (f"{workload} cli sdk", f"{workload} cli sdk-aiohttp") if summary.get(k)]
-        if base and sdk:
-            ratio = min(sdk) / base["wall"]
-            worst = ratio if worst is None else max(worst, ratio)
-        lmms = summary.get(f"{workload} lmms") or {}
-        if base and lmms:
-            print(f"{workload:8s} avhb (aiohttp) vs lmms-eval end to end: {lmms['wall'] / base['wall']:.1f}x faster, "
-                  f"{lmms['cpu'] / base['cpu']:.1f}x less CPU, {lmms['peak_mb'] / base['peak_mb']:.1f}x less peak memory")
-    if worst is not None:
-        decision = "the SDK becomes the transport" if worst <= RULE else "aiohttp stays the transport"
-        print(f"\nrule: SDK end to end within {RULE}x of aiohttp on every workload -> SDK.  "
-              f"Best SDK variant, worst workload: {worst:.2f}x -> {decision}.")
-
-
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=2000, help="text questions")
     ap.add_argument("--images", type=int, default=200, help="image requests")
@@ -409,11 +383,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--workloads", default="text,image")
     ap.add_argument("--modes", default="direct,cli-cold,cli,lmms")
     ap.add_argument("--transports", default=",".join(TRANSPORTS))
-    ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--lmms-python", default="/tmp/lmms-venv/bin/python")
+    ap.add_argument("--rounds", "--repeats", type=int, default=3, dest="rounds")
+    ap.add_argument("--lmms-python", default=None, help="lmms-eval's interpreter (default: scripts/peer_envs.sh's venv)")
     ap.add_argument("--server", choices=["fast", "threading"], default="fast",
                     help="asyncio server (default) or the stdlib threaded test server")
-    ap.add_argument("--json", help="write the summary here")
+    ap.add_argument("--json", help="write the medians here")
     args = ap.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     transports = [t.strip() for t in args.transports.split(",") if t.strip()]
@@ -423,45 +397,55 @@ def main(argv: list[str] | None = None) -> None:
     for m in modes:
         if m not in ("direct", "cli", "cli-cold", "lmms"):
             raise SystemExit(f"unknown mode {m!r}")
-    summary: dict[str, dict] = {}
+    lmms_python = args.lmms_python or peer_python("lmms-eval")
     server = Server(args.server)
     print(f"{args.n} text questions; {args.images} image requests x {args.frames} frames {FRAME_SIZE[0]}x"
           f"{FRAME_SIZE[1]}; concurrency {CONCURRENCY}; {args.server} server {server.base_url} (own process); "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}\n")
-    print(HEADER)
+          f"{machine_line()}; {args.rounds} rounds\n")
+    summary: dict[str, dict] = {}
+    worst = None
+    failed = False
     try:
         with tempfile.TemporaryDirectory(prefix="avhb-tput-") as tmp:
             base = Path(tmp)
-            workloads = [Workload(name, args.n if name == "text" else args.images, args.frames, base)
-                         for name in [w.strip() for w in args.workloads.split(",") if w.strip()]]
-            for workload in workloads:
+            for name in [w.strip() for w in args.workloads.split(",") if w.strip()]:
+                workload = Workload(name, args.n if name == "text" else args.images, args.frames, base / name)
+                work = base / f"{name}-runs"
+                cases = []
                 for mode in modes:
-                    labels = ([("lmms", None)] if mode == "lmms" else
-                              [(f"{mode} aiohttp", "aiohttp")] if mode == "cli-cold" else
-                              [(f"{mode} {t}", t) for t in transports])
-                    for label, transport in labels:
-                        if mode == "lmms" and not Path(args.lmms_python).exists():
-                            print(f"{workload.name:8s} lmms-eval          skipped: {args.lmms_python} not found "
-                                  "(see the module docstring)")
-                            continue
-                        runs = []
-                        for _ in range(args.repeats):
-                            with tempfile.TemporaryDirectory(prefix="run-", dir=base) as run_tmp:
-                                work = Path(run_tmp)
-                                if mode == "direct":
-                                    runs.append(run_direct(workload, transport, server))
-                                elif mode in ("cli", "cli-cold"):
-                                    runs.append(run_cli(workload, transport, server, work, warm=mode == "cli"))
-                                else:
-                                    runs.append(run_lmms(workload, server, work, args.lmms_python))
-                        shown = "lmms-eval" if mode == "lmms" else label
-                        summary[f"{workload.name} {label}"] = summarize(workload, shown, runs)
+                    if mode == "direct":
+                        cases += [direct_case(f"direct {t}", workload, t, server) for t in transports]
+                    elif mode == "cli":
+                        cases += [cli_case(f"cli {t}", workload, t, server, work, cold=False) for t in transports]
+                    elif mode == "cli-cold":
+                        cases.append(cli_case("cli-cold aiohttp", workload, "aiohttp", server, work, cold=True))
+                    elif lmms_python and Path(lmms_python).exists():
+                        cases.append(lmms_case("lmms", workload, server, work, lmms_python))
+                    else:
+                        print(f"{name}: lmms-eval skipped: {peer_missing('lmms-eval')}")
+                progress(f"{name}:")
+                paired = run_rounds(cases, args.rounds, log=progress)
+                print(f"\n{name} workload ({workload.n} requests)")
+                print(paired.table(("wall", "cpu", "peak_mb", "requests_s"), labels={"requests_s": "requests phase s"},
+                                   base="cli aiohttp" if "cli aiohttp" in paired.cases else None))
+                print()
+                failed |= bool(paired.failures())
+                ratio = verdict(workload, paired)
+                if ratio is not None:
+                    worst = ratio if worst is None else max(worst, ratio)
+                for case in paired.cases:
+                    summary[f"{name} {case}"] = {m: (s.median if (s := paired.stat(case, m)) else None)
+                                                 for m in ("wall", "cpu", "peak_mb", "requests_s")}
     finally:
         server.close()
-    verdict(summary)
+    if worst is not None:
+        decision = "the SDK becomes the transport" if worst <= RULE else "aiohttp stays the transport"
+        print(f"\nrule: SDK end to end within {RULE}x of aiohttp on every workload -> SDK.  "
+              f"Best SDK variant, worst workload: {worst:.2f}x -> {decision}.")
     if args.json:
         Path(args.json).write_text(json.dumps(summary, indent=2))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

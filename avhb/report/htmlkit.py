@@ -85,6 +85,7 @@ td.about{color:var(--muted);font-size:12.5px;max-width:360px}
 .problems{background:#fff4e5;border:1px solid #f5c27a;padding:8px 12px;border-radius:4px}
 .controls{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:8px 0}
 .controls input[type=search]{width:320px;padding:5px 8px;font-size:14px}
+.pager{display:flex;gap:12px;align-items:center;margin:6px 0}
 .sample{border:1px solid var(--line);border-radius:5px;margin:5px 0;background:#fff}
 .sample>summary{padding:5px 10px;display:flex;gap:12px;flex-wrap:wrap;align-items:baseline}
 .sample>summary .sid{font-family:ui-monospace,monospace;font-size:12.5px}
@@ -102,38 +103,135 @@ td.best{font-weight:700}
 .scroll{overflow-x:auto;max-width:100%}
 """
 
-BROWSER_JS = """
+BROWSER_JS = r"""
 (function(){
-  var box=document.getElementById('samples'); if(!box) return;
-  var rows=Array.prototype.slice.call(box.querySelectorAll('.sample'));
-  var text=rows.map(function(r){return r.textContent.toLowerCase();});
+  var box=document.getElementById('samples'), src=document.getElementById('avhb-samples');
+  if(!box||!src) return;
   var q=document.getElementById('s-query'), err=document.getElementById('s-errors'),
       jf=document.getElementById('s-judge'), task=document.getElementById('s-task'),
-      more=document.getElementById('s-more'), info=document.getElementById('s-count');
-  var PAGE=100, limit=PAGE;
-  function apply(){
-    var terms=q.value.toLowerCase().split(/\\s+/).filter(Boolean), matched=0, shown=0;
-    rows.forEach(function(r,i){
-      var ok=(!err.checked||r.getAttribute('data-error')==='1')
-        &&(!jf.checked||r.getAttribute('data-judgefail')==='1')
-        &&(!task.value||r.getAttribute('data-task')===task.value)
-        &&terms.every(function(t){return text[i].indexOf(t)>=0;});
-      if(ok) matched++;
-      var vis=ok&&matched<=limit; r.hidden=!vis; if(vis) shown++;
-    });
-    info.textContent=matched+' of '+rows.length+' samples match'+(shown<matched?' (showing '+shown+')':'');
-    more.hidden=shown>=matched;
-  }
-  function reset(){limit=PAGE; apply();}
-  // filters can be preset by the URL: report.html?q=words&task=NAME&errors=1&judge=1
-  var params=new URLSearchParams(location.search);
-  if(params.get('q')) q.value=params.get('q');
-  if(params.get('task')) task.value=params.get('task');
-  err.checked=params.get('errors')==='1'; jf.checked=params.get('judge')==='1';
-  q.addEventListener('input',reset); err.addEventListener('change',reset);
-  jf.addEventListener('change',reset); task.addEventListener('change',reset);
-  more.addEventListener('click',function(){limit+=PAGE; apply();});
-  apply();
+      info=document.getElementById('s-count'), prev=document.getElementById('s-prev'),
+      next=document.getElementById('s-next'), pageInfo=document.getElementById('s-page');
+  var PAGE=100, MAX_DOC=2000, MAX_TEXT=20000, page=1, rows=[], matches=[];
+  function el(tag, cls, text){var e=document.createElement(tag); if(cls) e.className=cls;
+    if(text!==undefined&&text!==null) e.textContent=text; return e;}
+  function txt(v){return v===null||v===undefined?'null':(typeof v==='string'?v:JSON.stringify(v));}
+  function truthy(v){return !!v&&!(typeof v==='object'&&Object.keys(v).length===0);}
+  function cut(v,limit,tail,row){var t=txt(v); if(row.report_capped||t.length<=limit) return t;
+    return t.slice(0,limit)+'… ['+(t.length-limit)+' more characters'+tail+']';}
+  function short(v,row){return cut(v,MAX_DOC,'',row);}
+  function capped(v,row){return cut(v,MAX_TEXT,': the full text is in samples/<task>.jsonl',row);}
+  function g3(x){if(typeof x!=='number') return String(x); if(Number.isInteger(x)) return String(x);
+    if(!isFinite(x)) return String(x); var p=x.toExponential(2).split('e'), e=Number(p[1]);
+    if(e<-4||e>=3) return p[0].replace(/\.?0+$/,'')+'e'+(e<0?'-':'+')+(Math.abs(e)<10?'0':'')+Math.abs(e);
+    return x.toFixed(Math.max(0,2-e)).replace(/(\.\d*?)0+$/,'$1').replace(/\.$/,'');}
+  function scoreText(s){if(!s||typeof s!=='object'||Array.isArray(s)) return '';
+    return Object.keys(s).map(function(k){var v=s[k]; return k+'='+(v===null?'–':g3(v));}).join(' · ');}
+  function times(ts){if(!Array.isArray(ts)||!ts.length) return '';
+    return ts.map(function(t){return typeof t==='number'?t.toFixed(2)+'s':String(t);}).join(' ');}
+  function judgeFailed(r){var j=r.judgements; if(!j||typeof j!=='object'||Array.isArray(j)) return false;
+    return Object.keys(j).some(function(k){var v=j[k]; return !(v&&typeof v==='object'&&v.ok===true);});}
+  function videoText(v){if(typeof v==='string') return 'video '+v; if(!v||typeof v!=='object') return '';
+    var parts=['video '+(v.path===undefined?'?':txt(v.path))]; if(v.sent===false) parts.push('not sent');
+    if(Array.isArray(v.frame_indices)&&v.frame_indices.length) parts.push(v.frame_indices.length+' frames');
+    var t=times(v.timestamps); if(t) parts.push('at '+t); return parts.join(' ');}
+  function imagesText(ims){if(!Array.isArray(ims)||!ims.length) return '';
+    var sizes=ims.filter(function(im){return im&&typeof im==='object';}).map(function(im){
+      var size=im.size||im.source_size, t=Array.isArray(size)&&size.length===2?size[0]+'x'+size[1]:'?';
+      if(im.source_size&&im.size&&JSON.stringify(im.source_size)!==JSON.stringify(im.size))
+        t+=' (from '+im.source_size[0]+'x'+im.source_size[1]+')';
+      if(im.sent===false) t+=' not sent';
+      return (im.label||String(im.path||'').split('/').pop())+' '+t;});
+    return ims.length+' image'+(ims.length!==1?'s':'')+': '+sizes.join(', ');}
+  function mediaText(m){if(!m||typeof m!=='object') return ''; var parts=[];
+    (Array.isArray(m.video)?m.video:[m.video]).forEach(function(v){var t=videoText(v); if(t) parts.push(t);});
+    if(Array.isArray(m.frame_indices)&&m.frame_indices.length) parts.push(m.frame_indices.length+' frames');
+    var t=times(m.timestamps); if(t) parts.push('at '+t);
+    var ims=imagesText(m.images); if(ims) parts.push(ims);
+    var a=m.audio; if(a&&typeof a==='object'&&!Array.isArray(a))
+      parts.push('audio '+(a.seconds===undefined?'?':a.seconds)+' s at '+(a.rate===undefined?'?':a.rate)+' Hz');
+    else if(truthy(a)) parts.push('audio '+txt(a));
+    return parts.join('; ');}
+  function adaptText(a){return Array.isArray(a)?a.map(txt).join('; '):txt(a);}
+  function field(dl,name,body){dl.appendChild(el('dt',null,name)); var dd=el('dd');
+    if(typeof body==='string') dd.textContent=body; else dd.appendChild(body); dl.appendChild(dd);}
+  function pre(text,cls){return el('pre',cls,text);}
+  function fold(summary,body){var d=el('details'); d.appendChild(el('summary',null,summary)); d.appendChild(body); return d;}
+  function judgeTable(j,row){var t=el('table'), h=el('tr');
+    ['Role','Verdict','Parsed','Raw reply'].forEach(function(x){h.appendChild(el('th',null,x));}); t.appendChild(h);
+    Object.keys(j).forEach(function(role){var v=j[role]; if(!v||typeof v!=='object') v={value:v};
+      var tr=el('tr'); tr.appendChild(el('td',null,role)); tr.appendChild(el('td','verdict',txt(v.value)));
+      var ok=v.ok===true, st=el('td'); st.appendChild(el('span',ok?'good':'bad',ok?'ok':'unparsable')); tr.appendChild(st);
+      var raw=el('td'); if(v.raw) raw.appendChild(pre(capped(v.raw,row))); tr.appendChild(raw); t.appendChild(tr);});
+    return t;}
+  function render(s){var r=s.row, d=el('details',s.error||s.jfail?'sample err':'sample'), head=el('summary');
+    d.setAttribute('data-task',s.task); d.setAttribute('data-id',txt(r.id));
+    d.setAttribute('data-error',s.error?'1':'0'); d.setAttribute('data-judgefail',s.jfail?'1':'0');
+    head.appendChild(el('span','badge',s.task));
+    head.appendChild(el('span','sid',txt(r.id===undefined?'?':r.id)+(typeof r.repeat==='number'&&r.repeat?' #'+r.repeat:'')));
+    head.appendChild(el('span','muted',scoreText(r.scores)));
+    if(s.error) head.appendChild(el('span','badge bad','error'));
+    if(s.jfail) head.appendChild(el('span','badge bad','judge failure'));
+    d.appendChild(head); var body=el('div','body'), dl=el('dl','kv'); body.appendChild(dl); d.appendChild(body);
+    if(s.error) field(dl,'error',pre(capped(r.error,r),'bad'));
+    var doc=r.doc; if(doc&&typeof doc==='object'&&!Array.isArray(doc)&&Object.keys(doc).length){
+      if(doc.question!==undefined) field(dl,'question',pre(short(doc.question,r)));
+      var rest=Object.keys(doc).filter(function(k){return k!=='question';});
+      if(rest.length){var kv=el('dl','kv'); rest.forEach(function(k){kv.appendChild(el('dt',null,k));
+        kv.appendChild(el('dd',null,short(doc[k],r)));}); field(dl,'doc',fold('fields',kv));}}
+    if(truthy(r.prompt)) field(dl,'prompt',fold('text sent',pre(capped(r.prompt,r))));
+    var m=mediaText(r.media); if(m) field(dl,'media',m);
+    if(truthy(r.adaptations)) field(dl,'adaptations',adaptText(r.adaptations));
+    field(dl,'target',pre(capped(r.target,r))); field(dl,'response',pre(capped(r.response,r)));
+    field(dl,'extracted',pre(capped(r.extracted,r)));
+    var sc=scoreText(r.scores); if(sc) field(dl,'scores',sc);
+    var j=r.judgements; if(j&&typeof j==='object'&&!Array.isArray(j)&&Object.keys(j).length) field(dl,'judgements',judgeTable(j,r));
+    if(r.prompt_hash) field(dl,'prompt hash',el('code',null,txt(r.prompt_hash)));
+    return d;}
+  function searchText(s){if(s.text===undefined){var r=s.row, j=r.judgements||{}, doc=r.doc||{};
+    var parts=[s.task,txt(r.id),scoreText(r.scores),r.error?txt(r.error):'',mediaText(r.media),
+      r.prompt?txt(r.prompt):'',r.adaptations?adaptText(r.adaptations):'',txt(r.target),txt(r.response),
+      txt(r.extracted),r.prompt_hash?txt(r.prompt_hash):''];
+    if(typeof doc==='object') Object.keys(doc).forEach(function(k){parts.push(k,txt(doc[k]));});
+    if(typeof j==='object') Object.keys(j).forEach(function(k){var v=j[k]; parts.push(k);
+      if(v&&typeof v==='object'){parts.push(txt(v.value),v.ok===true?'ok':'unparsable'); if(v.raw) parts.push(txt(v.raw));}
+      else parts.push(txt(v));});
+    s.text=parts.join('\n').toLowerCase();} return s.text;}
+  function apply(keepPage){
+    var terms=q.value.toLowerCase().split(/\s+/).filter(Boolean);
+    matches=rows.filter(function(s){return (!err.checked||s.error)&&(!jf.checked||s.jfail)
+      &&(!task.value||s.task===task.value)&&terms.every(function(t){return searchText(s).indexOf(t)>=0;});});
+    var pages=Math.max(1,Math.ceil(matches.length/PAGE)); if(!keepPage) page=1; page=Math.min(Math.max(page,1),pages);
+    var start=(page-1)*PAGE, shown=matches.slice(start,start+PAGE), frag=document.createDocumentFragment();
+    shown.forEach(function(s){var d=render(s); if(matches.length===1) d.open=true; frag.appendChild(d);});
+    box.textContent=''; box.appendChild(frag);
+    info.textContent=matches.length+' of '+rows.length+' samples match'
+      +(matches.length>PAGE?' (showing '+(start+1)+'–'+(start+shown.length)+')':'');
+    pageInfo.textContent=pages>1?'page '+page+' of '+pages:'';
+    prev.hidden=page<=1; next.hidden=page>=pages;}
+  function start(data){
+    data.tasks.forEach(function(t,i){data.rows[i].forEach(function(r){
+      rows.push({task:t,row:r,error:truthy(r.error),jfail:judgeFailed(r)});});});
+    // filters and the page can be preset by the URL: report.html?q=words&task=NAME&errors=1&judge=1&page=2
+    var params=new URLSearchParams(location.search);
+    if(params.get('q')) q.value=params.get('q');
+    if(params.get('task')) task.value=params.get('task');
+    err.checked=params.get('errors')==='1'; jf.checked=params.get('judge')==='1';
+    page=parseInt(params.get('page')||'1',10)||1;
+    function reset(){apply(false);}
+    q.addEventListener('input',reset); err.addEventListener('change',reset);
+    jf.addEventListener('change',reset); task.addEventListener('change',reset);
+    prev.addEventListener('click',function(){page-=1; apply(true); box.scrollIntoView();});
+    next.addEventListener('click',function(){page+=1; apply(true); box.scrollIntoView();});
+    apply(true);}
+  function fail(e){info.textContent='the embedded samples could not be read ('+e+'); they are in samples/<task>.jsonl';}
+  var text=src.textContent;
+  if(src.getAttribute('data-encoding')!=='gzip+base64'){try{start(JSON.parse(text));}catch(e){fail(e);} return;}
+  if(typeof DecompressionStream==='undefined'){fail('this browser has no DecompressionStream'); return;}
+  var bytes;
+  if(Uint8Array.fromBase64) bytes=Uint8Array.fromBase64(text);
+  else {var bin=atob(text); bytes=new Uint8Array(bin.length); for(var i=0;i<bin.length;i++) bytes[i]=bin.charCodeAt(i);}
+  new Response(new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'))).text()
+    .then(function(t){start(JSON.parse(t));}).catch(fail);
 })();
 """
 
@@ -145,12 +243,14 @@ def _script_hash(script: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
-def page(title: str, body: str, data: Any | None = None, script: str = "") -> str:
+def page(title: str, body: str, data: Any | None = None, script: str = "", fingerprint: str | None = None) -> str:
     """A complete HTML document; ``title`` is escaped here, ``body`` must be
-    built escaped. ``data`` is embedded as JSON (id ``avhb-data``)."""
+    built escaped. ``data`` is embedded as JSON (id ``avhb-data``);
+    ``fingerprint`` (hex) names the inputs the page was made from."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
+        *([f'<meta name="avhb-inputs" content="{esc(fingerprint)}">'] if fingerprint else []),
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         # no network fetch of any kind; only our own inline script may run
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "

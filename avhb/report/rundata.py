@@ -7,6 +7,7 @@ only a missing run folder is a user error.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -18,11 +19,13 @@ from avhb.run.results import RunResults
 
 @dataclass
 class TaskSamples:
-    """Samples of one task as kept for the report."""
+    """Samples of one task as kept for the report: each kept row parsed,
+    and its samples-file line (the JSON the page embeds)."""
 
     rows: list[dict[str, Any]]
-    total: int  # lines parsed in the file
+    total: int  # samples in the file
     shown: int  # len(rows)
+    lines: list[str] = field(default_factory=list)  # rows[i] as JSON text (the file's own line)
 
 
 @dataclass
@@ -100,22 +103,34 @@ def _needs_attention(row: dict[str, Any]) -> bool:
     return False
 
 
+# An "error" or "ok" key whose value is not plain null / true: the line may
+# need attention, so it is parsed.  A JSON string cannot hold an unescaped
+# quote, so these can only match keys.
+_MAYBE_FLAGGED = re.compile(r'"error"\s*:(?!\s*null\b)|"ok"\s*:(?!\s*true\b)')
+
+
 def read_samples(path: Path, limit: int | None, problems: list[str]) -> TaskSamples:
     """Parse one ``samples/<task>.jsonl``. With ``limit``, keep every sample
     with an error or a failed judgement, then fill up to ``limit`` with the
-    others in file order (errors always stay findable)."""
-    rows: list[dict[str, Any]] = []
+    others in file order (errors always stay findable).  Once ``limit``
+    ordinary samples are kept, a whole line (``{...}`` and its newline) with
+    no error and no failed judgement is counted without being parsed."""
     total = 0
     others_kept = 0
-    flagged: list[tuple[int, dict[str, Any]]] = []
-    ordinary: list[tuple[int, dict[str, Any]]] = []
+    flagged: list[tuple[int, dict[str, Any], str]] = []
+    ordinary: list[tuple[int, dict[str, Any], str]] = []
     try:
         fh = path.open(encoding="utf-8", errors="replace")
     except OSError as exc:
         problems.append(f"samples/{path.name}: unreadable ({exc})")
         return TaskSamples([], 0, 0)
+    maybe_flagged = _MAYBE_FLAGGED.search
     with fh:
         for lineno, line in enumerate(fh, 1):
+            if limit is not None and others_kept >= limit and line[:1] == "{" and line[-2:] == "}\n" \
+                    and not maybe_flagged(line):
+                total += 1
+                continue
             if not line.strip():
                 continue
             try:
@@ -128,15 +143,15 @@ def read_samples(path: Path, limit: int | None, problems: list[str]) -> TaskSamp
                 continue
             total += 1
             if _needs_attention(row):
-                flagged.append((total, row))
+                flagged.append((total, row, line))
             elif limit is None or others_kept < limit:
-                ordinary.append((total, row))
+                ordinary.append((total, row, line))
                 others_kept += 1
     if limit is not None:
         room = max(limit - len(flagged), 0)
         ordinary = ordinary[:room]
-    rows = [r for _, r in sorted(flagged + ordinary, key=lambda t: t[0])]
-    return TaskSamples(rows, total, len(rows))
+    kept = sorted(flagged + ordinary, key=lambda t: t[0])
+    return TaskSamples([r for _, r, _ in kept], total, len(kept), [line.rstrip() for _, _, line in kept])
 
 
 def load_run(run_dir: Path, *, with_samples: bool = True, max_samples_per_task: int | None = None) -> RunData:

@@ -124,13 +124,13 @@ def _role_counts(data: RunData) -> dict[str, list[int]]:
     for ts in data.samples.values():
         for row in ts.rows:
             judgements = row.get("judgements")
-            if not isinstance(judgements, Mapping):
+            if not isinstance(judgements, dict):
                 continue
             for key, verdict in judgements.items():
-                role = verdict.get("role") if isinstance(verdict, Mapping) and verdict.get("role") else key
+                role = verdict.get("role") if isinstance(verdict, dict) and verdict.get("role") else key
                 c = out.setdefault(str(role), [0, 0])
                 c[0] += 1
-                if not (isinstance(verdict, Mapping) and verdict.get("ok") is True):
+                if not (isinstance(verdict, dict) and verdict.get("ok") is True):
                     c[1] += 1
     return out
 

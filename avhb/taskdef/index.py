@@ -14,6 +14,7 @@ import fnmatch
 import itertools
 import json
 import os
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,7 +25,7 @@ from avhb.paths import cache_dir
 from avhb.registry import Registry, get_registry
 from avhb.taskdef.filestats import FileStats
 
-INDEX_VERSION = 3
+INDEX_VERSION = 4
 
 @dataclass
 class TaskIndex:
@@ -131,42 +132,81 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # the code and schema whose verdicts the entries hold: editing them (a checkout) re-validates
 _VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "checker.py", "templates.py",
                                                      "schema/task.schema.json")]
-_NCOLS = 7  # task columns: name, file id, benchmark, tags, output_type, dataset_path, judge roles
+_NCOLS = 2  # task columns: name, profile id (a profile: benchmark, tags, output_type, dataset_path, judge roles)
 
 
-def _yaml_files(root: Path) -> tuple[list[str], list[int], list[int]]:
+# A folder's listing is reused when its mtime is the one recorded: creating,
+# removing or renaming an entry changes it.  Editing a file does not, so
+# every file is still stat'ed, every time.  A folder modified within this
+# many ns before the walk is listed again next time (a file system with
+# coarse timestamps may give a later change the same mtime).
+_RACY_NS = 2_000_000_000
+
+
+def _yaml_files(root: Path, known: dict[str, list] | None = None) -> tuple[list[str], list[int], list[int], dict]:
     """Paths relative to root, mtimes (ns) and sizes of every task YAML under
-    root, in a stable order.  Include bases (``_*.yaml``) and hook modules
-    are not tasks: they count for freshness as the dependencies each entry
+    root, in a stable order, and the folders walked (``{rel: [mtime_ns or
+    None, yaml names, subfolder names]}``).  ``known``: the folders of the
+    last walk; one whose mtime is unchanged is not listed again, its files
+    are stat'ed by name.  Include bases (``_*.yaml``) and hook modules are
+    not tasks: they count for freshness as the dependencies each entry
     records."""
     rels: list[str] = []
     mtimes: list[int] = []
     sizes: list[int] = []
+    folders: dict[str, list] = {}
+    known = known or {}
     top = str(root)
-    cut = len(top) + 1
-    stack = [top]
+    recent = time.time_ns() - _RACY_NS
+    stack = [""]
+    stat = os.stat
     while stack:
-        folder = stack.pop()
+        rel = stack.pop()
+        path = top + os.sep + rel if rel else top
         try:
-            entries = sorted(os.scandir(folder), key=_name)
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except OSError:
             continue
-        subdirs = []
-        for e in entries:
-            name = e.name
-            if e.is_dir():
-                if not name.startswith((".", "_")) and name not in _SKIP_DIRS:
-                    subdirs.append(e.path)
-            elif name.endswith((".yaml", ".yml")) and not name.startswith("_"):
+        try:
+            mtime = os.fstat(fd).st_mtime_ns  # before listing: a change after this moves it
+            last = known.get(rel)
+            if last is not None and last[0] == mtime:
+                names, subdirs = last[1], last[2]
+            else:
+                names, subdirs = _list_folder(path)
+            trusted = mtime < recent
+            prefix = rel + os.sep if rel else ""
+            for name in names:
                 try:
-                    st = e.stat()
+                    st = stat(name, dir_fd=fd)
                 except OSError:
+                    trusted = False  # listed but gone: list the folder again next time
                     continue
-                rels.append(e.path[cut:])
+                rels.append(prefix + name)
                 mtimes.append(st.st_mtime_ns)
                 sizes.append(st.st_size)
-        stack.extend(reversed(subdirs))
-    return rels, mtimes, sizes
+        finally:
+            os.close(fd)
+        folders[rel] = [mtime if trusted else None, names, subdirs]
+        stack.extend(prefix + d for d in reversed(subdirs))
+    return rels, mtimes, sizes, folders
+
+
+def _list_folder(path: str) -> tuple[list[str], list[str]]:
+    """A folder's task YAML names and the subfolders the walk enters, sorted."""
+    try:
+        entries = sorted(os.scandir(path), key=_name)
+    except OSError:
+        return [], []
+    names, subdirs = [], []
+    for e in entries:
+        name = e.name
+        if e.is_dir():
+            if not name.startswith((".", "_")) and name not in _SKIP_DIRS:
+                subdirs.append(name)
+        elif name.endswith((".yaml", ".yml")) and not name.startswith("_"):
+            names.append(name)
+    return names, subdirs
 
 
 def _name(entry: os.DirEntry) -> str:
@@ -217,17 +257,19 @@ def _part_file(namespace: str, package: str, root: Path) -> Path:
 
 # A package's cache file ("part"), columns so that reading it makes few objects:
 #   rels, mtimes, sizes   the task YAML files at the last build, in walk order
+#   folders               {rel folder: [mtime_ns or None, yaml names, subfolders]} of that walk
 #   deps                  [path, mtime_ns, size] of every include base and hook module a file
 #                         names ([path, None, None]: it was missing)
 #   depsets               lists of dep ids; file_depset[i]: the one file i depends on
-#   file_count            tasks defined by file i (its rows follow those of file i-1)
+#   file_count            tasks defined by file i (its rows follow those of file i-1: a row's file)
 #   file_groups, file_errors   {str(i): ...} for the files that define groups or have errors
-#   tasks                 columns name, file id, then benchmark, tags, output_type and
-#                         dataset_path as ids into values (they repeat across tasks)
+#   tasks                 columns name and profile id
+#   profiles              [benchmark, tags, output_type, dataset_path, judge roles]: what a task
+#                         lists besides its name, shared by the tasks that have the same
 #   dups                  rows naming a task an earlier file of the package defines
 #   errors                the package's errors in file order
-_COLUMNS = ("rels", "mtimes", "sizes", "deps", "depsets", "file_depset", "file_count", "file_groups",
-            "file_errors", "tasks", "values", "dups", "errors")
+_COLUMNS = ("rels", "mtimes", "sizes", "folders", "deps", "depsets", "file_depset", "file_count", "file_groups",
+            "file_errors", "tasks", "profiles", "dups", "errors")
 
 
 def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
@@ -263,13 +305,22 @@ def _read_part(cache_file: Path, key: str) -> dict | None:
         n, tasks, file_depset = len(data["rels"]), data["tasks"], data["file_depset"]
         if (len(data["mtimes"]) == len(data["sizes"]) == len(file_depset) == len(data["file_count"]) == n
                 and len(tasks) == _NCOLS and all(len(col) == sum(data["file_count"]) for col in tasks)
-                and _within(file_depset, len(data["depsets"])) and _within(tasks[1], n)
-                and all(_within(col, len(data["values"])) for col in tasks[2:])
+                and _within(file_depset, len(data["depsets"])) and _within(tasks[1], len(data["profiles"]))
+                and _folders_ok(data["folders"])
+                and all(isinstance(p, list) and len(p) == 5 for p in data["profiles"])
                 and all(_within(ids, len(data["deps"])) for ids in data["depsets"])):
             return data
     except (OSError, ValueError, TypeError, AttributeError, KeyError):
         pass
     return None
+
+
+def _folders_ok(folders: Any) -> bool:
+    """Every folder record is [mtime_ns or None, names, subfolder names] (a damaged one is not walked on)."""
+    return isinstance(folders, dict) and all(
+        isinstance(f, list) and len(f) == 3 and (f[0] is None or type(f[0]) is int)
+        and isinstance(f[1], list) and isinstance(f[2], list) and all(type(x) is str for x in f[1])
+        and all(type(x) is str for x in f[2]) for f in folders.values())
 
 
 def _within(ids: list, size: int) -> bool:
@@ -282,24 +333,26 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
     """The package's part now: the old one if no file or dependency changed
     (no per-file work), else the unchanged files' entries kept and the rest
     resolved.  Returns (part, whether it changed)."""
-    rels, mtimes, sizes = _yaml_files(root)
+    rels, mtimes, sizes, folders = _yaml_files(root, old["folders"] if old is not None else None)
     stale: set[int] = set()
     if old is not None:
         stale = {i for i, (path, mtime, size) in enumerate(old["deps"])
                  if stats(path) != (None if mtime is None else [mtime, size])}
         if not stale and old["rels"] == rels and old["mtimes"] == mtimes and old["sizes"] == sizes:
-            return old, False
+            if old["folders"] == folders:
+                return old, False
+            return {**old, "folders": folders}, True  # the same files; a folder's record settled
     old_pos = {rel: i for i, rel in enumerate(old["rels"])} if old is not None else {}
     old_first = list(itertools.accumulate(old["file_count"], initial=0)) if old is not None else []
     deps: list[list] = old["deps"] if old is not None else []
     dep_ids = {d[0]: i for i, d in enumerate(deps)}
     depsets: list[list[int]] = old["depsets"] if old is not None else []
     depset_ids = {tuple(d): i for i, d in enumerate(depsets)}
-    values: list = old["values"] if old is not None else []
-    value_ids = {_value_key(v): i for i, v in enumerate(values)}
-    new = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "deps": deps, "depsets": depsets, "file_depset": [],
+    profiles: list = old["profiles"] if old is not None else []
+    profile_ids = {_profile_key(p): i for i, p in enumerate(profiles)}
+    new = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "folders": folders, "deps": deps, "depsets": depsets, "file_depset": [],
            "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[] for _ in range(_NCOLS)],
-           "values": values, "dups": [], "errors": []}
+           "profiles": profiles, "dups": [], "errors": []}
     columns = new["tasks"]
     top = str(root) + os.sep
     for fid, rel in enumerate(rels):
@@ -309,20 +362,19 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
             depset = old["file_depset"][i]
             lo, hi = old_first[i], old_first[i + 1]
             rows = [col[lo:hi] for col in old["tasks"]]
-            rows[1] = [fid] * (hi - lo)
             groups, errors = old["file_groups"].get(str(i)), old["file_errors"].get(str(i))
         else:
             path = top + rel
             consulted, rows, groups, errors = _resolve(path, root, package, namespace, stats, sources, registry)
-            rows[1] = [fid] * len(rows[0])
-            for col in rows[2:]:
-                for j, value in enumerate(col):
-                    key = _value_key(value)
-                    v = value_ids.get(key)
-                    if v is None:
-                        value_ids[key] = v = len(values)
-                        values.append(value)
-                    col[j] = v
+            ids_of_profiles = []
+            for profile in rows[1]:
+                key = _profile_key(profile)
+                pid = profile_ids.get(key)
+                if pid is None:
+                    profile_ids[key] = pid = len(profiles)
+                    profiles.append(profile)
+                ids_of_profiles.append(pid)
+            rows[1] = ids_of_profiles
             ids = []
             for dep, seen in consulted.items():
                 row = [dep, None, None] if seen is None else [dep, *seen]
@@ -351,14 +403,20 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
     return new, True
 
 
-def _value_key(value: Any) -> Any:
-    """A value of the interned columns (a string, None or a list of tags) as a dict key."""
-    return ("list", *value) if isinstance(value, list) else value
+def _profile_key(profile: list) -> str:
+    """A profile as a dict key: its repr (strings, None and lists of strings, and whatever YAML gave
+    dataset_path: two equal mappings written in different orders only make two profiles)."""
+    return repr(profile)
+
+
+def _row_files(file_count: list[int]) -> list[int]:
+    """The file id of each task row (the rows of file i follow those of file i - 1)."""
+    return list(itertools.chain.from_iterable(itertools.repeat(fid, n) for fid, n in enumerate(file_count)))
 
 
 def _package_errors(part: dict, top: str) -> None:
     """The files' errors and the names a package defines twice, in file order."""
-    names, fids = part["tasks"][0], part["tasks"][1]
+    names, fids = part["tasks"][0], _row_files(part["file_count"])
     first: dict[str, int] = {}
     dups_at: dict[int, list[str]] = {}
     for row, (name, fid) in enumerate(zip(names, fids)):
@@ -394,9 +452,9 @@ def _resolve(path: str, root: Path, package: str, namespace: str, stats: FileSta
         errors.append(str(exc))
     else:
         for t in task_cfgs:
-            for col, value in zip(rows, (t.name, 0, t.benchmark, t.tags, t.get("output_type", "generate_until"),
-                                         t.get("dataset_path"), sorted(t.get("judges") or {}))):
-                col.append(value)
+            rows[0].append(t.name)
+            rows[1].append([t.benchmark, t.tags, t.get("output_type", "generate_until"), t.get("dataset_path"),
+                            sorted(t.get("judges") or {})])
         for g in group_cfgs:
             groups[g.name] = {"file": path, "tasks": g.tasks, "aggregate": g.aggregate,
                               "aggregate_over": g.aggregate_over}
@@ -415,18 +473,17 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
     for namespace, package, root, part in parts:
         top = root + os.sep
         paths = [top + rel for rel in part["rels"]]
-        values = part["values"]
-        rows = list(zip(*part["tasks"]))
+        profiles = part["profiles"]
+        fids = _row_files(part["file_count"])
 
-        def info(row: tuple, paths=paths, values=values, root=root, package=package, namespace=namespace) -> dict:
-            _, fid, benchmark, tag, output_type, dataset, judges = row
-            return {"file": paths[fid], "root": root, "package": package, "namespace": namespace,
-                    "benchmark": values[benchmark], "tags": values[tag], "output_type": values[output_type],
-                    "dataset_path": values[dataset], "judges": values[judges]}
-
-        infos = {row[0]: info(row) for row in rows}
+        names = part["tasks"][0]
+        # each row's entry in one comprehension, no call per task (the warm path builds them all here)
+        entries = [{"file": paths[fid], "root": root, "package": package, "namespace": namespace, "benchmark": p[0],
+                    "tags": p[1], "output_type": p[2], "dataset_path": p[3], "judges": p[4]}
+                   for fid, p in zip(fids, map(profiles.__getitem__, part["tasks"][1]))]
+        infos = dict(zip(names, entries))
         if part["dups"] or not tasks.keys().isdisjoint(infos):
-            infos = _first_definitions(rows, paths, info, tasks, duplicates, errors)
+            infos = _first_definitions(names, fids, entries, paths, tasks, duplicates, errors)
         errors += part["errors"]
         tasks.update(infos)
         for fid_text, messages in part["file_errors"].items():
@@ -448,15 +505,14 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
                      duplicates=duplicates)
 
 
-def _first_definitions(rows: list[tuple], paths: list[str], info, tasks: dict, duplicates: dict,
-                       errors: list[str]) -> dict:
+def _first_definitions(names: list[str], fids: list[int], entries: list[dict], paths: list[str], tasks: dict,
+                       duplicates: dict, errors: list[str]) -> dict:
     """A package's tasks when some name is defined twice (in the package, or
     by an earlier package): the first definition kept, every file recorded
     in ``duplicates``, an error for a name an earlier package defines (the
     package's own repeats are among its errors already)."""
     kept: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        name, fid = row[0], row[1]
+    for name, fid, entry in zip(names, fids, entries):
         if name in kept or name in tasks:
             first = (kept.get(name) or tasks[name])["file"]
             files = duplicates.setdefault(name, [first])
@@ -465,7 +521,7 @@ def _first_definitions(rows: list[tuple], paths: list[str], info, tasks: dict, d
             if name not in kept:
                 errors.append(f"{paths[fid]}:1: task {name!r} is also defined in {first}")
             continue
-        kept[name] = info(row)
+        kept[name] = entry
     return kept
 
 
@@ -490,7 +546,12 @@ def _write_part(cache_file: Path, key: str, part: dict) -> None:
 
 
 def _compact(part: dict) -> None:
-    """Drop the dependency sets and dependencies no file names any more."""
+    """Drop the profiles, dependency sets and dependencies no file names any more."""
+    used_profiles = sorted(set(part["tasks"][1]))
+    if len(used_profiles) != len(part["profiles"]):
+        renumber = {old: new for new, old in enumerate(used_profiles)}
+        part["profiles"] = [part["profiles"][i] for i in used_profiles]
+        part["tasks"][1] = [renumber[i] for i in part["tasks"][1]]
     used_sets = sorted(set(part["file_depset"]))
     if len(used_sets) != len(part["depsets"]):
         renumber = {old: new for new, old in enumerate(used_sets)}

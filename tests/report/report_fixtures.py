@@ -9,7 +9,10 @@ response (``XSS_RESPONSE``), one an error, one an unparsable judge reply.
 """
 from __future__ import annotations
 
+import base64
+import gzip
 import json
+import re
 from pathlib import Path
 
 from avhb.score.aggregate import mean_stderr
@@ -191,3 +194,44 @@ def make_run(
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
     (run_dir / "results.json").write_text(json.dumps(results, indent=2))
     return run_dir
+
+
+def embedded_samples(html: str) -> tuple[str, dict]:
+    """The sample browser's data in a report page: (encoding, {"tasks", "rows"})."""
+    m = re.search(r'<script type="application/json" id="avhb-samples" data-encoding="([^"]+)">(.*?)</script>', html, re.S)
+    assert m, "no embedded samples"
+    encoding, payload = m.groups()
+    if encoding == "gzip+base64":
+        return encoding, json.loads(gzip.decompress(base64.b64decode(payload)))
+    assert encoding == "json", encoding
+    return encoding, json.loads(payload)
+
+
+def embedded_rows(html: str) -> list[tuple[str, dict]]:
+    """(task, row) for every sample the page embeds, in page order."""
+    _, data = embedded_samples(html)
+    return [(task, row) for task, rows in zip(data["tasks"], data["rows"]) for row in rows]
+
+
+def write_big_run(root: Path, n: int, task: str = "big_task") -> Path:
+    """A run folder of one task with ``n`` samples (ids ``s00000``...), every
+    7th with an unparsable judge verdict, sample 3 hostile (XSS_RESPONSE)."""
+    run = Path(root)
+    (run / "samples").mkdir(parents=True, exist_ok=True)
+    lines = []
+    for i in range(n):
+        ok = i % 7 != 0
+        lines.append(json.dumps({
+            "id": f"s{i:05d}", "repeat": 0, "doc": {"question": f"Question number {i} about clip {i % 13}?"},
+            "prompt": f"Question number {i}", "media": {"video": {"path": f"clips/{i % 13}.mp4",
+                                                               "frame_indices": [0, 30], "timestamps": [0.0, 1.25]}},
+            "target": "yes", "response": XSS_RESPONSE if i == 3 else f"answer {i}", "extracted": "yes",
+            "scores": {"accuracy": 1.0 if ok else None},
+            "judgements": {"scorer": {"value": 2 if ok else None, "ok": ok,
+                                      "raw": f"Rating: 2 for {i}" if ok else f"no idea about {i}"}},
+            "error": None}, ensure_ascii=False))
+    (run / "samples" / f"{task}.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "results.json").write_text(json.dumps({"results": {task: {"samples": n, "errors": 0,
+                                                                     "judge_failures": (n + 6) // 7}}}))
+    (run / "run.json").write_text(json.dumps({"tasks": {task: {"hash": "h", "config": {"task": task}}}}))
+    return run

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from avhb.report.html import write_report
-from report_fixtures import make_run
+from report_fixtures import embedded_samples, make_run, write_big_run
 
 pytestmark = pytest.mark.slow
 
@@ -47,8 +47,20 @@ def test_report_renders_in_chromium(tmp_path):
     # plots: one figure per chart, each holding an svg with drawn paths
     figures = re.findall(r'<figure class="chart" data-chart="[^"]*">\s*<svg.*?</svg>', dom, re.S)
     assert len(figures) == 5 and all("<path" in f for f in figures)
-    # the browser script ran (it writes the match count)
+    # the browser script ran (it writes the match count) and rendered every sample from the embedded data
     assert '<span id="s-count" class="muted">24 of 24 samples match</span>' in dom
+    assert len(re.findall(r'<details class="sample', dom)) == 24
+    assert "0.00s 2.00s 4.00s 6.00s" in dom and "video -&gt; 3 frames (backend takes images only)" in dom
+    # a sample's details: question, target, response and the judge's verdict table, the unparsable one flagged
+    ko = _sample(dom, "ko-KR_0003")
+    assert ko.startswith('<details class="sample err" data-task="curve_ko_KR"')
+    assert "Question 3 about the festival in ko_KR?" in ko and "Answer 3" in ko and "Model answer 3" in ko
+    assert '<span class="badge bad">judge failure</span>' in ko
+    assert re.search(r'<td>scorer</td><td class="verdict">null</td><td><span class="bad">unparsable</span></td>'
+                     r'<td><pre>I cannot decide.</pre></td>', ko)
+    ta = _sample(dom, "ta-IN_0000")
+    assert re.search(r'<td class="verdict">2</td><td><span class="good">ok</span></td><td><pre>Rating: 2</pre>', ta)
+    assert "accuracy=1" in ta
     # the hostile response is shown as text, and none of its code ran
     assert "&lt;script&gt;document.title=\"PWNED-SCRIPT\"" in dom
     assert "data-pwned" not in re.search(r"<body[^>]*>", dom).group(0)
@@ -57,6 +69,13 @@ def test_report_renders_in_chromium(tmp_path):
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copy(shot, ARTIFACTS / "report.png")
+
+
+def _sample(dom: str, sid: str) -> str:
+    """One rendered sample's HTML, up to the next sample."""
+    start = re.search(rf'<details class="sample[^"]*" data-task="[^"]*" data-id="{sid}"', dom).start()
+    end = dom.find('<details class="sample', start + 1)
+    return dom[start:end if end > 0 else len(dom)]
 
 
 def test_hostile_model_label_does_not_run(tmp_path):
@@ -72,9 +91,43 @@ def test_sample_filters_preset_from_url(tmp_path):
     page = write_report(run)
     dom = _render(page, tmp_path, query="?errors=1")
     assert '<span id="s-count" class="muted">1 of 24 samples match</span>' in dom
-    shown = re.findall(r'<details class="sample[^"]*" data-task="([^"]*)" data-error="(\d)"[^>]*?(hidden="")?>', dom)
-    assert [(t, e) for t, e, h in shown if not h] == [("vidpair_mcq", "1")]
+    shown = re.findall(r'<details class="sample[^"]*" data-task="([^"]*)" data-id="[^"]*" data-error="(\d)"', dom)
+    assert shown == [("vidpair_mcq", "1")]
+    assert "video file missing: VidPair-Halluc/action_0002" in dom  # the one match is opened, its error shown
     dom = _render(page, tmp_path, query="?q=FESTIVAL%20ko-kr")  # words ANDed, case-insensitive
     assert '<span id="s-count" class="muted">4 of 24 samples match</span>' in dom
     dom = _render(page, tmp_path, query="?task=curve_ta_IN&judge=1")
     assert '<span id="s-count" class="muted">0 of 24 samples match</span>' in dom
+
+
+def _ids(dom: str) -> list[str]:
+    return re.findall(r'<details class="sample[^"]*" data-task="[^"]*" data-id="([^"]*)"', dom)
+
+
+def test_search_and_paging_over_compressed_samples(tmp_path):
+    """2,500 samples: the page embeds them compressed, decompresses them in
+    the browser, and shows them 100 at a time; search and the page number
+    come from the URL as a link would give them."""
+    page = write_report(write_big_run(tmp_path / "big", 2500))
+    assert embedded_samples(page.read_text())[0] == "gzip+base64"
+    dom = _render(page, tmp_path)
+    assert '<span id="s-count" class="muted">2500 of 2500 samples match (showing 1–100)</span>' in dom
+    assert '<span id="s-page" class="muted">page 1 of 25</span>' in dom
+    assert _ids(dom) == [f"s{i:05d}" for i in range(100)]
+    assert re.search(r'<button type="button" id="s-prev" hidden="">', dom)
+    assert re.search(r'<button type="button" id="s-next">', dom)
+    # the hostile response of sample 3 is text, and did not run
+    assert "&lt;script&gt;document.title=\"PWNED-SCRIPT\"" in dom and "data-pwned" not in re.search(r"<body[^>]*>", dom).group(0)
+    last = _render(page, tmp_path, query="?page=25")
+    assert _ids(last) == [f"s{i:05d}" for i in range(2400, 2500)] and "page 25 of 25" in last
+    assert re.search(r'<button type="button" id="s-next" hidden="">', last)
+    # judge failures only: every 7th sample, paged too
+    failures = _render(page, tmp_path, query="?judge=1&page=2")
+    assert "358 of 2500 samples match (showing 101–200)" in failures
+    assert _ids(failures)[:2] == ["s00700", "s00707"]
+    # search reaches the sample's texts (here its judge's raw reply), one match opens with its verdict
+    one = _render(page, tmp_path, query="?q=%22idea%20about%201400%22".replace("%22", ""))
+    assert '<span id="s-count" class="muted">1 of 2500 samples match</span>' in one
+    assert re.search(r'<details class="sample err" data-task="big_task" data-id="s01400" data-error="0" '
+                     r'data-judgefail="1" open="">', one)
+    assert "<pre>no idea about 1400</pre>" in one and "Question number 1400 about clip 9?" in one

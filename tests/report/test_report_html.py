@@ -1,16 +1,17 @@
 """write_report on synthetic run folders (no browser needed)."""
 import json
+import os
 import re
 from html.parser import HTMLParser
 
 import pytest
 
 from avhb.errors import UserError
-from avhb.report.browser import browser_section, fmt_times
+from avhb.report.browser import MAX_TEXT, browser_section, embed, fmt_times
 from avhb.report.html import write_report
 from avhb.report.htmlkit import json_for_script
-from avhb.report.rundata import load_run
-from report_fixtures import XSS_LABEL, XSS_RESPONSE, make_run
+from avhb.report.rundata import load_run, read_samples
+from report_fixtures import XSS_LABEL, XSS_RESPONSE, embedded_rows, embedded_samples, make_run, write_big_run
 
 
 class _Collect(HTMLParser):
@@ -68,11 +69,14 @@ def test_report_written_with_results_and_charts(full_report):
     assert "kappa_linear" in text and "judge-a|judge-b" in text and "0.6100" in text
     assert re.search(r"<td>scorer</td><td class=\"num\">12</td><td class=\"num bad\">1</td>", text)
     assert "<dt>cost</dt><dd>0.0123</dd>" in text
-    # sample browser: one entry per sample, flags for errors and judge failures
-    assert text.count('<details class="sample') == 24
-    assert text.count('data-error="1"') == 1 and text.count('data-judgefail="1"') == 1
-    assert "0.00s 2.00s 4.00s 6.00s" in text  # frame times
-    assert "video -&gt; 3 frames" in text  # adaptation, escaped
+    # sample browser: every sample embedded once as data (rendered by the page's script), none as HTML
+    rows = embedded_rows(text)
+    assert len(rows) == 24 and '<details class="sample' not in text
+    assert sum(bool(r["error"]) for _, r in rows) == 1
+    assert sum(any(not j["ok"] for j in r["judgements"].values()) for _, r in rows) == 1
+    assert [t for t, _ in rows[:4]] == ["curve_ta_IN"] * 4  # tasks in results order
+    mcq = [r for t, r in rows if t == "vidpair_mcq"]
+    assert mcq[0]["adaptations"] == ["video -> 3 frames (backend takes images only)"]
 
 
 def test_report_is_self_contained(full_report):
@@ -94,11 +98,12 @@ def test_report_is_self_contained(full_report):
 
 def test_model_text_is_escaped(full_report):
     _, _, text = full_report
-    assert XSS_RESPONSE not in text
-    assert "&lt;script&gt;document.title=&quot;PWNED-SCRIPT&quot;" in text
-    assert "<img" not in text
-    # dataset text is escaped too (a question containing markup)
-    assert "Is the color cue &lt;b&gt;present&lt;/b&gt;?" in text
+    assert XSS_RESPONSE not in text and "<img" not in text and "<b>" not in text
+    # model and dataset text travel as JSON data with every <, > and & escaped, and read back exactly
+    assert "\\u003cscript\\u003edocument.title=" in text
+    rows = dict((r["id"], r) for _, r in embedded_rows(text))
+    assert rows["vidpair_mcq_action_0001"]["response"] == XSS_RESPONSE
+    assert rows["vidpair_mcq_color_0000"]["doc"]["question"] == "Is the color cue <b>present</b>?"
     # the secret in model args never reaches the report
     assert "sk-LEAKED-SECRET" not in text and '"api_key": "***"' in text.replace("&quot;", '"')
 
@@ -113,8 +118,10 @@ def test_embedded_json_cannot_close_its_script(tmp_path):
     assert data["model"] == XSS_LABEL  # round-trips exactly
     assert data["results"]["curve_ta_IN"]["accuracy"] == 0.625
     assert f"<h1>{XSS_LABEL}</h1>" not in text and "<h1>&lt;/script&gt;&lt;script&gt;" in text
-    # only the two scripts we wrote exist
-    assert len(p.scripts) == 2
+    [(attrs, samples)] = [(a, s) for a, s in p.scripts if a.get("id") == "avhb-samples"]
+    assert "</" not in samples and "<!--" not in samples
+    # only the three scripts we wrote exist (two of them inert data)
+    assert len(p.scripts) == 3
 
 
 def test_json_for_script_escapes():
@@ -132,7 +139,7 @@ def test_partial_run_in_progress(tmp_path):
                      r"\(6 samples logged so far\)</td>", text)
     # the half-written last line is reported, the rest is shown
     assert "samples/vidpair_mcq.jsonl line 7: not JSON (skipped)" in text
-    assert text.count('<details class="sample') == 24
+    assert len(embedded_rows(text)) == 24
     # no breakdown charts without breakdowns; the curve family chart remains
     assert re.findall(r'data-chart="([^"]*)"', text) == ["curve: per locale"]
 
@@ -163,7 +170,7 @@ def test_sample_cap_keeps_errors(tmp_path):
     assert [r["id"] for r in ko.rows] == ["ko-KR_0000", "ko-KR_0003"]  # 0003: judge failure
     text = browser_section(data)
     assert "vidpair_mcq: 2 of 6 samples included" in text
-    assert text.count('<details class="sample') == 10  # 3 curve tasks x 2 + 2 x 2
+    assert len(embedded_rows(text)) == 10  # 3 curve tasks x 2 + 2 x 2
 
 
 def test_fmt_times():
@@ -201,4 +208,100 @@ def test_report_caps_huge_texts_and_the_samples_file_keeps_them(tmp_path):
     (run / "results.json").write_text(json.dumps({"results": {"t": {"samples": 1, "errors": 0}}}))
     size = write_report(run).stat().st_size
     assert size < 1_000_000, size
-    assert "more characters: the full text is in samples/&lt;task&gt;.jsonl" in (run / "report.html").read_text()
+    [(_, shown)] = embedded_rows((run / "report.html").read_text())
+    assert shown["report_capped"] is True and len(shown["response"]) < MAX_TEXT + 100
+    assert shown["response"].endswith("more characters: the full text is in samples/<task>.jsonl]")
+    assert shown["judgements"]["scorer"]["raw"].startswith("word word") and shown["judgements"]["scorer"]["ok"] is True
+
+
+def test_samples_past_the_cap_that_need_attention_are_found_without_parsing_the_rest(tmp_path, monkeypatch):
+    """Past the cap, lines are scanned for an ``error`` or ``ok`` key that
+    is not null / true, whatever the JSON spacing; only those are parsed."""
+    from avhb.report import rundata
+
+    parsed: list[str] = []
+    real_loads = rundata.json.loads
+    monkeypatch.setattr(rundata.json, "loads", lambda text: parsed.append(text) or real_loads(text))
+    path = tmp_path / "t.jsonl"
+    rows = [{"id": f"o{i}", "error": None, "judgements": {"j": {"ok": True}}} for i in range(3)]
+    rows += [
+        {"id": "compact-error", "error": "boom", "judgements": {}},  # written without spaces below
+        {"id": "failed-verdict", "error": None, "judgements": {"j": {"ok": False, "value": None}}},
+        {"id": "doc-has-error-key", "doc": {"error": "not a sample error"}, "error": None, "judgements": {}},
+        {"id": "ordinary", "error": None, "judgements": {"j": {"ok": True}}},
+    ]
+    text = "".join(json.dumps(r, separators=(",", ":") if r["id"] == "compact-error" else None) + "\n" for r in rows)
+    path.write_text(text + '{"id": "half-writ')  # a line still being written
+    problems: list[str] = []
+    kept = read_samples(path, 2, problems)
+    assert [r["id"] for r in kept.rows] == ["compact-error", "failed-verdict"]  # flagged rows fill the cap first
+    assert kept.total == 7 and kept.shown == 2
+    assert problems == ["samples/t.jsonl line 8: not JSON (skipped)"]
+    assert [real_loads(line)["id"] for line in kept.lines] == ["compact-error", "failed-verdict"]
+    # parsed: the two lines before the cap was full, the three with a non-null error or non-true ok, the broken one
+    assert [real_loads(t)["id"] for t in parsed[:-1]] == ["o0", "o1", "compact-error", "failed-verdict",
+                                                           "doc-has-error-key"]
+    parsed.clear()
+    everything = read_samples(path, None, [])
+    assert everything.total == 7 and len(everything.rows) == 7
+
+
+def test_sample_data_is_compressed_when_that_pays(tmp_path):
+    small = json.dumps({"a": "<b> & </script>"})
+    assert embed(small) == ("json", small.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026"))
+    assert json.loads(embed(small)[1]) == json.loads(small)
+    run = write_big_run(tmp_path / "big", 3000)
+    text = write_report(run).read_text()
+    encoding, data = embedded_samples(text)
+    assert encoding == "gzip+base64" and data["tasks"] == ["big_task"] and len(data["rows"][0]) == 3000
+    assert data["rows"][0][3]["response"] == XSS_RESPONSE
+    raw = (run / "samples" / "big_task.jsonl").stat().st_size
+    assert os.path.getsize(run / "report.html") < raw / 3
+
+
+def _stamp(path):
+    st = path.stat()
+    return st.st_mtime_ns, st.st_ino, path.read_bytes()
+
+
+def test_the_report_is_not_rewritten_when_nothing_it_shows_changed(tmp_path):
+    run = make_run(tmp_path / "run")
+    report = write_report(run)
+    first = _stamp(report)
+    assert 'name="avhb-inputs"' in report.read_text()[:2000]
+    assert _stamp(write_report(run)) == first  # same inputs: the page is left alone
+    # run.json rewritten with the same bytes (a finished rerun): still the same page
+    (run / "run.json").write_bytes((run / "run.json").read_bytes())
+    assert _stamp(write_report(run)) == first
+    manifest = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**manifest, "updated": "2030-01-01T00:00:00+00:00"}, indent=2))
+    assert _stamp(write_report(run)) == first  # a stamp the page does not show
+    # each input that changes what the page shows makes a new page
+    results = json.loads((run / "results.json").read_text())
+    results["results"]["curve_ta_IN"]["accuracy"] = 0.5
+    (run / "results.json").write_text(json.dumps(results))
+    second = _stamp(write_report(run))
+    assert second != first and "0.5000" in report.read_text()
+    with open(run / "samples" / "curve_de_DE.jsonl", "a") as fh:
+        fh.write(json.dumps({"id": "late", "error": "arrived later", "judgements": {}}) + "\n")
+    third = _stamp(write_report(run))
+    assert third != second and any(r["id"] == "late" for _, r in embedded_rows(report.read_text()))
+    assert _stamp(write_report(run, max_samples_per_task=1)) != third
+    report.unlink()
+    assert write_report(run).is_file()
+
+
+def test_a_finished_rerun_leaves_report_html_untouched(tmp_path):
+    """The default command twice over one run folder: the second finds every
+    task finished and the report current, and does not rewrite it."""
+    from tests.conftest import run_cli
+
+    out = tmp_path / "run"
+    cmd = ["--tasks", "vidpair_binary", "--model", "random,seed=0", "--sample-data", "--output-dir", str(out)]
+    first = run_cli(*cmd)
+    assert first.returncode == 0, first.stderr
+    before = _stamp(out / "report.html")
+    again = run_cli(*cmd)
+    assert again.returncode == 0, again.stderr
+    assert "finished earlier with the same settings" in again.stderr
+    assert _stamp(out / "report.html") == before

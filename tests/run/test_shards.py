@@ -101,8 +101,8 @@ def _files(run: Path) -> dict[str, bytes]:
 
 def _report_body(run: Path) -> str:
     """report.html without what names the run itself (when and how it was
-    made, its folder)."""
-    html = (run / "report.html").read_text(encoding="utf-8")
+    made, its folder, the fingerprint of its files)."""
+    html = re.sub(r'<meta name="avhb-inputs" content="[0-9a-f]+">', "", (run / "report.html").read_text(encoding="utf-8"))
     run_info = json.loads((run / "run.json").read_text())
     for text in (run_info.get("created"), " ".join(run_info.get("command") or []), str(run), run.name):
         if text:
@@ -113,7 +113,7 @@ def _report_body(run: Path) -> str:
 
 def _shard_and_merge(tmp_path: Path, flags: list[str], report: bool = False) -> tuple[Path, Path, list[Path]]:
     quiet = [] if report else ["--no-report"]
-    full = tmp_path / "full"
+    full = tmp_path / "unsharded"  # a name no page text contains: _report_body removes it
     _avhb(*flags, *quiet, "--output-dir", str(full))
     shards = [tmp_path / f"shard{i}" for i in range(N)]
     for i, out in enumerate(shards):

@@ -20,11 +20,16 @@ from avhb.errors import UserError
 _PROBE = textwrap.dedent("""
     import json, os, sys
     root = os.path.realpath(sys.argv[1])
-    opened = []
+    opened, listed = [], []
     def audit(event, args):
+        if event == "os.scandir" and isinstance(args[0], str):
+            path = os.path.realpath(args[0])
+            if path.startswith(root + os.sep):
+                listed.append(os.path.relpath(path, root))
         if event == "open" and isinstance(args[0], str):
             path = os.path.realpath(args[0])
-            if path.startswith(root + os.sep) and not path.endswith((".pyc", "METADATA", "entry_points.txt")):
+            if (path.startswith(root + os.sep) and not path.endswith((".pyc", "METADATA", "entry_points.txt"))
+                    and not os.path.isdir(path)):  # folders are opened to stat their files, not read
                 opened.append(os.path.relpath(path, root))
     from avhb.registry import get_registry
     from avhb.taskdef.index import build_index
@@ -32,7 +37,8 @@ _PROBE = textwrap.dedent("""
     registry = get_registry()  # plugins imported first: only what the index opens is counted
     sys.addaudithook(audit)
     index = build_index(registry)
-    print(json.dumps({"opened": sorted(set(opened)), "from_cache": index.from_cache, "errors": index.errors,
+    print(json.dumps({"opened": sorted(set(opened)), "listed": sorted(listed), "from_cache": index.from_cache,
+                      "errors": index.errors,
                       "tasks": {n: i["tags"] for n, i in index.tasks.items()}, "groups": sorted(index.groups),
                       "refreshed": [os.path.relpath(os.path.realpath(p), root) for p in index.refreshed]}))
 """)
@@ -145,6 +151,73 @@ def test_editing_a_base_and_a_hook_module_rereads_their_dependents_only(site):
     fixed = _probe(site, "incr")
     assert fixed["opened"] == sorted(alpha + f for f in ("hooks.py", "t3.yaml", "t4.yaml")) and not fixed["errors"]
     assert "incr/t3" in fixed["tasks"]
+
+
+def _age(folder: Path, seconds: float = 60) -> None:
+    """Date a folder's mtime back (a folder that has not changed for a while)."""
+    past = time.time_ns() - int(seconds * 1e9)
+    os.utime(folder, ns=(past, past))
+
+
+def test_a_file_edited_in_place_is_seen_though_its_folder_did_not_change(site):
+    """The walk reuses a folder's listing while the folder's mtime is the
+    one recorded, but editing a file's text does not change its folder's
+    mtime: the file itself must still be looked at."""
+    tasks = site / "incr_pkg" / "tasks"
+    alpha = tasks / "alpha"
+    for folder in (tasks, alpha, tasks / "beta"):
+        _age(folder)
+    _probe(site, "incr")
+    warm = _probe(site, "incr")
+    assert warm["from_cache"] and warm["listed"] == [] and warm["opened"] == []  # no folder listed again
+    folder_mtime = alpha.stat().st_mtime_ns
+    t1 = alpha / "t1.yaml"
+    text = t1.read_text()
+    with open(t1, "r+") as fh:  # in place: same inode, same size, no entry of the folder changes
+        fh.write(text.replace("task: t1", "task: tX"))
+    _bump(t1)
+    assert alpha.stat().st_mtime_ns == folder_mtime and t1.stat().st_size == len(text)
+    edited = _probe(site, "incr")
+    assert edited["refreshed"] == ["incr_pkg/tasks/alpha/t1.yaml"] and edited["listed"] == []
+    assert "incr/tX" in edited["tasks"] and "incr/t1" not in edited["tasks"]
+    # a new file changes the folder's mtime: that folder, and only it, is listed again
+    _write(alpha / "t6.yaml", 'task: t6\ndoc_to_text: "{{q}}"\n')
+    _age(alpha)
+    added = _probe(site, "incr")
+    assert added["listed"] == ["incr_pkg/tasks/alpha"] and added["refreshed"] == ["incr_pkg/tasks/alpha/t6.yaml"]
+    assert "incr/t6" in added["tasks"]
+    (alpha / "t6.yaml").unlink()
+    _age(alpha, 30)
+    removed = _probe(site, "incr")
+    assert removed["listed"] == ["incr_pkg/tasks/alpha"] and "incr/t6" not in removed["tasks"]
+    # a new subfolder changes its parent's mtime; the subfolder is listed on its first walk
+    _write(alpha / "deeper" / "t7.yaml", 'task: t7\ndoc_to_text: "{{q}}"\n')
+    _age(alpha, 20)
+    _age(alpha / "deeper")
+    deeper = _probe(site, "incr")
+    assert deeper["listed"] == ["incr_pkg/tasks/alpha", "incr_pkg/tasks/alpha/deeper"] and "incr/t7" in deeper["tasks"]
+
+
+def test_a_folder_changed_just_before_a_walk_is_listed_again_next_time(site):
+    """On a file system with coarse timestamps a folder changed right after
+    it was listed can keep the mtime recorded: a folder whose mtime is not
+    older than the walk by 2 s is not trusted, and is listed again."""
+    tasks = site / "incr_pkg" / "tasks"
+    alpha = tasks / "alpha"
+    for folder in (tasks, alpha, tasks / "beta"):
+        _age(folder)
+    _probe(site, "incr")
+    soon = time.time_ns() + 60_000_000_000  # as recent as can be: modified "during" the next walk
+    os.utime(alpha, ns=(soon, soon))
+    first = _probe(site, "incr")
+    assert first["listed"] == ["incr_pkg/tasks/alpha"]
+    (alpha / "sneaky.yaml").write_text('task: sneaky\ndoc_to_text: "{{q}}"\n')
+    os.utime(alpha, ns=(soon, soon))  # the same mtime as the walk recorded: only the rule above sees the file
+    second = _probe(site, "incr")
+    assert second["listed"] == ["incr_pkg/tasks/alpha"] and "incr/sneaky" in second["tasks"]
+    _age(alpha)
+    _probe(site, "incr")
+    assert _probe(site, "incr")["listed"] == []  # settled: an old mtime is trusted again
 
 
 def test_missing_base_or_module_is_watched_until_it_appears(site):
@@ -291,8 +364,9 @@ def test_damaged_cache_file_is_rebuilt_not_trusted(site, monkeypatch):
         first = build_index()
         (part,) = (cache_dir() / "task-index").glob("incr_pkg.tasks-*.json")
         data = json.loads(part.read_text())
-        for damage in (lambda d: d["tasks"][0].pop(), lambda d: d["tasks"][3].__setitem__(0, 10**6),
-                       lambda d: d["depsets"].clear(), lambda d: d["mtimes"].pop()):
+        for damage in (lambda d: d["tasks"][0].pop(), lambda d: d["tasks"][1].__setitem__(0, 10**6),
+                       lambda d: d["depsets"].clear(), lambda d: d["mtimes"].pop(), lambda d: d["profiles"][0].pop(),
+                       lambda d: d["folders"].__setitem__("alpha", [0, "t1.yaml", []])):
             broken = json.loads(json.dumps(data))
             damage(broken)
             part.write_text(json.dumps(broken))
