@@ -349,7 +349,7 @@ CASES: list[Case] = [
     Case("media_decoder_unknown", ["--tasks", "bad/vid", *RUN, "--media", "decoder=magic"], 2,
          ["--media.decoder: must be one of auto, decord, pyav, got 'magic'"]),
     # -- malformed flags
-    Case("flag_seed_not_int", ["--tasks", "bad/qa", *RUN, "--seed", "x"], 2, ["argument --seed: invalid int value: 'x'"]),
+    Case("flag_seed_not_int", ["--tasks", "bad/qa", *RUN, "--seed", "x"], 2, ["argument --seed: 'x': an integer, or four integers or None"]),
     Case("flag_limit_negative", ["--tasks", "bad/qa", *RUN, "--limit", "-1"], 2, ["--limit -1: must be 0 or more"]),
     Case("flag_repeats_zero", ["--tasks", "bad/qa", *RUN, "--repeats", "0"], 2, ["--repeats 0: must be 1 or more"]),
     Case("flag_gen_kwargs_type", ["--tasks", "bad/qa", *RUN, "--gen-kwargs", "max_tokens=lots"], 2,
