@@ -100,8 +100,8 @@ MODULES: dict[str, Target] = {
         "tests/score/test_parsers.py", "tests/score/test_judge_fencing.py", "tests/plugins/test_metrics_likert.py",
         "tests/plugins/test_metrics_choice.py")),
     "aggregate": Target("avhb/score/aggregate.py", (
-        "tests/score/test_pooling.py", "tests/run/test_results.py", "tests/plugins/test_metrics_common.py",
-        "tests/plugins/test_metrics_pairs.py", "tests/plugins/test_metrics_likert.py")),
+        "tests/run/test_results.py", "tests/plugins/test_metrics_common.py", "tests/plugins/test_metrics_pairs.py",
+        "tests/plugins/test_metrics_likert.py")),
     "citation": Target("plugins/metrics/citation.py", (
         "tests/plugins/test_metrics_citation.py", "tests/tasks/test_mmlongcite.py")),
     "agreement": Target("plugins/metrics/agreement.py", (
@@ -396,11 +396,11 @@ def _set_aside(db: Path, target: Target, path: Path, missing_file: Path, all_ope
 
 
 def _times_add(work: Path, name: str, wall: float, cpu: float) -> None:
-    f = work / "times.json"
-    times = json.loads(f.read_text()) if f.exists() else {}
-    old = times.get(name, {"wall_s": 0.0, "cpu_s": 0.0})
-    times[name] = {"wall_s": old["wall_s"] + wall, "cpu_s": old["cpu_s"] + cpu}
-    f.write_text(json.dumps(times, indent=1))
+    """Time spent on a module, summed over resumed runs (one file a module: runs of
+    different modules may share a work folder)."""
+    f = work / f"{name}.times.json"
+    old = json.loads(f.read_text()) if f.exists() else {"wall_s": 0.0, "cpu_s": 0.0}
+    f.write_text(json.dumps({"wall_s": old["wall_s"] + wall, "cpu_s": old["cpu_s"] + cpu}))
 
 
 def collect(name: str, target: Target, work: Path, out: Outcome | None = None) -> Outcome:
@@ -412,8 +412,9 @@ def collect(name: str, target: Target, work: Path, out: Outcome | None = None) -
     db = work / f"{name}.sqlite"
     probe = work / f"{name}.probe"
     out.probe = out.probe or (probe.read_text() if probe.exists() else "")
-    times = json.loads((work / "times.json").read_text()) if (work / "times.json").exists() else {}
-    out.wall_s, out.cpu_s = times.get(name, {}).get("wall_s", 0.0), times.get(name, {}).get("cpu_s", 0.0)
+    f = work / f"{name}.times.json"
+    times = json.loads(f.read_text()) if f.exists() else {}
+    out.wall_s, out.cpu_s = times.get("wall_s", 0.0), times.get("cpu_s", 0.0)
     if not db.exists():
         return out
     with use_db(str(db), WorkDB.Mode.open) as wdb:
