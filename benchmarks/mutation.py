@@ -100,12 +100,12 @@ MODULES: dict[str, Target] = {
         "tests/score/test_parsers.py", "tests/score/test_judge_fencing.py", "tests/plugins/test_metrics_likert.py",
         "tests/plugins/test_metrics_choice.py")),
     "aggregate": Target("avhb/score/aggregate.py", (
-        "tests/run/test_results.py", "tests/plugins/test_metrics_common.py", "tests/plugins/test_metrics_pairs.py",
+        "tests/score/test_aggregate.py", "tests/run/test_results.py", "tests/plugins/test_metrics_common.py", "tests/plugins/test_metrics_pairs.py",
         "tests/plugins/test_metrics_likert.py")),
     "citation": Target("plugins/metrics/citation.py", (
-        "tests/plugins/test_metrics_citation.py", "tests/tasks/test_mmlongcite.py")),
+        "tests/plugins/test_metrics_citation.py", "tests/plugins/test_citation_edges.py", "tests/tasks/test_mmlongcite.py")),
     "agreement": Target("plugins/metrics/agreement.py", (
-        "tests/plugins/test_metrics_agreement.py", "tests/tasks/test_anchor.py")),
+        "tests/plugins/test_metrics_agreement.py", "tests/plugins/test_agreement_edges.py", "tests/tasks/test_anchor.py")),
     # the packs' unit tests; their *_e2e files (a whole run through the CLI, minutes each) are left out
     "anchor": Target("tasks/anchor/metrics.py", ("tests/tasks/test_anchor.py",)),
     "curve": Target("tasks/curve/metrics.py", ("tests/tasks/test_curve.py",)),
