@@ -74,6 +74,14 @@ def test_bootstrap_stderr_edges():
         return None
 
     assert bootstrap_stderr([0.0, 1.0], once) is None
+    # two defined draws are: their sample standard deviation
+    calls = [0]
+
+    def twice(xs):
+        calls[0] += 1
+        return float(calls[0]) if calls[0] <= 2 else None
+
+    assert bootstrap_stderr([0.0, 1.0], twice) == pytest.approx(math.sqrt(0.5))
 
 
 def test_weighted_mean_by_hand():
@@ -113,3 +121,5 @@ def test_pooled_mean_by_hand_and_its_edges():
                         Aggregate(0.9, 0.1, 0), Aggregate(0.9, 0.1, None)])
     assert kept == got
     assert pooled_mean([]) == Aggregate(None, None, 0) == pooled_mean([Aggregate(None, None, 5)])
+    assert pooled_mean([Aggregate(0.9, 0.1, 0)]) == Aggregate(None, None, 0)  # a value over no units: nothing
+    assert pooled_mean([Aggregate(0.9, 0.1, None)]) == Aggregate(None, None, 0)
