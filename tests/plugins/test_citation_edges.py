@@ -19,6 +19,7 @@ def test_citation_ranges_expand_up_to_a_hundred_and_otherwise_keep_their_ends():
     assert citation_indices("[1-101]") == list(range(1, 102))  # a span of exactly 100
     assert citation_indices("[1-102]") == [1, 102]
     assert citation_indices("[5-3]") == [5, 3]  # reversed: its two ends
+    assert citation_indices("[4-3]") == [4, 3]
     assert citation_indices("[4-4]") == [4]
     assert citation_indices("[ 2 , 4\u20135 ]") == [2, 4, 5]
 
@@ -39,6 +40,7 @@ def test_split_statements_rules():
     # a citations-only line with nothing before it stays its own fragment, then is dropped (no words)
     assert split_statements("[1].\nCats purr.") == ["Cats purr."]
     assert split_statements("   \n\n") == []
+    assert split_statements("A [1].\n\nB [2].\n \nC.") == ["A [1].", "B [2].", "C."]  # blank lines between
 
 
 def test_in_range_bounds_and_the_number_of_citations_kept():
@@ -97,6 +99,24 @@ async def test_alce_counts_a_citation_that_is_needed_though_not_sufficient_alone
     assert "u1\n\nu2" in premises and "u1\n\nu3" in premises and "u2\n\nu3" not in premises
 
 
+async def test_statements_built_directly_are_in_range_by_default_and_counts_of_unscored_answers():
+    from avhb.plugins.metrics.citation import Statement
+
+    async def yes(premise, hypothesis):
+        return True
+
+    res = await score_citations([Statement("A.", [1])], ["u1"], yes)
+    assert (res.recall, res.precision, res.n_citations, res.n_counted) == (1.0, 1.0, 1, 1)
+    empty = await score_citations([], ["u1"], yes, empty_answer="zero")
+    assert (empty.n_statements, empty.n_citations, empty.n_counted) == (0, 0, 0)
+
+    async def fails(premise, hypothesis):
+        return None
+
+    failed = await score_citations([Statement("A.", [1])], ["u1"], fails)
+    assert failed.judge_failed and (failed.n_statements, failed.n_citations, failed.n_counted) == (1, 0, 0)
+
+
 async def test_precision_must_be_loo_or_alce():
     with pytest.raises(ValueError, match="precision"):
         await score_citations([], [], None, precision="both")
@@ -119,6 +139,8 @@ def test_unit_kind_and_text():
     assert unit_kind({"video": "v.mp4"}) == "video" and unit_kind({"audio": "a.wav", "image": None}) == "audio"
     assert unit_kind({"image": "a.png", "video": "v.mp4"}) == "image"  # the first of image, video, audio
     assert unit_kind({"type": "table", "text": None}) == "text" and unit_kind(7) == "text"
+    assert unit_kind({"type": "table", "table": "t.csv", "text": "rows"}) == "text"  # not a media kind
+    assert unit_kind({"type": "image", "image": "a.png", "text": "caption"}) == "image"  # the named kind first
     assert unit_text({"type": "text", "text": 12}) == "12"
     assert unit_text({"type": "video", "video": "v.mp4"}) == "<video: v.mp4>"
     assert unit_text({"note": "x"}) == "{'note': 'x'}" and unit_text(3) == "3"
@@ -181,3 +203,15 @@ async def test_metric_judge_failures_are_counted_and_excluded():
     assert agg["citation_judge_failures"].value == 1 and agg["citation_judge_failures"].n == 2
     assert agg["citation_no_statements"].value == 1
     assert agg["citation_recall"].n == 1 and agg["citation_f1_of_means"].n == 1
+    # a usable sample the metric left no notes on: no statements, nothing uncited, out of range or non-text
+    bare = SampleRecord(id="2", doc={}, scores={"citation_recall": 1.0, "citation_precision": 1.0, "citation_f1": 1.0})
+    agg = m.aggregate([bare])
+    assert [agg[f"citation_{k}"].value for k in ("no_statements", "uncited_statements", "out_of_range_statements",
+                                                  "nontext_citations", "judge_failures")] == [1, 0, 0, 0, 0]
+
+
+async def test_metric_keeps_three_citations_by_default():
+    judges = ScriptedJudges({"entailment": lambda f: "yes"})
+    r = SampleRecord(id="0", doc={"context": ["u1", "u2", "u3", "u4"]}, response="A [1][2][3][4].")
+    await Citation().score(r, ScoreContext(judges, "t"))
+    assert r.meta["citation"]["statements"][0]["citations"] == [1, 2, 3]
