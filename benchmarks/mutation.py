@@ -252,7 +252,8 @@ def _cosmic_ray() -> list[str]:
     return [sys.executable, "-c", "import sys; from cosmic_ray.cli import main; sys.exit(main())"]
 
 
-def run_module(name: str, target: Target, work: Path, all_operators: bool, fresh: bool) -> Outcome:
+def run_module(name: str, target: Target, work: Path, all_operators: bool, fresh: bool,
+               retest: bool = False) -> Outcome:
     from cosmic_ray.work_db import WorkDB, use_db
     from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
@@ -277,7 +278,9 @@ def run_module(name: str, target: Target, work: Path, all_operators: bool, fresh
         cmd = test_command(target)
         want = json.dumps({"source": hashlib.sha256(restorer.original).hexdigest(), "tests": cmd[1:],
                            "all_operators": all_operators})
-        if fresh or not db.exists() or not stamp.exists() or stamp.read_text() != want:
+        if retest:
+            _retest_survivors(target, work, name, want, server)
+        elif fresh or not db.exists() or not stamp.exists() or stamp.read_text() != want:
             db.unlink(missing_ok=True)
             stamp.unlink(missing_ok=True)
             timeout = _baseline(target, path, work, name, out, server)
@@ -319,6 +322,41 @@ def run_module(name: str, target: Target, work: Path, all_operators: bool, fresh
     out.cpu_s = _cpu_children() - cpu0
     _times_add(work, name, out.wall_s, out.cpu_s)
     return collect(name, target, work, out)
+
+
+def _retest_survivors(target: Target, work: Path, name: str, want: str, server: "Server") -> None:
+    """Tests were added (none removed or changed): a killed mutant stays
+    killed, so only the survivors are run again, with the current test
+    command (which must pass on the unmutated code)."""
+    from cosmic_ray.work_db import WorkDB, use_db
+    from cosmic_ray.work_item import TestOutcome
+
+    db, stamp, config = work / f"{name}.sqlite", work / f"{name}.stamp", work / f"{name}.toml"
+    if not db.exists() or not stamp.exists():
+        raise SystemExit(f"mutation: --retest-survivors: no session of {name} in {work} to retest")
+    old, new = json.loads(stamp.read_text()), json.loads(want)
+    if old["source"] != new["source"] or old["all_operators"] != new["all_operators"]:
+        raise SystemExit(f"mutation: --retest-survivors: {target.path} (or the operator set) changed since the"
+                         " session was made; run it afresh (--fresh)")
+    missing = [t for t in old["tests"][3:] if t.endswith(".py") and t not in new["tests"]]
+    if missing:
+        raise SystemExit(f"mutation: --retest-survivors: the test command lost {', '.join(missing)}; run afresh")
+    clean = _run(server.command(target), timeout=600)
+    if clean.returncode != 0:
+        raise SystemExit(f"mutation: the tests of {target.path} fail unmutated:\n{clean.stdout[-3000:]}")
+    text = config.read_text()
+    text = re.sub(r"(?m)^test-command = .*$", lambda _m: f"test-command = {json.dumps(shlex.join(server.command(target)))}",
+                  text)
+    config.write_text(text)
+    with use_db(str(db), WorkDB.Mode.open) as wdb:
+        again = [job for job, result in ((i.job_id, r) for i, r in wdb.completed_work_items)
+                 if result.test_outcome == TestOutcome.SURVIVED]
+    import sqlite3
+
+    with sqlite3.connect(db) as con:  # forget those results: cosmic-ray exec runs what has none
+        con.executemany("DELETE FROM work_results WHERE job_id = ?", [(j,) for j in again])
+    stamp.write_text(want)
+    print(f"  {name}: retesting {len(again)} survivors with {shlex.join(test_command(target)[3:])}", flush=True)
 
 
 def _baseline(target: Target, path: Path, work: Path, name: str, out: Outcome, server: "Server") -> float:
@@ -678,6 +716,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--report", type=Path, default=None, help="survivors file (default WORK/survivors.md)")
     ap.add_argument("--all-operators", action="store_true", help="cosmic-ray's whole operator set")
     ap.add_argument("--fresh", action="store_true", help="start the named modules over (default: resume)")
+    ap.add_argument("--retest-survivors", action="store_true",
+                    help="after tests were added (none removed): run only the recorded survivors again")
     ap.add_argument("--list", action="store_true", help="print the modules and their test commands")
     ap.add_argument("--table", action="store_true", help="print the table of the recorded sessions; run nothing")
     args = ap.parse_args(argv)
@@ -704,7 +744,7 @@ def main(argv: list[str] | None = None) -> int:
             outcomes.append(collect(n, MODULES[n], args.work))
             continue
         print(f"{n}: {MODULES[n].path}", flush=True)
-        outcomes.append(run_module(n, MODULES[n], args.work, args.all_operators, args.fresh))
+        outcomes.append(run_module(n, MODULES[n], args.work, args.all_operators, args.fresh, args.retest_survivors))
         print(table(outcomes[-1:]).splitlines()[-1], flush=True)
     text = table(outcomes)
     print("\n" + text)

@@ -215,3 +215,13 @@ async def test_metric_keeps_three_citations_by_default():
     r = SampleRecord(id="0", doc={"context": ["u1", "u2", "u3", "u4"]}, response="A [1][2][3][4].")
     await Citation().score(r, ScoreContext(judges, "t"))
     assert r.meta["citation"]["statements"][0]["citations"] == [1, 2, 3]
+    dup = SampleRecord(id="1", doc={"context": ["u1", "u2"]}, response="A [1][1][2].")
+    await Citation().score(dup, ScoreContext(judges, "t"))
+    assert dup.meta["citation"]["statements"][0]["citations"] == [1, 2]  # duplicates collapsed by default
+
+
+def test_f1_of_means_takes_only_samples_with_both_values():
+    recs = [SampleRecord(id="a", doc={}, scores={"citation_recall": 1.0, "citation_precision": 0.5, "citation_f1": 0.6}),
+            SampleRecord(id="b", doc={}, scores={"citation_recall": 0.5, "citation_precision": None, "citation_f1": None})]
+    agg = Citation().aggregate(recs)
+    assert agg["citation_f1_of_means"].n == 1 and agg["citation_f1_of_means"].value == pytest.approx(2 / 3)
