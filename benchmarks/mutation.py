@@ -98,7 +98,8 @@ MODULES: dict[str, Target] = {
     "finished": Target("avhb/run/finished.py", ("tests/run/test_evaluator.py", "tests/run/test_run_folder.py")),
     "parsers": Target("avhb/score/parsers.py", (
         "tests/score/test_parsers.py", "tests/score/test_judge_fencing.py", "tests/plugins/test_metrics_likert.py",
-        "tests/plugins/test_metrics_choice.py")),
+        "tests/plugins/test_metrics_choice.py", "tests/examples/test_embedding_judge.py",
+        "tests/score/test_judges_http.py")),
     "aggregate": Target("avhb/score/aggregate.py", (
         "tests/score/test_aggregate.py", "tests/run/test_results.py", "tests/plugins/test_metrics_common.py", "tests/plugins/test_metrics_pairs.py",
         "tests/plugins/test_metrics_likert.py")),
