@@ -181,3 +181,37 @@ def test_metric_reports_every_output_and_skips_failed_samples():
         cohen_kappa([1, 2, 3, 1], [2, 2, 3, 1], "quadratic", [1, 2, 3]))
     assert out["agreement_alpha_ordinal"].value == pytest.approx(krippendorff_alpha([[1, 2, 3, 1], [2, 2, 3, 1]], "ordinal"))
     assert not math.isnan(out["agreement_fleiss"].value)
+
+
+def test_default_bootstrap_draws_are_a_thousand_with_seed_1234():
+    """Every agreement stderr in a results.json uses these defaults: a
+    re-scored run must reproduce them."""
+    ratings = {"a": [1, 2, 3, 1, 2, 3], "b": [1, 2, 2, 1, 3, 3]}
+    labels = [1, 2, 3]
+    pair = lambda idx: cohen_kappa([ratings["a"][i] for i in idx], [ratings["b"][i] for i in idx], "linear", labels)  # noqa: E731
+    want = _reference_bootstrap(6, pair, 1000)
+    assert pairwise_kappa(ratings, "linear", labels)[("a", "b")].stderr == pytest.approx(want, rel=1e-9)
+    assert mean_pairwise_kappa(ratings, "linear", labels).stderr == pytest.approx(want, rel=1e-9)
+    data = [ratings["a"], ratings["b"]]
+    assert krippendorff_alpha_stderr(data, "interval").stderr == pytest.approx(_reference_bootstrap(
+        6, lambda idx: krippendorff_alpha([[row[i] for i in idx] for row in data], "interval"), 1000), rel=1e-9)
+    assert fleiss_kappa_stderr(data).stderr == pytest.approx(_reference_bootstrap(
+        6, lambda idx: fleiss_kappa([[row[i] for i in idx] for row in data]), 1000), rel=1e-9)
+    out = JudgeAgreement(source="likert", labels=labels).aggregate(_records([list(p) for p in zip(*data)]))
+    assert out["agreement"].stderr == pytest.approx(want, rel=1e-9)
+
+
+def test_single_unit_and_single_item_tables():
+    # one pairable unit (1, 2): o12 = o21 = 1, n_c = (1, 1), n = 2; nominal: 1 - 1 * 2 / 2 = 0
+    assert krippendorff_alpha([[1], [2]], "nominal") == pytest.approx(0.0)
+    # one item: (1, 1) split -> P = 0, P_e = .5 -> kappa -1; all in one category -> undefined
+    assert fleiss_kappa_counts([[1, 1]]) == pytest.approx(-1.0)
+    assert fleiss_kappa_counts([[2, 0]]) is None
+    assert fleiss_kappa_counts(np.zeros((0, 3))) is None  # no items
+
+
+def test_the_default_scale_is_one_to_five():
+    for off_scale in (0, 6):
+        recs = _records([[1, 1], [3, 3], [off_scale, 4]])
+        with pytest.raises(ValueError, match="not among the labels"):
+            JudgeAgreement(source="likert", labels="scale", bootstrap_iters=10).aggregate(recs)
