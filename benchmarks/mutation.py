@@ -344,10 +344,14 @@ def _retest_survivors(target: Target, work: Path, name: str, want: str, server: 
     missing = [t for t in old["tests"][3:] if t.endswith(".py") and t not in new["tests"]]
     if missing:
         raise SystemExit(f"mutation: --retest-survivors: the test command lost {', '.join(missing)}; run afresh")
+    start = time.perf_counter()
     clean = _run(server.command(target), timeout=600)
+    wall = time.perf_counter() - start
     if clean.returncode != 0:
         raise SystemExit(f"mutation: the tests of {target.path} fail unmutated:\n{clean.stdout[-3000:]}")
     text = config.read_text()
+    old_timeout = float(re.search(r"(?m)^timeout = (\S+)$", text).group(1))  # more tests may take longer
+    text = re.sub(r"(?m)^timeout = .*$", f"timeout = {max(old_timeout, 60.0, 4 * wall):.0f}", text)
     text = re.sub(r"(?m)^test-command = .*$", lambda _m: f"test-command = {json.dumps(shlex.join(server.command(target)))}",
                   text)
     config.write_text(text)
