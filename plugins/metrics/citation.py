@@ -73,8 +73,8 @@ from avhb.errors import UserError
 from avhb.model.messages import AudioPart, ImagePart, VideoPart
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
 from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import count, resolve, usable
 
-from ._common import count, resolve, usable
 
 _CITE = re.compile(r"\[\s*(\d+(?:\s*[-\u2013]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-\u2013]\s*\d+)?)*)\s*\]")
 _CITES_ONLY = re.compile(r"^(?:\s*" + _CITE.pattern + r")+\s*[.!?\u3002\uff01\uff1f]*\s*$")

@@ -35,8 +35,8 @@ import numpy as np
 
 from avhb.score.aggregate import Aggregate, mean_stderr
 from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import count, resolve, usable
 
-from ._common import count, resolve, usable
 
 PERCENTILES = (20, 40, 60, 80)
 

@@ -26,8 +26,8 @@ from typing import Any
 
 from avhb.errors import SampleError
 from avhb.score.metric import Filter, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import as_text
 
-from ._common import as_text
 from .choice import check_parser, record_options, resolve_choice
 
 FINAL_ANSWER = re.compile(r"(?i)final\s+answer\s*[:\-]?\s*")

@@ -47,8 +47,8 @@ from typing import Any, Iterable, Sequence
 
 from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
 from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import count, resolve, usable
 
-from ._common import count, resolve, usable
 
 Interval = tuple[float, float]
 Box = tuple[float, float, float, float]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.plugins.metrics._common import count, judge_fields, resolve, usable, verdict_log
+from avhb.score.metric_helpers import count, judge_fields, resolve, usable, verdict_log
 from avhb.plugins.metrics.likert import LikertFacet
 from avhb.score.aggregate import Aggregate, mean_stderr
 from avhb.score.metric import Metric, SampleRecord, ScoreContext

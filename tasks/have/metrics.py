@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.plugins.metrics._common import count, usable, verdict_log
+from avhb.score.metric_helpers import count, usable, verdict_log
 from avhb.plugins.metrics.choice import ChoiceAccuracy
 from avhb.score.aggregate import Aggregate, mean_stderr
 from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext

@@ -53,7 +53,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.plugins.metrics._common import count, usable, verdict_log
+from avhb.score.metric_helpers import count, usable, verdict_log
 from avhb.plugins.metrics.choice import resolve_choice
 from avhb.plugins.metrics.citation import parse_yes_no, strip_citations
 from avhb.score.aggregate import Aggregate, mean_stderr
