@@ -1,5 +1,5 @@
 """Registers the built-in task packs (one folder per benchmark)."""
-from avhb.hookspecs import hookimpl
+from avhb import hookimpl
 
 
 @hookimpl

@@ -23,6 +23,8 @@ from typing import Any
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import SampleRecord
 
+__all__ = ["as_text", "count", "judge_fields", "resolve", "usable", "verdict_log"]
+
 _ATTRS = ("response", "extracted", "target", "id")
 
 

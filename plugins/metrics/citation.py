@@ -69,10 +69,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from avhb.errors import UserError
-from avhb.model.messages import AudioPart, ImagePart, VideoPart
-from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
+from avhb import (COUNT, DIAGNOSTIC, HEADLINE, Aggregate, AudioPart, ImagePart, Metric, SampleRecord, ScoreContext,
+                  UserError, VideoPart, bootstrap_stderr, mean_stderr)
 from avhb.score.metric_helpers import count, resolve, usable
 
 

@@ -39,8 +39,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.score.metric_helpers import count, judge_fields, usable, verdict_log
 
 

@@ -6,8 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from avhb.errors import UserError
-from avhb.score.judges import parse_judge_bindings
+from avhb import UserError, parse_judge_bindings
 
 
 def _run_dirs(paths: list[str]) -> list[Path]:

@@ -6,9 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from avhb.model.backend import parse_backend_spec
-from avhb.errors import UserError
-from avhb.score.judges import parse_judge_bindings
+from avhb import UserError, parse_backend_spec, parse_judge_bindings
 
 from .diagnosis import diagnose_run
 

@@ -75,10 +75,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.errors import SampleError, UserError
-from avhb.model.backend import Backend, BackendSpec, create_backend
-from avhb.model.messages import Response, TextPart
-from avhb.score.judges import JudgeError, JudgeRole, TaskJudges
+from avhb import (Backend, BackendSpec, JudgeError, JudgeRole, Response, SampleError, TaskJudges, TextPart, UserError,
+                  create_backend)
 
 from . import hooks, locales
 
@@ -287,7 +285,7 @@ def parse_hint(reply: str, options: dict[str, Any]) -> str | None:
     """Judge reply parser for a corrective hint: the text after the first
     ``Hint:`` label (markdown emphasis allowed), or a JSON ``{"hint": ...}``;
     None when there is none or it is empty (re-ask)."""
-    from avhb.score.parsers import first_json_value
+    from avhb import first_json_value
 
     found, value = first_json_value(reply or "", ("hint",))
     if found:
@@ -591,7 +589,7 @@ def resource_split(diagnoses: list[SampleDiagnosis], low: set[str]) -> dict[str,
 def accuracy_by_locale(results: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
     """Each locale task's ``accuracy`` from the run's results.json, and the
     lowest and highest locale (the paper reports ta-IN at 31.60 %)."""
-    from avhb.run.results import RunResults
+    from avhb import RunResults
 
     res = RunResults.from_json(results)
     per: dict[str, float] = {}
@@ -684,8 +682,7 @@ async def diagnose_run_async(run_dir: Path, *, judges: dict[str, list[BackendSpe
                              backend_factory: Callable[[BackendSpec], Backend] = create_backend,
                              concurrency: int = 8) -> dict[str, Any]:
     """See :func:`diagnose_run`."""
-    from avhb.run.folder import write_json_atomic
-    from avhb.run.reopen import ReopenedRun
+    from avhb import ReopenedRun, write_json_atomic
 
     run_dir = Path(run_dir)
     if max_rounds < 1:

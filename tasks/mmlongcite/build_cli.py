@@ -27,7 +27,7 @@ import os
 import sys
 from pathlib import Path
 
-from avhb.errors import UserError
+from avhb import UserError
 
 from . import build, data
 
@@ -35,7 +35,7 @@ ROLE = "distractor_check"
 
 
 def _role(with_images: bool):
-    from avhb.score.judges import JudgeRole
+    from avhb import JudgeRole
 
     cfg = {"prompt_file": "prompts/distractor_check.txt", "parser": "yes_no", "retries": 2,
            "media": ["image"] if with_images else []}
@@ -99,9 +99,7 @@ async def _build(args, items, root: Path, count, out: Path):
     if not args.pool:
         raise UserError("--mode distract needs --pool POOL (distractor documents)")
     pool = _read(Path(args.pool), "pool")
-    from avhb.model.backend import create_backend
-    from avhb.run.journal import Journal
-    from avhb.score.judges import Judges, parse_judge_bindings
+    from avhb import Journal, Judges, create_backend, parse_judge_bindings
 
     bindings = parse_judge_bindings(args.judge)
     unknown = sorted(set(bindings) - {ROLE, "*"})

@@ -214,7 +214,7 @@ def write_hr(p: Pack, out: Path, row: dict[str, Any]) -> None:
     """The HR copies of ``row`` (module docstring), grids as hr.py builds them."""
     from PIL import Image
 
-    from avhb.media.grid import make_grid
+    from avhb.media import make_grid
 
     from . import hr
 
