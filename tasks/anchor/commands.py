@@ -1,4 +1,4 @@
-"""ANCHOR's pack commands (registered through ``avhb_commands``):
+"""ANCHOR's pack commands (registered in plugin.py):
 ``avhb anchor-difficulty RUN...`` and ``avhb anchor-compare A B``."""
 from __future__ import annotations
 

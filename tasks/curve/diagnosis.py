@@ -273,7 +273,7 @@ def graph_from_dict(data: dict[str, Any] | str) -> EvidenceGraph:
     return EvidenceGraph([EvidenceNode(**n) for n in data["nodes"]])
 
 
-# Registered as the judge parser "curve_evidence_graph" (tasks/plugin.py, avhb_judge_parsers).
+# Registered as the judge parser "curve_evidence_graph" (plugin.py, avhb_judge_parsers).
 parse_graph_reply.format_hint = ('Reply with only the JSON object {"nodes": [...]}: unique ids, types visual/'  # type: ignore[attr-defined]
                                  'external/inference, premises naming existing ids, no cycles.')
 
@@ -295,7 +295,7 @@ def parse_hint(reply: str, options: dict[str, Any]) -> str | None:
     return text or None
 
 
-# Registered as the judge parser "curve_hint" (tasks/plugin.py, avhb_judge_parsers).
+# Registered as the judge parser "curve_hint" (plugin.py, avhb_judge_parsers).
 parse_hint.format_hint = "Reply with one line that starts with 'Hint:' followed by the hint."  # type: ignore[attr-defined]
 
 

@@ -1,5 +1,6 @@
-"""``avhb mmlongcite-build ITEMS --out DIR --target-tokens N ...``: build
-long MMLongCite contexts from short items (see build.py).
+"""MMLongCite's pack command (registered in plugin.py): ``avhb
+mmlongcite-build ITEMS --out DIR --target-tokens N ...`` builds long
+MMLongCite contexts from short items (see build.py).
 
     avhb mmlongcite-build items.jsonl --out DIR --target-tokens 16384 --mode truncate
     avhb mmlongcite-build items.jsonl --out DIR --target-tokens 16384 --mode distract \\
@@ -48,7 +49,7 @@ def _read(path: Path, what: str) -> list[dict]:
     return data.read_rows(path)
 
 
-def main(argv: list[str]) -> int:
+def build_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="avhb mmlongcite-build", description="Build long MMLongCite contexts")
     ap.add_argument("items", help="rows with evidence (JSON or JSON lines)")
     ap.add_argument("--out", required=True, help="output folder (rows go to OUT/data/mmlongcite/)")

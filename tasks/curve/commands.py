@@ -1,5 +1,5 @@
-"""``avhb diagnose RUN_DIR``: evidence-graph error isolation on a finished
-CURVE run (see diagnosis.py)."""
+"""CURVE's pack command (registered in plugin.py): ``avhb diagnose RUN_DIR``,
+evidence-graph error isolation on a finished CURVE run (see diagnosis.py)."""
 from __future__ import annotations
 
 import argparse
@@ -11,7 +11,7 @@ from avhb import UserError, parse_backend_spec, parse_judge_bindings
 from .diagnosis import diagnose_run
 
 
-def main(argv: list[str]) -> int:
+def diagnose_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="avhb diagnose", description="Evidence-graph diagnosis of a CURVE run")
     ap.add_argument("run_dir")
     ap.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",
