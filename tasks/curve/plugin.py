@@ -5,8 +5,8 @@ from avhb import hookimpl
 
 @hookimpl
 def avhb_judge_parsers():
-    return {"curve_evidence_graph": "avhb.tasks.curve.diagnosis:parse_graph_reply",
-            "curve_hint": "avhb.tasks.curve.diagnosis:parse_hint"}
+    return {"curve_evidence_graph": "avhb.tasks.curve.evidence_graph:parse_graph_reply",
+            "curve_hint": "avhb.tasks.curve.error_isolation:parse_hint"}
 
 
 @hookimpl
