@@ -1,10 +1,14 @@
-"""The core's import graph: no circles, and avhb/ imports nothing from the
+"""The import graph: no circles in the core; avhb/ imports nothing from the
 plugin packages (tasks/, plugins/, model_backends/, installed as
-avhb.tasks|plugins|model_backends).  Every import statement counts, also
-those inside functions."""
+avhb.tasks|plugins|model_backends); those and the examples import only the
+public API (what counts as public: the docstring of
+``test_packs_plugins_and_examples_import_only_the_public_api``); nothing
+shipped imports tests/.  Every import statement counts, also those inside
+functions."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[1] / "avhb"
@@ -226,3 +230,15 @@ def test_nothing_shipped_imports_the_tests():
     bad = [f"{path.relative_to(REPO)}:{line} imports {module}" for path, package in shipped
            for line, module, _ in _statements(path, package) if module == "tests" or module.startswith("tests.")]
     assert bad == []
+
+
+def test_plugins_md_lists_every_public_name():
+    """docs/plugins.md, "The public API", names each name ``avhb`` exports
+    and each public module."""
+    import avhb
+
+    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = text.split("## The public API", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([A-Za-z_][\w.]*)`", section))
+    missing = sorted(n for n in avhb.__all__ if n != "__version__" and n not in named)
+    assert missing == [] and all(f"from {m} import" in section for m in PUBLIC_MODULES if m != "avhb")
