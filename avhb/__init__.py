@@ -3,10 +3,19 @@
 The public API is importable from here; names load lazily (``import avhb``
 imports nothing heavy, so listing stays fast)::
 
+    from avhb import hookimpl                                    # a plugin's hooks
     from avhb import Backend, Capabilities, Request, Response   # a model backend
     from avhb import Metric, SampleRecord, Aggregate             # a metric
     from avhb import SampleContext, StepFailed                   # a multi-step driver
-    from avhb import hookimpl                                    # a plugin's hooks
+    from avhb import ReopenedRun, write_json_atomic              # a pack command over a finished run
+
+Three public modules complete it: ``avhb.media`` (probing, frames, audio,
+boxes, grids, resizing, fingerprints: its package-level names),
+``avhb.score.metric_helpers`` (field specs, verdict log entries, counts)
+and ``avhb.redact`` (secrets out of what a backend says).  Everything else
+under ``avhb.`` is private: the built-in task packs, metrics, backends and
+the examples import only these (``tests/test_import_graph.py`` checks it;
+docs/plugins.md, "The public API").
 """
 from __future__ import annotations
 
@@ -15,6 +24,7 @@ from typing import Any
 
 __version__ = "0.1.0"
 
+# public name -> "module" (the same name there) or "module:attr" (another name there)
 _EXPORTS = {
     # errors
     "UserError": "avhb.errors", "SampleError": "avhb.errors",
@@ -22,29 +32,42 @@ _EXPORTS = {
     "hookimpl": "avhb.hookspecs",
     # model backends and the one call path
     "Backend": "avhb.model.backend", "BackendSpec": "avhb.model.backend", "Capabilities": "avhb.model.backend",
+    "create_backend": "avhb.model.backend", "parse_backend_spec": "avhb.model.backend", "parse_kv": "avhb.model.backend",
+    "Prices": "avhb.model.prices", "FREE": "avhb.model.prices",
     "Request": "avhb.model.messages", "Response": "avhb.model.messages", "Message": "avhb.model.messages",
     "TextPart": "avhb.model.messages", "ImagePart": "avhb.model.messages", "VideoPart": "avhb.model.messages",
     "AudioPart": "avhb.model.messages", "Caller": "avhb.model.caller", "Call": "avhb.model.caller",
     # scoring
     "Metric": "avhb.score.metric", "Filter": "avhb.score.metric", "SampleRecord": "avhb.score.metric",
-    "ScoreContext": "avhb.score.metric", "Aggregate": "avhb.score.aggregate", "mean_stderr": "avhb.score.aggregate",
-    "bootstrap_stderr": "avhb.score.aggregate", "JudgeRole": "avhb.score.judges", "Verdict": "avhb.score.judges",
-    "JudgeError": "avhb.score.judges",
+    "ScoreContext": "avhb.score.metric", "HEADLINE": "avhb.score.metric", "DIAGNOSTIC": "avhb.score.metric",
+    "COUNT": "avhb.score.metric", "Aggregate": "avhb.score.aggregate", "mean_stderr": "avhb.score.aggregate",
+    "bootstrap_stderr": "avhb.score.aggregate",
+    # judges
+    "JudgeRole": "avhb.score.judges", "Verdict": "avhb.score.judges", "JudgeError": "avhb.score.judges",
+    "Judges": "avhb.score.judges", "TaskJudges": "avhb.score.judges", "parse_judge_bindings": "avhb.score.judges",
+    "first_json_value": "avhb.score.parsers",
+    # task files, data and folders
+    "render_template": "avhb.taskdef.templates:render", "PrepareResult": "avhb.data.download",
+    "fetch_http": "avhb.data.download", "run_items": "avhb.data.download", "built_media_dir": "avhb.paths",
+    "models_dir": "avhb.paths",
     # media
     "MediaSpec": "avhb.media.spec",
-    # runs
+    # runs, and pack commands over a finished one
     "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "RunOptions": "avhb.run.options",
     "evaluate": "avhb.run.evaluator", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
+    "ReopenedRun": "avhb.run.reopen", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
+    "write_json_atomic": "avhb.run.folder",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    where = _EXPORTS.get(name)
+    if where is None:
         raise AttributeError(f"module 'avhb' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attr = where.partition(":")
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value
     return value
 

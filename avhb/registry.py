@@ -119,18 +119,25 @@ def get_registry() -> Registry:
                             [tuple(t) for t in data["task_packages"]], data["preset_files"], [], data["package_dirs"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
+    before = set(sys.modules)
     registry = _load_registry()
     if not registry.failed:
-        _save(cache_file, key, registry)
+        _save(cache_file, key, registry, set(sys.modules) - before)
     return registry
 
 
-def _save(cache_file, key: str, registry: Registry) -> None:
+def _save(cache_file, key: str, registry: Registry, loaded: set[str] = frozenset()) -> None:
+    """Write the cache.  It stays fresh while the files it was made from
+    keep their mtime: each plugin's entry module, and the modules of the
+    plugin's own package that loading it imported (``loaded``; the packs'
+    ``plugin.py`` files the built-in ``tasks`` plugin gathers)."""
     import json
 
     files = {}
-    for p in registry.plugins:
-        module = sys.modules.get(p.module)
+    own = tuple(p.module.rpartition(".")[0] + "." for p in registry.plugins if "." in p.module)
+    names = [p.module for p in registry.plugins] + sorted(n for n in loaded if n.startswith(own))
+    for name in names:
+        module = sys.modules.get(name)
         if module is not None and getattr(module, "__file__", None):
             files[module.__file__] = os.stat(module.__file__).st_mtime_ns
     for folder in registry.package_dirs.values():

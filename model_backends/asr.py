@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from avhb.errors import SampleError
+from avhb import SampleError
 
 from .offline_models import asr_model_name, require, set_offline_env, whisper_model
 

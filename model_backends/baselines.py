@@ -36,10 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from avhb.model.prices import FREE
-from avhb.model.backend import Backend, BackendSpec, Capabilities
-from avhb.errors import UserError
-from avhb.model.messages import Request, Response, TextPart
+from avhb import FREE, Backend, BackendSpec, Capabilities, Request, Response, TextPart, UserError
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LABELLED = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]]?\s*[.:)]\s*\S")

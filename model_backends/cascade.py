@@ -26,10 +26,8 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from avhb.model.backend import Backend, BackendSpec, parse_backend_spec, parse_kv
-from avhb.errors import UserError
-from avhb.model.messages import AudioPart, Message, Request, Response, TextPart
-from avhb.registry import get_registry
+from avhb import (AudioPart, Backend, BackendSpec, Message, Request, Response, TextPart, UserError, create_backend,
+                  parse_backend_spec, parse_kv)
 
 from .asr import Transcript, transcribe_part
 from .offline_models import asr_model_name
@@ -125,8 +123,7 @@ class CascadeBackend(Backend):
         self.language = own.get("language")
         self.timestamps = bool(own.get("timestamps", True))
         if inner is None:
-            cls = get_registry().load("backends", inner_spec.kind)
-            inner = cls(inner_spec)
+            inner = create_backend(inner_spec)
         self.inner = inner
         self.inner_label = inner.spec.label  # e.g. "openai:gpt-4.1"
         self.capabilities = dataclasses.replace(inner.capabilities, audio=True)

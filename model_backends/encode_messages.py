@@ -32,8 +32,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-from avhb.errors import SampleError
-from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+from avhb import AudioPart, ImagePart, Message, Request, SampleError, TextPart, VideoPart
 
 JPEG_QUALITY = 90
 
@@ -161,7 +160,7 @@ def wav_bytes(array: Any, rate: int) -> bytes:
     """A waveform (mono, or channels averaged) -> 16-bit PCM WAV bytes."""
     import numpy as np
 
-    from avhb.media.encode import wav_bytes as _wav
+    from avhb.media import wav_bytes as _wav
 
     wave = np.asarray(array, dtype=np.float32)
     if wave.ndim == 2:  # (samples, channels) or (channels, samples)
@@ -173,7 +172,7 @@ def wav_bytes(array: Any, rate: int) -> bytes:
 
 def array_data_url(array: Any) -> str:
     """An RGB (H, W, 3) or grey (H, W) uint8 array -> JPEG data URL."""
-    from avhb.media.encode import image_data_url as _image_url
+    from avhb.media import image_data_url as _image_url
 
     try:
         return _image_url(array, "jpeg", JPEG_QUALITY)

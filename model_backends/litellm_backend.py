@@ -50,12 +50,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from avhb import Backend, BackendSpec, Request, Response, SampleError, UserError
 from avhb.model.prices import from_model_info
-from avhb.model.backend import Backend, BackendSpec
-from avhb.errors import SampleError, UserError
-from avhb.model.messages import Request, Response
-from avhb.redact import redact
 from avhb.model.resilience import AdaptiveLimiter, MalformedReply, Resilient, RetryPolicy
+from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_litellm_refusal, read_refusal
 from .encode_messages import encode_messages

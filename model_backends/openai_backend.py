@@ -57,11 +57,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from avhb.model.backend import Backend, BackendSpec, Capabilities
-from avhb.errors import SampleError, UserError
-from avhb.model.messages import Request, Response
-from avhb.redact import redact
+from avhb import Backend, BackendSpec, Capabilities, Request, Response, SampleError, UserError
 from avhb.model.resilience import AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy
+from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_refusal
 from .encode_messages import encode_messages

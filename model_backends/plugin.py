@@ -1,6 +1,6 @@
 """Registers the built-in model backends (kinds -> import paths) and the
 model preset catalogue.  Nothing here imports a backend."""
-from avhb.hookspecs import hookimpl
+from avhb import hookimpl
 
 _B = "avhb.model_backends"
 

@@ -63,10 +63,8 @@ import asyncio
 from dataclasses import replace
 from typing import Any, Callable
 
-from avhb.model.prices import FREE
-from avhb.model.backend import Backend, BackendSpec, Capabilities
-from avhb.errors import SampleError, UserError
-from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart
+from avhb import (FREE, AudioPart, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError,
+                  TextPart, UserError, VideoPart)
 
 from .openai_backend import map_generation
 

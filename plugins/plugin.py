@@ -1,5 +1,5 @@
 """Registers the built-in metrics and filters (names -> import paths)."""
-from avhb.hookspecs import hookimpl
+from avhb import hookimpl
 
 from .metrics.registry import FILTERS, METRICS
 

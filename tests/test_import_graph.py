@@ -1,10 +1,14 @@
-"""The core's import graph: no circles, and avhb/ imports nothing from the
+"""The import graph: no circles in the core; avhb/ imports nothing from the
 plugin packages (tasks/, plugins/, model_backends/, installed as
-avhb.tasks|plugins|model_backends).  Every import statement counts, also
-those inside functions."""
+avhb.tasks|plugins|model_backends); those and the examples import only the
+public API (what counts as public: the docstring of
+``test_packs_plugins_and_examples_import_only_the_public_api``); nothing
+shipped imports tests/.  Every import statement counts, also those inside
+functions."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[1] / "avhb"
@@ -65,3 +69,176 @@ def test_no_import_circles_in_the_core():
         if m not in state:
             visit(m, [])
     assert cycles == []
+
+
+# ---------------------------------------------------------------- the public API
+
+REPO = CORE.parent
+# Code that is not the core: the built-in task packs, metrics and backends
+# (installed as avhb.tasks, avhb.plugins, avhb.model_backends) and the
+# example third-party plugins.
+PLUGIN_FOLDERS = {"tasks": "avhb.tasks", "plugins": "avhb.plugins", "model_backends": "avhb.model_backends"}
+EXAMPLES = REPO / "examples"
+PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.score.metric_helpers", "avhb.redact")
+# The built-in backends' toolkit, for model_backends/ alone: retries (until
+# the caller owns them), LiteLLM's price map and the preset catalogue.  Not
+# public yet; a name the public API has must still come from the public API.
+BACKEND_TOOLKIT = ("avhb.model.resilience", "avhb.model.prices", "avhb.model.presets")
+
+
+def _statements(path: Path, package: str):
+    """(line, module, names) for every import statement of ``path``, a
+    module of ``package``; ``names`` is None for ``import x.y``."""
+    nodes = (n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    for node in sorted(nodes, key=lambda n: n.lineno):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name, None
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            yield node.lineno, module, [a.name for a in node.names]
+
+
+def _plugin_modules():
+    """(path, package) of every module outside the core that avhb ships or documents."""
+    for folder, installed in PLUGIN_FOLDERS.items():
+        for f in sorted((REPO / folder).rglob("*.py")):
+            rel = f.relative_to(REPO / folder).with_suffix("").parts
+            name = ".".join((installed,) + rel)
+            yield f, name if f.name == "__init__.py" else name.rpartition(".")[0]
+    for f in sorted(EXAMPLES.rglob("*.py")):
+        parts = f.relative_to(EXAMPLES).with_suffix("").parts[1:]  # below the distribution's folder
+        yield f, ".".join(parts[:-1]) if f.name != "__init__.py" else ".".join(parts[:-1])
+
+
+def _public_names(module: str) -> set[str]:
+    """``__all__``, else what the module defines without a leading ``_``."""
+    import importlib
+    import types
+
+    mod = importlib.import_module(module)
+    if hasattr(mod, "__all__"):
+        return set(mod.__all__)
+    return {n for n, v in vars(mod).items() if not n.startswith("_") and not isinstance(v, types.ModuleType)
+            and getattr(v, "__module__", module) == module}
+
+
+def _own(package: str) -> str:
+    """The unit a module belongs to: its pack (``avhb.tasks.curve``), else
+    its plugin package (``avhb.plugins``); free to import itself."""
+    parts = package.split(".")
+    return ".".join(parts[:3] if parts[:2] == ["avhb", "tasks"] and len(parts) > 2 else parts[:2])
+
+
+def _private_imports(path: Path, package: str) -> list[str]:
+    top = _public_names("avhb")
+    own = _own(package)
+    bad = []
+    for line, module, names in _statements(path, package):
+        if module != "avhb" and not module.startswith("avhb.") or module == own or module.startswith(own + "."):
+            continue
+        where = f"{path.relative_to(REPO)}:{line} imports {module}"
+        if module.startswith(tuple(p + "." for p in PLUGIN_FOLDERS.values())) or module in PLUGIN_FOLDERS.values():
+            hidden = [p for p in module.split(".")[2:] + (names or []) if p.startswith("_")]
+            if hidden:  # a plugin's private module or name
+                bad.append(f"{where} ({', '.join(hidden)})")
+            continue
+        if module in PUBLIC_MODULES:
+            if names is None:
+                continue
+            outside = sorted(set(names) - _public_names(module))
+            if outside:
+                bad.append(f"{where} ({', '.join(outside)}: not in its public names)")
+            continue
+        if package.startswith("avhb.model_backends") and module in BACKEND_TOOLKIT:
+            public = sorted(set(names or []) & top)
+            if public:
+                bad.append(f"{where} ({', '.join(public)}: import it from avhb)")
+            continue
+        bad.append(where + (f" ({', '.join(names)})" if names else ""))
+    return bad
+
+
+def test_packs_plugins_and_examples_import_only_the_public_api():
+    """What a pack or a plugin may import from avhb, the rule avhb's own
+    task packs, metrics and backends and the examples follow:
+
+    * public: the names ``avhb`` exports (``avhb.__all__``), the
+      package-level names of ``avhb.media`` (its ``__all__``, not the
+      modules inside it) and the modules ``avhb.score.metric_helpers``
+      and ``avhb.redact`` (``PUBLIC_MODULES``);
+    * a plugin's modules (``avhb.tasks.*``, ``avhb.plugins.*``,
+      ``avhb.model_backends.*``; a pack subclassing a built-in metric),
+      except a module or name that starts with ``_``;
+    * model_backends/ only: the backend toolkit (``BACKEND_TOOLKIT``), for
+      the names the public API does not have;
+    * every other ``avhb.<module>`` is private: its layout may change
+      without notice.
+
+    Imports inside functions count."""
+    bad = [line for path, package in _plugin_modules() for line in _private_imports(path, package)]
+    assert bad == [], "private avhb paths imported:\n" + "\n".join(bad)
+
+
+def test_the_rule_catches_a_private_import(tmp_path):
+    """The check above fails on what it names (so it cannot pass vacuously)."""
+    pack = tmp_path / "hooks.py"
+    pack.write_text("from avhb import Metric\nfrom avhb.score.metric import Metric\n"
+                    "def f():\n    from avhb.run.folder import write_json_atomic\n"
+                    "from avhb import registry\nfrom avhb.plugins.metrics._common import count\n"
+                    "from ...score import judges\nfrom ._data import _helper\n"
+                    "from avhb.tasks.other.data import _helper\n")
+    global REPO
+    saved, REPO = REPO, tmp_path
+    try:
+        bad = _private_imports(pack, "avhb.tasks.mypack")
+    finally:
+        REPO = saved
+    assert bad == ["hooks.py:2 imports avhb.score.metric (Metric)",
+                   "hooks.py:4 imports avhb.run.folder (write_json_atomic)",
+                   "hooks.py:5 imports avhb (registry: not in its public names)",
+                   "hooks.py:6 imports avhb.plugins.metrics._common (_common)",
+                   "hooks.py:7 imports avhb.score (judges)",
+                   "hooks.py:9 imports avhb.tasks.other.data (_helper)"]
+
+
+def test_every_public_name_resolves():
+    """Each name the public modules promise loads (a renamed core function
+    fails here, not in a third party's import), and stays what it is once
+    a submodule of the same name was imported (``avhb.redact`` the module
+    and ``redact`` the function): the import system puts a submodule on its
+    package under its name, over a lazily exported one."""
+    import importlib
+    import types
+
+    for module in PUBLIC_MODULES:
+        mod = importlib.import_module(module)
+        for name in sorted(_public_names(module)):
+            if hasattr(mod, "__path__") and any((Path(p) / name).with_suffix(".py").exists() for p in mod.__path__):
+                importlib.import_module(f"{module}.{name}")
+            value = getattr(mod, name)
+            assert value is not None and not isinstance(value, types.ModuleType), f"{module}.{name}"
+
+
+def test_nothing_shipped_imports_the_tests():
+    """Test doubles live in tests/ (tests/scripted_judges.py); no module of
+    the wheel imports them."""
+    shipped = [(f, n.rpartition(".")[0]) for n, f in _modules().items()] + list(_plugin_modules())
+    bad = [f"{path.relative_to(REPO)}:{line} imports {module}" for path, package in shipped
+           for line, module, _ in _statements(path, package) if module == "tests" or module.startswith("tests.")]
+    assert bad == []
+
+
+def test_plugins_md_lists_every_public_name():
+    """docs/plugins.md, "The public API", names each name ``avhb`` exports
+    and each public module."""
+    import avhb
+
+    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    section = text.split("## The public API", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"`([A-Za-z_][\w.]*)`", section))
+    missing = sorted(n for n in avhb.__all__ if n != "__version__" and n not in named)
+    assert missing == [] and all(f"from {m} import" in section for m in PUBLIC_MODULES if m != "avhb")

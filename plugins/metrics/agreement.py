@@ -64,10 +64,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from avhb.score.aggregate import Aggregate, bootstrap_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleRecord, ScoreContext, bootstrap_stderr
+from avhb.score.metric_helpers import count
 
-from ._common import count
 
 WEIGHTS = (None, "linear", "quadratic")
 LEVELS = ("nominal", "ordinal", "interval")

@@ -68,11 +68,9 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
-from avhb.score.aggregate import Aggregate
-from avhb.errors import SampleError
-from avhb.score.metric import COUNT, Metric, SampleRecord, ScoreContext
+from avhb import COUNT, Aggregate, Metric, SampleError, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import as_text, count, usable, verdict_log
 
-from ._common import as_text, count, usable, verdict_log
 
 _EDGE_PUNCT = [",", ".", "!", "?", ";", ":", "'"]
 PARSERS = ("single", "mmmu")

@@ -69,12 +69,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-from avhb.errors import UserError
-from avhb.model.messages import AudioPart, ImagePart, VideoPart
-from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
+from avhb import (COUNT, DIAGNOSTIC, HEADLINE, Aggregate, AudioPart, ImagePart, Metric, SampleRecord, ScoreContext,
+                  UserError, VideoPart, bootstrap_stderr, mean_stderr)
+from avhb.score.metric_helpers import count, resolve, usable
 
-from ._common import count, resolve, usable
 
 _CITE = re.compile(r"\[\s*(\d+(?:\s*[-\u2013]\s*\d+)?(?:\s*,\s*\d+(?:\s*[-\u2013]\s*\d+)?)*)\s*\]")
 _CITES_ONLY = re.compile(r"^(?:\s*" + _CITE.pattern + r")+\s*[.!?\u3002\uff01\uff1f]*\s*$")

@@ -33,10 +33,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
+from avhb import COUNT, DIAGNOSTIC, HEADLINE, Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
+from avhb.score.metric_helpers import count, resolve, usable
 
-from ._common import count, resolve, usable
 
 PERCENTILES = (20, 40, 60, 80)
 

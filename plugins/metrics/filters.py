@@ -24,10 +24,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from avhb.errors import SampleError
-from avhb.score.metric import Filter, SampleRecord, ScoreContext
+from avhb import Filter, SampleError, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import as_text
 
-from ._common import as_text
 from .choice import check_parser, record_options, resolve_choice
 
 FINAL_ANSWER = re.compile(r"(?i)final\s+answer\s*[:\-]?\s*")

@@ -45,10 +45,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
-from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, Metric, SampleRecord, ScoreContext
+from avhb import (COUNT, DIAGNOSTIC, HEADLINE, Aggregate, Metric, SampleRecord, ScoreContext, bootstrap_stderr,
+                  mean_stderr)
+from avhb.score.metric_helpers import count, resolve, usable
 
-from ._common import count, resolve, usable
 
 Interval = tuple[float, float]
 Box = tuple[float, float, float, float]

@@ -67,9 +67,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import UserError
-from avhb.score.aggregate import Aggregate, bootstrap_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb import Aggregate, Metric, SampleRecord, ScoreContext, UserError, bootstrap_stderr
 
 DEFAULT_BOOTSTRAP_ITERS = 100
 _TRUE = ("1", "ON", "YES", "TRUE")

@@ -31,7 +31,7 @@ the judge; both metrics exclude them (docs/errors.md) and count them in
 ``<name>_errors``.
 
 Both metrics pass the judge the fields configured by the ``fields`` option
-(field name -> spec, see ``_common.resolve``), by default
+(field name -> spec, see ``avhb.score.metric_helpers.resolve``), by default
 ``{"question": "doc.question", "reference": "target", "response": "extracted"}``
 (``extracted`` falls back to the raw response when no filter ran).
 """
@@ -39,10 +39,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
+from avhb.score.metric_helpers import count, judge_fields, usable, verdict_log
 
-from ._common import count, judge_fields, usable, verdict_log
 
 DEFAULT_FIELDS = {"question": "doc.question", "reference": "target", "response": "extracted"}
 

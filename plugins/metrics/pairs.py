@@ -36,11 +36,9 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 
 import numpy as np
 
-from avhb.errors import UserError
-from avhb.score.aggregate import Aggregate, bootstrap_stderr, mean_stderr
-from avhb.score.metric import COUNT, Metric, SampleRecord, ScoreContext
+from avhb import COUNT, Aggregate, Metric, SampleRecord, ScoreContext, UserError, bootstrap_stderr, mean_stderr
+from avhb.score.metric_helpers import count, resolve
 
-from ._common import count, resolve
 from .choice import normalize_text
 
 

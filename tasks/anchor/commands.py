@@ -1,4 +1,4 @@
-"""ANCHOR's pack commands (registered through ``avhb_commands``):
+"""ANCHOR's pack commands (registered in plugin.py):
 ``avhb anchor-difficulty RUN...`` and ``avhb anchor-compare A B``."""
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from avhb.errors import UserError
-from avhb.score.judges import parse_judge_bindings
+from avhb import UserError, parse_judge_bindings
 
 
 def _run_dirs(paths: list[str]) -> list[Path]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import UserError
+from avhb import UserError
 
 THRESHOLDS = (1.0, 1.5)
 
@@ -70,8 +70,7 @@ def compare_samples(a_lines: list[dict[str, Any]], b_lines: list[dict[str, Any]]
 
 def compare_runs(a_dir: Path, b_dir: Path, facet: str = "hallucination",
                  tasks: list[str] | None = None) -> dict[str, Any]:
-    from avhb.run.folder import write_json_atomic
-    from avhb.run.reopen import ReopenedRun
+    from avhb import ReopenedRun, write_json_atomic
 
     from .difficulty import _anchor_tasks
 

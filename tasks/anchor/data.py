@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import UserError
+from avhb import UserError
 
 KEY_FPS = 10.0  # the annotation grid: frame key k is at k / 10 s
 FINAL_ANSWER = re.compile(r"(?i)final\s+answer\s*[:\-]?\s*")  # upstream's marker (run_judges.py)

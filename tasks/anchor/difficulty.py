@@ -38,9 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.errors import UserError
-from avhb.model.backend import Backend, BackendSpec, create_backend
-from avhb.score.judges import JudgeError, JudgeRole
+from avhb import Backend, BackendSpec, JudgeError, JudgeRole, UserError, create_backend
 
 from .hooks import prompt
 
@@ -161,8 +159,7 @@ async def grade_runs_async(run_dirs: list[Path], *, judges: dict[str, list[Backe
                            backend_factory: Callable[[BackendSpec], Backend] = create_backend,
                            concurrency: int = 16) -> dict[str, Any]:
     """See the module docstring; returns the summary."""
-    from avhb.run.folder import write_json_atomic
-    from avhb.run.reopen import ReopenedRun
+    from avhb import ReopenedRun, write_json_atomic
 
     if not run_dirs:
         raise UserError("anchor-difficulty: give at least one run folder")

@@ -35,11 +35,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import SampleError
-from avhb.media.boxes import nearest_key
-from avhb.model.messages import AudioPart, Message, TextPart, VideoPart
-from avhb.score.metric import Filter, SampleRecord, ScoreContext
-from avhb.taskdef.templates import render
+from avhb import (AudioPart, Filter, Message, SampleError, SampleRecord, ScoreContext, TextPart, VideoPart,
+                  render_template)
+from avhb.media import nearest_key
 
 from .data import KEY_FPS
 
@@ -52,7 +50,7 @@ def prompt(name: str) -> str:
 
 
 def doc_to_text(doc: dict[str, Any]) -> str:
-    return render(prompt("inference"), {"question": doc["question"]})
+    return render_template(prompt("inference"), {"question": doc["question"]})
 
 
 def mmss(t: float) -> str:
@@ -73,7 +71,7 @@ def clip_seconds(video: VideoPart) -> float:
     ``SampleError`` for a missing or unreadable file)."""
     if video.segment:
         return video.segment[1] - video.segment[0]
-    from avhb.media.probe import probe
+    from avhb.media import probe
 
     return probe(video.path).duration
 
@@ -105,7 +103,7 @@ async def socratic(ctx, doc: dict[str, Any], video: VideoPart, audio: AudioPart 
     previous = ""
     for k, chunk in enumerate(chunks, 1):
         span = f"{mmss(chunk.segment[0])}-{mmss(chunk.segment[1])}"
-        text = render(prompt("socratic_notes"), {
+        text = render_template(prompt("socratic_notes"), {
             "part": k, "parts": len(chunks), "span": span, "fps": f"{spec.fps:g}", "width": spec.width,
             "height": spec.height, "question": doc["question"],
             "previous": f"\nYour notes on part {k - 1}:\n{previous}\n" if previous else ""})
@@ -115,7 +113,7 @@ async def socratic(ctx, doc: dict[str, Any], video: VideoPart, audio: AudioPart 
         call = await ctx.ask([Message("user", [*parts, TextPart(text)])], step=f"chunk{k}")
         previous = call.text.strip()
         notes.append(f"Part {k} ({span}):\n{previous}")
-    final = render(prompt("socratic_synthesis"), {"parts": len(chunks), "notes": "\n\n".join(notes),
+    final = render_template(prompt("socratic_synthesis"), {"parts": len(chunks), "notes": "\n\n".join(notes),
                                                   "question": doc["question"]})
     call = await ctx.ask([Message("user", [TextPart(final)])], step="synthesis")
     return call.text, {"socratic_turns": len(chunks) + 1}
@@ -160,8 +158,7 @@ async def drive_grounding(ctx, doc: dict[str, Any]):
     """``anchor_grounding``'s driver (module docstring)."""
     if not doc.get("target"):
         raise SampleError(f"sample {ctx.sample_id}: no grounding target (no annotated object matches the action)")
-    from avhb.media.probe import probe
-    from avhb.media.resize import fit_size
+    from avhb.media import fit_size, probe
 
     request = ctx.request()
     video, _, text = _parts(request)
@@ -169,7 +166,7 @@ async def drive_grounding(ctx, doc: dict[str, Any]):
         raise SampleError(f"sample {ctx.sample_id}: the grounding request has no video")
     info = probe(video.path)
     width, height = ctx.media.frame_size or fit_size(info.width, info.height, ctx.media.max_side, ctx.media.max_pixels)
-    text.text = render(prompt("grounding"), {"target": doc["target"], "question": doc["question"],
+    text.text = render_template(prompt("grounding"), {"target": doc["target"], "question": doc["question"],
                                              "width": width, "height": height})
     call = await ctx.ask(request)
     times = _frame_times(call.media)

@@ -20,17 +20,16 @@ said while something is shown).  Needs ``espeak-ng`` on PATH and PyAV.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass, field
-from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-W, H, FPS, RATE = 160, 120, 10, 16000
+from avhb.tasks.sample_media import RATE, canvas, circle, mix, rect, speech, tone, write_video
+
+W, H, FPS = 160, 120, 10
 KEY_FPS = 10
 OUT = Path(__file__).resolve().parent / "sample"
 
@@ -41,24 +40,9 @@ GREEN, GREY, DARK, ORANGE = (30, 160, 60), (128, 128, 128), (20, 20, 30), (240, 
 # ---------------------------------------------------------------- pictures
 
 
-def _canvas(color) -> np.ndarray:
-    img = np.empty((H, W, 3), np.uint8)
-    img[:] = color
-    return img
-
-
-def _rect(img, x, y, w, h, color) -> None:
-    img[int(y):int(y + h), int(x):int(x + w)] = color
-
-
-def _circle(img, cx, cy, r, color) -> None:
-    yy, xx = np.mgrid[:H, :W]
-    img[(xx - cx) ** 2 + (yy - cy) ** 2 <= r * r] = color
-
-
 def bell(t: float) -> np.ndarray:  # a red bell (circle) in the middle the whole time
-    img = _canvas(YELLOW)
-    _circle(img, 80, 60, 20, RED)
+    img = canvas(W, H, YELLOW)
+    circle(img, 80, 60, 20, RED)
     return img
 
 
@@ -67,13 +51,13 @@ def drum_x(t: float) -> float:  # the drum (a blue square) slides from x=10 to x
 
 
 def drum(t: float) -> np.ndarray:
-    img = _canvas(WHITE)
-    _rect(img, drum_x(t), 40, 40, 40, BLUE)
+    img = canvas(W, H, WHITE)
+    rect(img, drum_x(t), 40, drum_x(t) + 40, 80, BLUE)
     return img
 
 
 def triangle(t: float) -> np.ndarray:  # a green triangle while the speaker talks
-    img = _canvas(ORANGE)
+    img = canvas(W, H, ORANGE)
     for row in range(30, 90):
         half = (row - 30) * 0.6
         img[row, int(80 - half):int(80 + half) + 1] = GREEN
@@ -82,37 +66,17 @@ def triangle(t: float) -> np.ndarray:  # a green triangle while the speaker talk
 
 def long_clip(t: float) -> np.ndarray:  # sun 0-4 s, grey box 4-8 s (beep at 5 s), dark 8-10 s
     if t < 4:
-        img = _canvas(BLUE)
-        _circle(img, 80, 50, 25, YELLOW)
+        img = canvas(W, H, BLUE)
+        circle(img, 80, 50, 25, YELLOW)
     elif t < 8:
-        img = _canvas(WHITE)
-        _rect(img, 50, 30, 60, 60, GREY)
+        img = canvas(W, H, WHITE)
+        rect(img, 50, 30, 110, 90, GREY)
     else:
-        img = _canvas(DARK)
+        img = canvas(W, H, DARK)
     return img
 
 
 # ---------------------------------------------------------------- sounds
-
-
-def speech(text: str, voice: str = "en") -> np.ndarray:
-    """Mono float32 speech at RATE Hz (espeak-ng)."""
-    import soundfile as sf
-
-    with tempfile.TemporaryDirectory() as tmp:
-        wav = Path(tmp) / "speech.wav"
-        subprocess.run(["espeak-ng", "-v", voice, "-s", "160", "-w", str(wav), text], check=True, capture_output=True)
-        data, rate = sf.read(wav, dtype="float32", always_2d=True)
-    mono = data.mean(axis=1)
-    if rate != RATE:
-        t_new = np.arange(int(len(mono) * RATE / rate)) / RATE
-        mono = np.interp(t_new, np.arange(len(mono)) / rate, mono).astype(np.float32)
-    return mono.astype(np.float32)
-
-
-def tone(freq: float, seconds: float, decay: float = 0.0, level: float = 0.4) -> np.ndarray:
-    t = np.arange(int(seconds * RATE)) / RATE
-    return (level * np.sin(2 * np.pi * freq * t) * np.exp(-decay * t)).astype(np.float32)
 
 
 def drum_hit(seconds: float = 0.15) -> np.ndarray:
@@ -121,15 +85,6 @@ def drum_hit(seconds: float = 0.15) -> np.ndarray:
     noise = rng.standard_normal(n).astype(np.float32)
     low = np.convolve(noise, np.ones(24) / 24, mode="same")  # a dull thud, not a hiss
     return (0.6 * low / np.abs(low).max() * np.exp(-np.arange(n) / (0.04 * RATE))).astype(np.float32)
-
-
-def mix(seconds: float, events: list[tuple[float, np.ndarray]]) -> np.ndarray:
-    out = np.zeros(int(seconds * RATE), np.float32)
-    for at, sound in events:
-        i = int(at * RATE)
-        j = min(len(out), i + len(sound))
-        out[i:j] += sound[: j - i]
-    return np.clip(out, -1, 1)
 
 
 # ---------------------------------------------------------------- videos
@@ -161,35 +116,6 @@ VIDEOS = {
                   lambda: [(0.4, speech("first the sun")), (5.0, tone(1000, 0.3)), (8.3, speech("then the night"))],
                   lambda t: [_box("sun", "#FFD700", 0, 55, 25, 50, 50)] if t < 4 else []),
 }
-
-
-def write_video(path: Path, video: Video) -> None:
-    import av
-
-    audio = mix(video.seconds, video.sounds())
-    with av.open(str(path), "w") as out:
-        vs = out.add_stream("libx264", rate=FPS, options={"crf": "32", "preset": "veryslow"})
-        vs.width, vs.height, vs.pix_fmt = W, H, "yuv420p"
-        as_ = out.add_stream("aac", rate=RATE, layout="mono")
-        as_.bit_rate = 24000
-        for i in range(int(round(video.seconds * FPS))):
-            frame = av.VideoFrame.from_ndarray(video.draw(i / FPS), format="rgb24")
-            frame.pts = i
-            frame.time_base = Fraction(1, FPS)
-            for packet in vs.encode(frame):
-                out.mux(packet)
-        for packet in vs.encode():
-            out.mux(packet)
-        for start in range(0, len(audio), 1024):
-            chunk = audio[start:start + 1024]
-            frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="fltp", layout="mono")
-            frame.sample_rate = RATE
-            frame.pts = start
-            frame.time_base = Fraction(1, RATE)
-            for packet in as_.encode(frame):
-                out.mux(packet)
-        for packet in as_.encode():
-            out.mux(packet)
 
 
 def object_map(video: Video) -> dict[str, list[dict]]:
@@ -279,7 +205,8 @@ def lines() -> dict[str, list[dict]]:
 def main(out: Path = OUT) -> None:
     (out / "videos").mkdir(parents=True, exist_ok=True)
     for video in VIDEOS.values():
-        write_video(out / "videos" / video.name, video)
+        frames = [video.draw(i / FPS) for i in range(int(round(video.seconds * FPS)))]
+        write_video(out / "videos" / video.name, frames, FPS, mix(video.sounds(), video.seconds), crf=32)
     for name, rows in lines().items():
         (out / name).write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())

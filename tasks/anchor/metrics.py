@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.plugins.metrics._common import count, judge_fields, resolve, usable, verdict_log
+from avhb import Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.plugins.metrics.likert import LikertFacet
-from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import count, judge_fields, resolve, usable, verdict_log
 
 
 class GoldFacet(LikertFacet):

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from avhb.errors import UserError
+from avhb import UserError
 
 from . import locales
 

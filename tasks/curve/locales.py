@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from avhb.errors import UserError
+from avhb import UserError
 
 
 @dataclass(frozen=True)

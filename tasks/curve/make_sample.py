@@ -12,71 +12,55 @@ greeting, a dish, a sport, a custom).  Needs ``espeak-ng`` on PATH and PyAV.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 from dataclasses import dataclass
-from fractions import Fraction
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 
-W, H, FPS, SECONDS, RATE = 160, 120, 10, 3.5, 16000
+from avhb.tasks.sample_media import canvas, circle, fit, rect, speech, write_video
+
+W, H, FPS, SECONDS = 160, 120, 10, 3.5
 OUT = Path(__file__).resolve().parent / "sample"
 
 RED, GREEN, BLUE, YELLOW = (220, 30, 30), (30, 160, 60), (40, 70, 200), (240, 210, 40)
 BROWN, ORANGE, WHITE, GREY = (120, 70, 30), (240, 140, 40), (245, 245, 245), (128, 128, 128)
 
 
-def _canvas(color) -> np.ndarray:
-    img = np.empty((H, W, 3), np.uint8)
-    img[:] = color
-    return img
-
-
-def _circle(img, cx, cy, r, color) -> None:
-    yy, xx = np.mgrid[:H, :W]
-    img[(xx - cx) ** 2 + (yy - cy) ** 2 <= r * r] = color
-
-
-def _rect(img, x0, y0, x1, y1, color) -> None:
-    img[y0:y1, x0:x1] = color
-
-
 def tamil(t: float) -> np.ndarray:  # red circle, then a green rectangle from 00:02
-    img = _canvas(YELLOW)
+    img = canvas(W, H, YELLOW)
     if t < 1.7:
-        _circle(img, 80, 60, 30, RED)
+        circle(img, 80, 60, 30, RED)
     else:
-        _rect(img, 60, 20, 100, 100, GREEN)
+        rect(img, 60, 20, 100, 100, GREEN)
     return img
 
 
 def korean(t: float) -> np.ndarray:  # a white rectangle, then a yellow horizontal band
-    img = _canvas(BLUE)
+    img = canvas(W, H, BLUE)
     if t < 1.7:
-        _rect(img, 50, 20, 110, 100, WHITE)
+        rect(img, 50, 20, 110, 100, WHITE)
     else:
-        _rect(img, 20, 52, 140, 68, YELLOW)
+        rect(img, 20, 52, 140, 68, YELLOW)
     return img
 
 
 def arabic(t: float) -> np.ndarray:  # one brown circle, then three small ones
-    img = _canvas(ORANGE)
+    img = canvas(W, H, ORANGE)
     if t < 1.7:
-        _circle(img, 80, 60, 35, BROWN)
+        circle(img, 80, 60, 35, BROWN)
     else:
         for cx in (40, 80, 120):
-            _circle(img, cx, 60, 12, BROWN)
+            circle(img, cx, 60, 12, BROWN)
     return img
 
 
 def german(t: float) -> np.ndarray:  # a brown pole; from 00:02 a blue rectangle on top
-    img = _canvas(GREEN)
-    _rect(img, 74, 25, 86, 115, BROWN)
+    img = canvas(W, H, GREEN)
+    rect(img, 74, 25, 86, 115, BROWN)
     if t >= 1.7:
-        _rect(img, 60, 5, 100, 25, BLUE)
+        rect(img, 60, 5, 100, 25, BLUE)
     return img
 
 
@@ -142,56 +126,12 @@ QUESTIONS = [
 ]
 
 
-def speech(voice: str, text: str) -> np.ndarray:
-    """Mono float32 speech at RATE Hz, padded or cut to the video length."""
-    import soundfile as sf
-
-    with tempfile.TemporaryDirectory() as tmp:
-        wav = Path(tmp) / "speech.wav"
-        subprocess.run(["espeak-ng", "-v", voice, "-s", "150", "-w", str(wav), text], check=True,
-                       capture_output=True)
-        data, rate = sf.read(wav, dtype="float32", always_2d=True)
-    mono = data.mean(axis=1)
-    if rate != RATE:  # linear resampling is enough for a test clip
-        t_new = np.arange(int(len(mono) * RATE / rate)) / RATE
-        mono = np.interp(t_new, np.arange(len(mono)) / rate, mono).astype(np.float32)
-    n = int(SECONDS * RATE)
-    return np.pad(mono, (0, max(0, n - len(mono))))[:n].astype(np.float32)
-
-
-def write_video(path: Path, draw: Callable[[float], np.ndarray], audio: np.ndarray) -> None:
-    import av
-
-    with av.open(str(path), "w") as out:
-        vs = out.add_stream("libx264", rate=FPS, options={"crf": "30", "preset": "veryslow"})
-        vs.width, vs.height, vs.pix_fmt = W, H, "yuv420p"
-        as_ = out.add_stream("aac", rate=RATE, layout="mono")
-        as_.bit_rate = 24000
-        for i in range(int(SECONDS * FPS)):
-            frame = av.VideoFrame.from_ndarray(draw(i / FPS), format="rgb24")
-            frame.pts = i
-            frame.time_base = Fraction(1, FPS)
-            for packet in vs.encode(frame):
-                out.mux(packet)
-        for packet in vs.encode():
-            out.mux(packet)
-        step = 1024
-        for start in range(0, len(audio), step):
-            chunk = audio[start:start + step]
-            frame = av.AudioFrame.from_ndarray(chunk.reshape(1, -1), format="fltp", layout="mono")
-            frame.sample_rate = RATE
-            frame.pts = start
-            frame.time_base = Fraction(1, RATE)
-            for packet in as_.encode(frame):
-                out.mux(packet)
-        for packet in as_.encode():
-            out.mux(packet)
-
-
 def main(out: Path = OUT) -> None:
     (out / "videos").mkdir(parents=True, exist_ok=True)
     for video in VIDEOS.values():
-        write_video(out / "videos" / f"{video.youtube_id}.mp4", video.draw, speech(video.voice, video.speech))
+        frames = [video.draw(i / FPS) for i in range(int(SECONDS * FPS))]
+        audio = fit(speech(video.speech, video.voice, speed=150), SECONDS)
+        write_video(out / "videos" / f"{video.youtube_id}.mp4", frames, FPS, audio)
     (out / "curve.json").write_text(json.dumps(QUESTIONS, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     total = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
     print(f"{out}: {len(QUESTIONS)} questions, {len(VIDEOS)} videos, {total / 1024:.0f} KiB")

@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from avhb.errors import UserError
-from avhb.data.download import PrepareResult, fetch_http, run_items
+from avhb import PrepareResult, UserError, fetch_http, run_items
 
 from . import hooks
 

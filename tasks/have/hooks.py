@@ -26,8 +26,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import SampleError, UserError
-from avhb.model.messages import AudioPart, ImagePart, Message, TextPart
+from avhb import AudioPart, ImagePart, Message, SampleError, TextPart, UserError
 
 from .items import LETTERS, read_items
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.model.messages import AudioPart, ImagePart, Message, TextPart
+from avhb import AudioPart, ImagePart, Message, TextPart
 
 from .graph import is_fail, out_edges
 from .hooks import check

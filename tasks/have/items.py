@@ -34,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import UserError
+from avhb import UserError
 
 from .graph import GraphError, check_graph, default_max_turns
 

@@ -12,7 +12,7 @@ with audio options, one "human" voice item spoken by another espeak voice as
 a stand-in), and one task graph per interaction scenario: navigation (a map
 and spoken directions, then street views), a rule puzzle with a trap edge
 (solving before learning the rule is a fail node), and music reproduction
-with two parameters (tempo, loudness).  Needs ``espeak-ng``, ``sox`` and ``ffmpeg``.
+with two parameters (tempo, loudness).  Needs ``espeak-ng`` and ``ffmpeg``.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-RATE = 16000
+from avhb.tasks.sample_media import RATE, font, mix, picture, silence, speech, tone
 OUT = Path(__file__).resolve().parent / "sample"
 W, H = 192, 144
 TTS, HUMAN = "en-us", "en-gb-x-rp"  # "human" items: another espeak voice standing in for a recorded speaker
@@ -37,21 +37,8 @@ RED, GREEN, BLUE, YELLOW, BROWN = (210, 40, 40), (40, 150, 60), (40, 80, 200), (
 
 # ---------------------------------------------------------------- images
 
-def _font(size: int):
-    from PIL import ImageFont
-
-    return ImageFont.load_default(size=size)
-
-
-def _canvas(color=WHITE, size=(W, H)):
-    from PIL import Image, ImageDraw
-
-    img = Image.new("RGB", size, color)
-    return img, ImageDraw.Draw(img)
-
-
 def _text(draw, xy, text, size=14, fill=BLACK, anchor="la"):
-    draw.text(xy, text, fill=fill, font=_font(size), anchor=anchor)
+    draw.text(xy, text, fill=fill, font=font(size), anchor=anchor)
 
 
 def _save_png(img, path: Path) -> None:
@@ -65,7 +52,7 @@ def _save_jpg(img, path: Path) -> None:
 
 
 def sign(text: str):
-    img, d = _canvas((180, 220, 250))
+    img, d = picture((W, H), (180, 220, 250))
     d.rectangle([40, 30, 152, 90], fill=BROWN, outline=BLACK, width=2)
     d.rectangle([92, 90, 100, 140], fill=BROWN)
     _text(d, (96, 60), text, 26, WHITE, "mm")
@@ -73,7 +60,7 @@ def sign(text: str):
 
 
 def shapes():
-    img, d = _canvas()
+    img, d = picture((W, H), WHITE)
     d.ellipse([12, 50, 56, 94], fill=RED)
     d.rectangle([74, 50, 118, 94], fill=BLUE)
     d.polygon([(158, 48), (136, 94), (180, 94)], fill=GREEN)
@@ -81,7 +68,7 @@ def shapes():
 
 
 def board(lines: list[str], bg=(30, 70, 40), fg=WHITE, size=18):
-    img, d = _canvas(bg)
+    img, d = picture((W, H), bg)
     step = H // (len(lines) + 1)
     for i, line in enumerate(lines, 1):
         _text(d, (W // 2, i * step), line, size, fg, "mm")
@@ -89,7 +76,7 @@ def board(lines: list[str], bg=(30, 70, 40), fg=WHITE, size=18):
 
 
 def dot_panels(counts: list[int]):
-    img, d = _canvas()
+    img, d = picture((W, H), WHITE)
     for i, n in enumerate(counts):
         x0 = i * (W // len(counts))
         d.rectangle([x0 + 2, 20, x0 + W // len(counts) - 3, 130], outline=BLACK, width=1)
@@ -101,7 +88,7 @@ def dot_panels(counts: list[int]):
 
 
 def dots(n: int):
-    img, d = _canvas()
+    img, d = picture((W, H), WHITE)
     for k in range(n):
         x = 50 + k * 60
         d.ellipse([x, 50, x + 36, 86], fill=RED)
@@ -109,7 +96,7 @@ def dots(n: int):
 
 
 def labelled(objects: list[tuple[str, tuple[int, int, int]]]):
-    img, d = _canvas((235, 235, 225))
+    img, d = picture((W, H), (235, 235, 225))
     for i, (name, color) in enumerate(objects):
         x0 = 8 + i * 62
         d.rectangle([x0, 50, x0 + 54, 100], fill=color, outline=BLACK)
@@ -118,7 +105,7 @@ def labelled(objects: list[tuple[str, tuple[int, int, int]]]):
 
 
 def bar_chart(values: list[int], labels: list[str], title: str, show_values: bool = True):
-    img, d = _canvas()
+    img, d = picture((W, H), WHITE)
     _text(d, (W // 2, 10), title, 12, BLACK, "mm")
     top = max(values)
     width = (W - 30) // len(values)
@@ -134,7 +121,7 @@ def bar_chart(values: list[int], labels: list[str], title: str, show_values: boo
 
 
 def planets():
-    img, d = _canvas((10, 10, 40))
+    img, d = picture((W, H), (10, 10, 40))
     d.ellipse([-30, 42, 30, 102], fill=YELLOW)
     _text(d, (6, 125), "Sun", 11, WHITE, "mm")
     for i, (name, r) in enumerate([("Mercury", 5), ("Venus", 8), ("Earth", 9)]):
@@ -145,7 +132,7 @@ def planets():
 
 
 def circuit():
-    img, d = _canvas()
+    img, d = picture((W, H), WHITE)
     d.rectangle([30, 30, 162, 110], outline=BLACK, width=2)
     d.rectangle([20, 55, 40, 85], fill=WHITE, outline=BLACK, width=2)
     _text(d, (30, 70), "9V", 11, BLACK, "mm")
@@ -155,7 +142,7 @@ def circuit():
 
 
 def slide(lines: list[tuple[str, tuple[int, int, int]]]):
-    img, d = _canvas()
+    img, d = picture((W, H), WHITE)
     _text(d, (W // 2, 14), "Project timeline", 14, BLACK, "mm")
     for i, (line, color) in enumerate(lines):
         _text(d, (20, 40 + i * 28), line, 14, color)
@@ -163,7 +150,7 @@ def slide(lines: list[tuple[str, tuple[int, int, int]]]):
 
 
 def grid_map():
-    img, d = _canvas((225, 225, 215))
+    img, d = picture((W, H), (225, 225, 215))
     d.rectangle([86, 20, 106, 144], fill=GREY)  # the street north
     d.rectangle([86, 20, 192, 40], fill=GREY)  # the street east at the crossing
     _text(d, (96, 132), "S", 14, BLACK, "mm")
@@ -175,7 +162,7 @@ def grid_map():
 
 
 def street_view(caption: str, door: bool = False, wall: bool = False, crossing: bool = False):
-    img, d = _canvas((170, 200, 235), (192, 96))
+    img, d = picture((192, 96), (170, 200, 235))
     d.polygon([(70, 96), (122, 96), (100, 48), (92, 48)], fill=GREY)  # the road ahead
     d.rectangle([0, 40, 60, 96], fill=(200, 190, 170))
     d.rectangle([132, 40, 192, 96], fill=(200, 190, 170))
@@ -190,7 +177,7 @@ def street_view(caption: str, door: bool = False, wall: bool = False, crossing: 
 
 
 def puzzle_screen(lines: list[str], circles: int = 0):
-    img, d = _canvas((245, 240, 220))
+    img, d = picture((W, H), (245, 240, 220))
     for i, line in enumerate(lines):
         _text(d, (W // 2, 18 + i * 22), line, 13, BLACK, "mm")
     for k in range(circles):
@@ -201,45 +188,19 @@ def puzzle_screen(lines: list[str], circles: int = 0):
 
 # ---------------------------------------------------------------- audio
 
-def speech(text: str, voice: str = TTS, speed: int = 165) -> np.ndarray:
-    """espeak-ng speech, resampled to RATE by sox, float32 mono."""
-    import soundfile as sf
-
-    with tempfile.TemporaryDirectory() as tmp:
-        raw, wav = Path(tmp) / "s.wav", Path(tmp) / "r.wav"
-        subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(raw), text], check=True,
-                       capture_output=True)
-        subprocess.run(["sox", "-D", str(raw), "-r", str(RATE), "-c", "1", "-b", "16", str(wav)], check=True,
-                       capture_output=True)
-        data, _ = sf.read(str(wav), dtype="float32")
-    return data
-
-
-def tone(freq: float, seconds: float, amp: float = 0.4) -> np.ndarray:
-    t = np.arange(int(seconds * RATE)) / RATE
-    env = np.minimum(1.0, np.minimum(t, seconds - t) / 0.01)
-    return (amp * env * np.sin(2 * np.pi * freq * t)).astype(np.float32)
-
-
-def silence(seconds: float) -> np.ndarray:
-    return np.zeros(int(seconds * RATE), np.float32)
+def say(text: str, voice: str = TTS, speed: int = 165) -> np.ndarray:
+    """The pack's narrator: espeak-ng's ``voice`` at ``speed`` words a minute."""
+    return speech(text, voice, speed)
 
 
 def beeps(n: int) -> np.ndarray:
-    return np.concatenate([np.concatenate([tone(880, 0.15), silence(0.2)]) for _ in range(n)] + [silence(0.2)])
+    beep = np.concatenate([tone(880, 0.15, fade=0.01), silence(0.2)])
+    return np.concatenate([beep] * n + [silence(0.2)])
 
 
 def ringing() -> np.ndarray:
-    ring = np.concatenate([tone(1200, 0.08, 0.3) if k % 2 == 0 else tone(1000, 0.08, 0.3) for k in range(8)])
+    ring = np.concatenate([tone(1200 if k % 2 == 0 else 1000, 0.08, 0.3, fade=0.01) for k in range(8)])
     return np.concatenate([ring, silence(0.3), ring, silence(0.3)])
-
-
-def overlap(a: np.ndarray, b: np.ndarray, offset: float = 0.3) -> np.ndarray:
-    start = int(offset * RATE)
-    out = np.zeros(max(len(a), start + len(b)), np.float32)
-    out[: len(a)] += a
-    out[start: start + len(b)] += b
-    return np.clip(out, -1, 1)
 
 
 MELODY = (523.25, 659.25, 783.99, 659.25, 523.25)  # C5 E5 G5 E5 C5
@@ -248,7 +209,7 @@ MELODY = (523.25, 659.25, 783.99, 659.25, 523.25)  # C5 E5 G5 E5 C5
 def melody(tempo: str, loudness: str) -> np.ndarray:
     beat = {"slow": 0.32, "fast": 0.16}[tempo]
     amp = {"soft": 0.12, "loud": 0.6}[loudness]
-    return np.concatenate([np.concatenate([tone(f, beat * 0.9, amp), silence(beat * 0.1)]) for f in MELODY])
+    return np.concatenate([np.concatenate([tone(f, beat * 0.9, amp, fade=0.01), silence(beat * 0.1)]) for f in MELODY])
 
 
 def write_mp3(wave: np.ndarray, path: Path) -> None:
@@ -292,7 +253,7 @@ def static_items(out: Path) -> list[dict[str, Any]]:
         items.append(item)
 
     def said(text: str, voice: str = TTS) -> tuple[np.ndarray, str]:
-        return speech(text, voice), text
+        return say(text, voice), text
 
     wave, text = said("Which animal is named on the sign?")
     add("rec_0001", "instructed_recognition", "perception", "AaI", sign("OWL"), wave, instruction=text,
@@ -317,12 +278,12 @@ def static_items(out: Path) -> list[dict[str, Any]]:
         options_audio=[beeps(1), beeps(2), beeps(3), beeps(4)], answer="B", answer_type="mcq")
 
     add("agv_0001", "audio_grounded_vqa", "perception", "AaC",
-        labelled([("DOG", BROWN), ("CAR", BLUE), ("TREE", GREEN)]), speech("woof, woof, woof", speed=120),
+        labelled([("DOG", BROWN), ("CAR", BLUE), ("TREE", GREEN)]), say("woof, woof, woof", speed=120),
         question="Which object in the picture is making the sound, and where is it?",
         answer="the dog, on the left", answer_type="open")
     add("agv_0002", "audio_grounded_vqa", "perception", "AaC",
         labelled([("RADIO", YELLOW), ("LAMP", GREY), ("PHONE", RED)]),
-        overlap(speech("Good evening, here is the news."), ringing(), 0.4),
+        mix([(0, say("Good evening, here is the news.")), (0.4, ringing())]),
         question="Two sounds overlap in the audio. Which object in the picture makes the ringing, and where is it?",
         answer="the phone, on the right", answer_type="open")
 
@@ -342,13 +303,13 @@ def static_items(out: Path) -> list[dict[str, Any]]:
 
     add("dis_0001", "discourse_reasoning", "reasoning", "AaC",
         bar_chart([2, 4, 7, 5], ["Q1", "Q2", "Q3", "Q4"], "Sales", show_values=False),
-        speech("Good morning. This chart shows our sales last year. Winter made the first quarter slow. "
+        say("Good morning. This chart shows our sales last year. Winter made the first quarter slow. "
                "We launched the new product in the quarter with the highest sales."),
         question="In which quarter did the company launch its new product?",
         options=["Q1", "Q2", "Q3", "Q4"], answer="C", answer_type="mcq")
     add("dis_0002", "discourse_reasoning", "reasoning", "AaC",
         slide([("Design   done", GREEN), ("Build    delayed", RED), ("Testing  next", BLACK)]),
-        speech("The design phase ended on time. The build phase slipped, because the supplier shipped "
+        say("The design phase ended on time. The build phase slipped, because the supplier shipped "
                "the parts three weeks late."),
         question="According to the talk, why is the phase shown in red on the slide delayed?",
         answer="the supplier shipped the parts late", answer_type="open")
@@ -357,7 +318,7 @@ def static_items(out: Path) -> list[dict[str, Any]]:
 
 def navigation_item(out: Path) -> dict[str, Any]:
     _save_png(grid_map(), out / "images" / "nav_0001_map.png")
-    write_mp3(speech("Walk forward to the crossing, then turn right. The destination is the red door."),
+    write_mp3(say("Walk forward to the crossing, then turn right. The destination is the red door."),
               out / "audio" / "nav_0001_directions.mp3")
     _save_jpg(street_view("start: street ahead", crossing=True), out / "images" / "nav_0001_start.jpg")
     _save_jpg(street_view("crossing, facing north", crossing=True), out / "images" / "pano" / "pano_b_0.jpg")
@@ -394,9 +355,9 @@ def puzzle_item(out: Path) -> dict[str, Any]:
     _save_png(puzzle_screen(["MENU", "1: learn the rule", "2: solve the puzzle"]), out / "images" / "puz_0001_menu.png")
     _save_png(puzzle_screen(["RULE", "listen carefully"]), out / "images" / "puz_0001_learn.png")
     _save_png(puzzle_screen(["PUZZLE", "enter the code"], circles=3), out / "images" / "puz_0001_solve.png")
-    write_mp3(speech("Welcome. Say learn to hear the rule, or say solve to try the puzzle."),
+    write_mp3(say("Welcome. Say learn to hear the rule, or say solve to try the puzzle."),
               out / "audio" / "puz_0001_menu.mp3")
-    write_mp3(speech("The rule: the code is the number of circles, multiplied by two."),
+    write_mp3(say("The rule: the code is the number of circles, multiplied by two."),
               out / "audio" / "puz_0001_rule.mp3")
     return {
         "id": "puz_0001", "subtask": "puzzle", "level": "interaction", "role": "AaI",

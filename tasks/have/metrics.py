@@ -38,10 +38,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.plugins.metrics._common import count, usable, verdict_log
+from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.plugins.metrics.choice import ChoiceAccuracy
-from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import count, usable, verdict_log
 
 POOLED = (DIAGNOSTIC, "mean over every scored sample of all runs pooled (the headline is the mean of the run means)")
 

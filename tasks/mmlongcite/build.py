@@ -38,8 +38,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from avhb.model.messages import ImagePart
-from avhb.score.judges import JudgeError
+from avhb import ImagePart, JudgeError
 
 Count = Callable[[dict[str, Any]], int]
 SCREEN_BATCH = 8

@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from avhb.errors import UserError
+from avhb import UserError
 from avhb.plugins.metrics.choice import inline_options
 
 REQUIRED = ("id", "context", "question", "ground_truth", "task", "text_length", "mm_length")

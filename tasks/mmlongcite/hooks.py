@@ -22,11 +22,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import SampleError, UserError
-from avhb.model.messages import ImagePart, Message, TextPart
+from avhb import Filter, ImagePart, Message, SampleError, SampleRecord, ScoreContext, TextPart, UserError
 from avhb.plugins.metrics.citation import strip_citations
 from avhb.plugins.metrics.filters import FINAL_ANSWER, final_answer
-from avhb.score.metric import Filter, SampleRecord, ScoreContext
 
 from . import data, hr
 

@@ -41,8 +41,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import SampleError
-from avhb.model.messages import ImagePart, TextPart
+from avhb import ImagePart, SampleError, TextPart
 
 LEVELS = {"easy": {"per_grid": 4, "max_side": 2048}, "hard": {"per_grid": 16, "max_side": 4096}}
 GRID_VERSION = 1
@@ -100,14 +99,14 @@ def attach_shipped(plan: list[dict[str, Any]], hr_context: list[dict[str, Any]])
 def grid_cache_dir() -> Path:
     """Under the core's folder for media packs build (trusted by media
     confinement, unlike a path the data names)."""
-    from avhb.paths import built_media_dir
+    from avhb import built_media_dir
 
     return built_media_dir() / "mmlongcite-hr"
 
 
 def grid_path(sources: list[str], level: str) -> Path:
     """Where the built grid of ``sources`` (absolute paths) is cached."""
-    from avhb.media.cache import fingerprint
+    from avhb.media import fingerprint
 
     spec = level_spec(level)
     h = hashlib.sha256(json.dumps([GRID_VERSION, level, spec["max_side"], [fingerprint(s) for s in sources]])
@@ -116,7 +115,7 @@ def grid_path(sources: list[str], level: str) -> Path:
 
 
 def tile_size(images: list[Any], n: int, max_side: int) -> tuple[int, int]:
-    from avhb.media.grid import grid_shape
+    from avhb.media import grid_shape
 
     rows, cols = grid_shape(n)
     tw = max(int(a.shape[1]) for a in images)
@@ -130,8 +129,7 @@ def build_grid(sources: list[str], indices: list[int], level: str) -> Path:
     and cached; a missing or unreadable source is a ``SampleError``."""
     from PIL import Image
 
-    from avhb.media.grid import make_grid
-    from avhb.media.materialize import read_image
+    from avhb.media import make_grid, read_image
 
     path = grid_path(sources, level)
     if path.is_file():

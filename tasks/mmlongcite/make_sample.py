@@ -36,6 +36,8 @@ from typing import Any
 
 import numpy as np
 
+from avhb.tasks.sample_media import font, picture
+
 OUT = Path(__file__).resolve().parent / "sample"
 PAGE = (200, 260)
 FRAME = (200, 150)
@@ -52,27 +54,15 @@ def _next_colour() -> tuple[int, int, int]:
     return colour
 
 
-def _font(size: int):
-    from PIL import ImageFont
-
-    try:
-        return ImageFont.load_default(size=size)
-    except TypeError:  # Pillow < 10.1
-        return ImageFont.load_default()
-
-
 def page(lines: list[str], table: list[list[str]] | None = None, size=PAGE, background=(255, 255, 255),
          shapes: list[tuple[str, tuple[int, int, int], tuple[int, int, int, int]]] = ()) -> np.ndarray:
     """A picture: the colour band, text lines, an optional table, shapes."""
-    from PIL import Image, ImageDraw
-
-    img = Image.new("RGB", size, background)
-    draw = ImageDraw.Draw(img)
+    img, draw = picture(size, background)
     draw.rectangle([0, 0, size[0] - 1, BAND - 1], fill=_next_colour())
-    font = _font(13)
+    body = font(13)
     y = BAND + 8
     for line in lines:
-        draw.text((10, y), line, fill=(0, 0, 0), font=font)
+        draw.text((10, y), line, fill=(0, 0, 0), font=body)
         y += 18
     if table:
         cols = len(table[0])
@@ -81,7 +71,7 @@ def page(lines: list[str], table: list[list[str]] | None = None, size=PAGE, back
             for c, cell in enumerate(row):
                 x0, y0 = 10 + c * cw, y + 6 + r * 20
                 draw.rectangle([x0, y0, x0 + cw, y0 + 20], outline=(0, 0, 0))
-                draw.text((x0 + 4, y0 + 4), cell, fill=(0, 0, 0), font=_font(12))
+                draw.text((x0 + 4, y0 + 4), cell, fill=(0, 0, 0), font=font(12))
     for kind, colour, box in shapes:
         (draw.ellipse if kind == "circle" else draw.rectangle)(list(box), fill=colour)
     return np.asarray(img)
@@ -214,7 +204,7 @@ def write_hr(p: Pack, out: Path, row: dict[str, Any]) -> None:
     """The HR copies of ``row`` (module docstring), grids as hr.py builds them."""
     from PIL import Image
 
-    from avhb.media.grid import make_grid
+    from avhb.media import make_grid
 
     from . import hr
 

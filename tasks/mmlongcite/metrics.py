@@ -53,11 +53,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb.plugins.metrics._common import count, usable, verdict_log
+from avhb import Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.plugins.metrics.choice import resolve_choice
 from avhb.plugins.metrics.citation import parse_yes_no, strip_citations
-from avhb.score.aggregate import Aggregate, mean_stderr
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.metric_helpers import count, usable, verdict_log
 
 from .hooks import split_response
 

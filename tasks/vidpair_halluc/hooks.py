@@ -42,8 +42,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from avhb.errors import SampleError, UserError
-from avhb.model.messages import Message, TextPart, VideoPart
+from avhb import Message, SampleError, TextPart, UserError, VideoPart
 
 from .release import (CATEGORY_CLASS, CLASSES, LEVELS, category_from_id, level_from_file, read_release, row_video,
                       video_file)

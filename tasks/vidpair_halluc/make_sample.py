@@ -1,6 +1,6 @@
 """Build the VidPair-Halluc sample pack (``sample/``) in the release layout.
 
-    python tasks/vidpair_halluc/make_sample.py [OUT_DIR]   # default: sample/ next to this file
+    python -m avhb.tasks.vidpair_halluc.make_sample [OUT_DIR]   # default: sample/ next to this file
 
 Four pairs of 3 s, 160x120, 8 fps H.264 videos (3 clips of 1 s).  Both
 videos of a pair share the same background (sky, grass, a table) and differ
@@ -17,18 +17,20 @@ only in the foreground:
 Each pair gets 4 yes/no rows (the pos and the neg question on both videos),
 2 multiple-choice rows (one question on both videos) and 2 open-ended rows,
 written to ``qa/hf/{binary,multiple_choice,open_ended,all_qa}.jsonl`` with
-``metadata.csv`` and ``pairs/pairs.json``.  Output is deterministic.
+``metadata.csv`` and ``pairs/pairs.json``.  Rows and frames are
+deterministic; the MP4 bytes can differ from run to run
+(``avhb.tasks.sample_media.write_video``).
 """
 from __future__ import annotations
 
 import csv
 import json
 import sys
-from fractions import Fraction
 from pathlib import Path
 
-import av
 import numpy as np
+
+from avhb.tasks.sample_media import canvas, circle, rect, write_video
 
 W, H, FPS, CLIP_FRAMES, CLIPS = 160, 120, 8, 8, 3
 SKY, GRASS, TABLE = (135, 190, 235), (70, 150, 70), (120, 80, 40)
@@ -38,20 +40,18 @@ RED, BLUE, YELLOW, GREEN, WHITE = (220, 30, 30), (30, 60, 220), (240, 210, 30), 
 # ---------------------------------------------------------------- drawing
 
 def background() -> np.ndarray:
-    img = np.zeros((H, W, 3), np.uint8)
-    img[: H // 2] = SKY
+    img = canvas(W, H, SKY)
     img[H // 2:] = GRASS
-    img[70:78, 20:140] = TABLE  # the table top the objects sit on
+    rect(img, 20, 70, 140, 78, TABLE)  # the table top the objects sit on
     return img
 
 
 def disc(img: np.ndarray, cx: int, cy: int, r: int, colour) -> None:
-    yy, xx = np.ogrid[:H, :W]
-    img[(xx - cx) ** 2 + (yy - cy) ** 2 <= r * r] = colour
+    circle(img, cx, cy, r, colour)
 
 
 def square(img: np.ndarray, cx: int, cy: int, half: int, colour) -> None:
-    img[max(0, cy - half): cy + half, max(0, cx - half): cx + half] = colour
+    rect(img, cx - half, cy - half, cx + half, cy + half, colour)
 
 
 def frames_for(kind: str) -> list[np.ndarray]:
@@ -92,21 +92,6 @@ def reverse(frames: list[np.ndarray]) -> list[np.ndarray]:
 def mask(frames: list[np.ndarray], flags: list[int]) -> list[np.ndarray]:
     """Upstream mask.py: clip i blacked out where flag i is 0."""
     return [f if flags[i // CLIP_FRAMES] else np.zeros_like(f) for i, f in enumerate(frames)]
-
-
-def write_mp4(path: Path, frames: list[np.ndarray]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(path), "w", format="mp4") as out:
-        stream = out.add_stream("libx264", rate=FPS, options={"crf": "30", "preset": "medium", "threads": "1"})
-        stream.width, stream.height, stream.pix_fmt = W, H, "yuv420p"
-        stream.codec_context.time_base = Fraction(1, FPS)
-        for i, img in enumerate(frames):
-            frame = av.VideoFrame.from_ndarray(img, format="rgb24")
-            frame.pts = i
-            for packet in stream.encode(frame):
-                out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
 
 
 # ---------------------------------------------------------------- content
@@ -157,7 +142,7 @@ def build(out: Path) -> dict[str, int]:
             elif variant == "masked":
                 frames = mask(base, flags)
             repo = f"VidPair-Halluc/{vid}/{fname}"
-            write_mp4(out / repo, frames)
+            write_video(out / repo, frames, FPS, preset="medium", threads=1)
             videos[role] = (fname, repo, flags)
             meta.append({"video_id": fname[:-4], "id": vid, "pair_id": p["pair_id"],
                          "role": "positive" if role == "pos" else "adversarial", "file_name": fname,

@@ -33,9 +33,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from avhb.score.aggregate import Aggregate
-from avhb.errors import SampleError, UserError
-from avhb.score.metric import COUNT, DIAGNOSTIC, Metric, SampleRecord, ScoreContext
+from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleError, SampleRecord, ScoreContext, UserError
 from avhb.plugins.metrics.choice import check_parser, inline_options, options_from, resolve_choice
 from avhb.plugins.metrics.likert import valid_rating
 

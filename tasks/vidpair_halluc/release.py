@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from avhb.errors import UserError
+from avhb import UserError
 
 VIDEO_DIR = "VidPair-Halluc"
 QA_FILES = {

@@ -149,14 +149,15 @@ from avhb.model_backends.cascade import CascadeBackend, split_cascade_args  # no
 from avhb.model_backends.plugin import avhb_backends  # noqa: E402
 
 BACKENDS = avhb_backends()
+from avhb import registry as registry_mod  # noqa: E402
 from avhb.registry import Registry  # noqa: E402
 
 
 @pytest.fixture
 def our_registry(monkeypatch):
     """The registry as the lead's plugin will fill it from BACKENDS."""
-    reg = Registry(plugins=[], entries={"backends": dict(BACKENDS)}, task_packages=[], preset_files=[])
-    monkeypatch.setattr(cascade_mod, "get_registry", lambda: reg)
+    reg = Registry(plugins=[], entries={"backends": dict(BACKENDS), "judges": {}}, task_packages=[], preset_files=[])
+    monkeypatch.setattr(registry_mod, "get_registry", lambda: reg)  # what create_backend reads
     return reg
 
 

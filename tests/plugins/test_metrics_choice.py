@@ -6,7 +6,7 @@ from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.choice import (ChoiceAccuracy, ExactMatch, exact_match, inline_options, options_from,
                                          parse_choice, parse_choice_detail, parse_choice_mmmu, resolve_choice)
 from avhb.plugins.metrics.filters import ChoiceLetter, FinalAnswer, Lowercase, Regex, Strip, final_answer
-from avhb.plugins.metrics.testing import UNPARSED, ScriptedJudges
+from tests.scripted_judges import UNPARSED, ScriptedJudges
 
 OPTS = {"A": "red car", "B": "blue car", "C": "green bus", "D": "yellow taxi"}
 

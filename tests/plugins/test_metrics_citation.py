@@ -6,7 +6,7 @@ import pytest
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.citation import (Citation, citation_indices, parse_statements, parse_yes_no,
                                            score_citations, split_statements)
-from avhb.plugins.metrics.testing import UNPARSED, ScriptedJudges
+from tests.scripted_judges import UNPARSED, ScriptedJudges
 
 UNITS = ["u1 text", "u2 text", "u3 text", "u4 text"]
 # which unit sets entail which statement

@@ -1,7 +1,7 @@
 """Field specs: where a metric option reads a value from a sample record."""
 import pytest
 
-from avhb.plugins.metrics._common import resolve
+from avhb.score.metric_helpers import resolve
 from avhb.score.metric import SampleRecord
 
 

@@ -7,7 +7,7 @@ from avhb.errors import UserError
 
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.likert import Judge012, LikertFacet, likert_mean, score_012, valid_rating
-from avhb.plugins.metrics.testing import UNPARSED, FakeVerdict, ScriptedJudges
+from tests.scripted_judges import UNPARSED, FakeVerdict, ScriptedJudges
 
 
 def rec(i, response="out", extracted=None, error=None):

@@ -56,3 +56,31 @@ def test_a_new_or_removed_distribution_reloads(tmp_path, monkeypatch):
     reg = _fresh()  # the same distributions as at first: that state's cache file answers, without the plugin
     assert "late" not in {p.name for p in reg.plugins} and "late/x" not in str(reg.entries)
     registry.get_registry.cache_clear()
+
+
+def test_a_module_the_plugin_gathers_from_is_watched(tmp_path, monkeypatch):
+    """A plugin whose entry module gathers registrations from its package's
+    other modules (as the built-in ``tasks`` plugin does from each pack's
+    ``plugin.py``): editing one of those reloads the registry."""
+    import sys
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    dist = tmp_path / "gathering-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: gathering\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[avhb]\ngathering = gathering_pkg.plugin\n")
+    pkg = tmp_path / "gathering_pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "plugin.py").write_text("from avhb import hookimpl\n\n\n@hookimpl\ndef avhb_commands():\n"
+                                   "    from . import part\n    return dict(part.COMMANDS)\n")
+    part = pkg / "part.py"
+    part.write_text('COMMANDS = {"one": "gathering_pkg.part:main"}\n')
+    calls = _loads(monkeypatch)
+    assert "gathering/one" in _fresh().entries["commands"]
+    for name in [m for m in sys.modules if m.startswith("gathering_pkg")]:
+        monkeypatch.delitem(sys.modules, name)
+    part.write_text('COMMANDS = {"one": "gathering_pkg.part:main", "two": "gathering_pkg.part:main"}\n')
+    os.utime(part, ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
+    assert "gathering/two" in _fresh().entries["commands"] and calls == [1, 1]
+    registry.get_registry.cache_clear()

@@ -15,10 +15,10 @@ from avhb.media.materialize import MediaPlan, materialize
 from avhb.media.spec import MediaSpec
 from avhb.model.backend import Capabilities
 from avhb.model.messages import ImagePart, Request, TextPart
-from avhb.plugins.metrics.testing import UNPARSED, ScriptedJudges
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.tasks.mmlongcite import data, hooks, make_sample, metrics
 from tests.conftest import run_cli
+from tests.scripted_judges import UNPARSED, ScriptedJudges
 
 PACK = Path(hooks.__file__).resolve().parent
 SAMPLE = PACK / "sample"

@@ -16,7 +16,7 @@ from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.model.messages import ImagePart, Response
 from avhb.run.journal import Journal
 from avhb.score.judges import Judges, parse_judge_bindings
-from avhb.tasks.mmlongcite import build, build_cli
+from avhb.tasks.mmlongcite import build, commands
 from tests.conftest import run_cli
 from tests.servers.openai_server import ScriptedServer
 
@@ -102,7 +102,7 @@ async def test_distractors_screened_through_the_core_judges(tmp_path):
 
     journal = Journal(tmp_path / "journal")
     judges = Judges(parse_judge_bindings(["distractor_check=screener"]), journal, factory)
-    role = build_cli._role(with_images=True)
+    role = commands._role(with_images=True)
     judges.prepare({"distractor_check": role})
     task_judges = judges.for_task("build", {"distractor_check": role})
     res = await build.add_distractors(ITEM, pool(tmp_path), 2 * 8 + 10 + 5 + 256 + 5 + 256, COUNT, task_judges,

@@ -26,9 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from avhb.model.backend import Backend, BackendSpec, Capabilities
-from avhb.errors import UserError
-from avhb.model.messages import Request, Response
+from avhb import Backend, BackendSpec, Capabilities, Request, Response, UserError
 
 from . import mapping, model
 

@@ -1,6 +1,6 @@
 """Entry point of the plugin: names and import paths only (nothing heavy is
 imported when avhb lists or discovers plugins)."""
-from avhb.hookspecs import hookimpl
+from avhb import hookimpl
 
 
 @hookimpl

@@ -1,7 +1,6 @@
 """A judge that needs no LLM: it rates the response 1-5 by the share of the
 reference's words it contains, and replies in the rubric's JSON format."""
-from avhb.model.backend import Backend, Capabilities
-from avhb.model.messages import Response
+from avhb import Backend, Capabilities, Response
 
 from .metrics import normalize
 

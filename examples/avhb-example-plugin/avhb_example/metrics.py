@@ -4,7 +4,7 @@ import re
 import string
 from collections import Counter
 
-from avhb.score.metric import Metric
+from avhb import Metric
 
 
 def normalize(text: str) -> list[str]:

@@ -1,5 +1,5 @@
 """Entry point of the example plugin: names and import paths only."""
-from avhb.hookspecs import hookimpl
+from avhb import hookimpl
 
 
 @hookimpl

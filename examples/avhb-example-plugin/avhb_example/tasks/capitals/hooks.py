@@ -1,4 +1,4 @@
-from avhb.score.metric import Metric
+from avhb import Metric
 
 
 class OverlapRating(Metric):

@@ -1,5 +1,6 @@
-"""``avhb mmlongcite-build ITEMS --out DIR --target-tokens N ...``: build
-long MMLongCite contexts from short items (see build.py).
+"""MMLongCite's pack command (registered in plugin.py): ``avhb
+mmlongcite-build ITEMS --out DIR --target-tokens N ...`` builds long
+MMLongCite contexts from short items (see build.py).
 
     avhb mmlongcite-build items.jsonl --out DIR --target-tokens 16384 --mode truncate
     avhb mmlongcite-build items.jsonl --out DIR --target-tokens 16384 --mode distract \\
@@ -27,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-from avhb.errors import UserError
+from avhb import UserError
 
 from . import build, data
 
@@ -35,7 +36,7 @@ ROLE = "distractor_check"
 
 
 def _role(with_images: bool):
-    from avhb.score.judges import JudgeRole
+    from avhb import JudgeRole
 
     cfg = {"prompt_file": "prompts/distractor_check.txt", "parser": "yes_no", "retries": 2,
            "media": ["image"] if with_images else []}
@@ -48,7 +49,7 @@ def _read(path: Path, what: str) -> list[dict]:
     return data.read_rows(path)
 
 
-def main(argv: list[str]) -> int:
+def build_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="avhb mmlongcite-build", description="Build long MMLongCite contexts")
     ap.add_argument("items", help="rows with evidence (JSON or JSON lines)")
     ap.add_argument("--out", required=True, help="output folder (rows go to OUT/data/mmlongcite/)")
@@ -99,9 +100,7 @@ async def _build(args, items, root: Path, count, out: Path):
     if not args.pool:
         raise UserError("--mode distract needs --pool POOL (distractor documents)")
     pool = _read(Path(args.pool), "pool")
-    from avhb.model.backend import create_backend
-    from avhb.run.journal import Journal
-    from avhb.score.judges import Judges, parse_judge_bindings
+    from avhb import Journal, Judges, create_backend, parse_judge_bindings
 
     bindings = parse_judge_bindings(args.judge)
     unknown = sorted(set(bindings) - {ROLE, "*"})

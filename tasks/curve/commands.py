@@ -1,19 +1,17 @@
-"""``avhb diagnose RUN_DIR``: evidence-graph error isolation on a finished
-CURVE run (see diagnosis.py)."""
+"""CURVE's pack command (registered in plugin.py): ``avhb diagnose RUN_DIR``,
+evidence-graph error isolation on a finished CURVE run (see diagnosis.py)."""
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
 
-from avhb.model.backend import parse_backend_spec
-from avhb.errors import UserError
-from avhb.score.judges import parse_judge_bindings
+from avhb import UserError, parse_backend_spec, parse_judge_bindings
 
 from .diagnosis import diagnose_run
 
 
-def main(argv: list[str]) -> int:
+def diagnose_main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="avhb diagnose", description="Evidence-graph diagnosis of a CURVE run")
     ap.add_argument("run_dir")
     ap.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",

@@ -1,5 +1,7 @@
-"""Small helpers shared by the built-in metrics: reading values out of a
-sample record, turning judge verdicts into log entries, count aggregates.
+"""Helpers for writing a metric (public API: ``from avhb.score.metric_helpers
+import ...``): reading values out of a sample record, turning a judge verdict
+into its sample-log entry, count aggregates, the records a metric scores.
+The built-in metrics and every pack use them.
 
 Field specs (used in YAML options such as ``fields:``) name where a value
 comes from in a :class:`avhb.score.metric.SampleRecord`:
@@ -20,6 +22,8 @@ from typing import Any
 
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import SampleRecord
+
+__all__ = ["as_text", "count", "judge_fields", "resolve", "usable", "verdict_log"]
 
 _ATTRS = ("response", "extracted", "target", "id")
 

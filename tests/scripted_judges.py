@@ -1,4 +1,5 @@
-"""A scripted stand-in for ``avhb.score.judges.Judges``, for tests.
+"""A scripted stand-in for ``avhb.score.judges.Judges`` (a test double: it
+lives in tests/ and ships in no wheel).
 
 ``ScriptedJudges(script)`` answers ``await ask(role, fields)`` from
 ``script``: either a dict ``role -> callable(fields) -> value`` or a
