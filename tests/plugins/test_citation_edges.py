@@ -11,7 +11,7 @@ from avhb.model.messages import AudioPart, ImagePart, VideoPart
 from avhb.plugins.metrics.citation import (Citation, build_premise, citation_indices, f1_of_means, f1_score,
                                            join_units, parse_statements, parse_yes_no, score_citations,
                                            split_statements, strip_citations, unit_kind, unit_text)
-from avhb.plugins.metrics.testing import ScriptedJudges
+from tests.scripted_judges import ScriptedJudges
 from avhb.score.metric import SampleRecord, ScoreContext
 
 
