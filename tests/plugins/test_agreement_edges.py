@@ -175,7 +175,8 @@ def test_metric_reports_every_output_and_skips_failed_samples():
     out = JudgeAgreement(source="likert", bootstrap_iters=10).aggregate(recs + [failed])
     assert set(out) == {"agreement", "agreement_kappa_linear_j0_j1", "agreement_kappa_linear",
                         "agreement_kappa_quadratic_j0_j1", "agreement_kappa_quadratic", "agreement_fleiss",
-                        "agreement_alpha_ordinal", "agreement_alpha_interval"}
+                        "agreement_alpha_ordinal", "agreement_alpha_interval", "agreement_skipped_pairs"}
+    assert out["agreement_skipped_pairs"].value == 0  # the one pair rated 4 items together
     assert out["agreement_kappa_linear"].n == 4
     assert out["agreement_kappa_quadratic"].value == pytest.approx(
         cohen_kappa([1, 2, 3, 1], [2, 2, 3, 1], "quadratic", [1, 2, 3]))
