@@ -19,6 +19,10 @@ SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", 
 class Parser(argparse.ArgumentParser):
     """argparse, plus: an unknown flag names the nearest known one."""
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._argv = list(args) if args is not None else sys.argv[1:]  # for error(): the subcommand asked for
+        return super().parse_args(args, namespace)
+
     def error(self, message: str):  # type: ignore[override]
         import difflib
         import re
@@ -28,7 +32,10 @@ class Parser(argparse.ArgumentParser):
             flag = m.group(1).split("=", 1)[0]
             known = {f[2:]: f for f in _flags(self)}  # compared without the dashes every flag shares
             close = difflib.get_close_matches(flag.lstrip("-"), sorted(known), n=1, cutoff=0.6)
-            if close:
+            command = next((a for a in getattr(self, "_argv", None) or [] if a in SUBCOMMANDS), None)
+            if flag in known.values() and command:  # another subcommand's flag: the nearest one is itself
+                message = f"{flag} is not a flag of `{self.prog} {command}` (see `{self.prog} {command} --help`)"
+            elif close:
                 message = f"unknown flag {flag}; did you mean {known[close[0]]}?"
             else:
                 message = f"unknown flag {flag} (see `{self.prog} --help`)"
@@ -160,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
     _flag(pp, "--data-dir", default=None)
+    _flag(pp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     return parser
 
 

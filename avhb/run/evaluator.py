@@ -65,7 +65,9 @@ class Evaluator:
     async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
         tasks = [Task(load_task(self.index, n), self.registry) for n in names]
-        sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
+        recorded = self.folder.read_json("run.json") or {}
+        sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name),
+                                          self._recorded_base(recorded, t.name))
                    for t in tasks}
         plans = {t.name: media_plan(t, self.o) for t in tasks}
         self._check_names_used(tasks)
@@ -73,7 +75,6 @@ class Evaluator:
             self._check_metric_roles(t)
         records = {t.name: self._records(t, sources[t.name]) for t in tasks}  # data read before any model call
         notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched)
-        recorded = self.folder.read_json("run.json") or {}
         make_backend = backend_factory(self.o.executor)
         backend = None if self.o.score_only else make_backend(self.o.model)
         if backend is not None:
@@ -149,6 +150,14 @@ class Evaluator:
                              + (f", {skipped} tasks not started" if skipped else "")
                              + "; re-running the command retries them", self.results.to_json())
         return self.results.to_json()
+
+    def _recorded_base(self, recorded: dict[str, Any], task: str) -> Path | None:
+        """``avhb score``: the folder a builder task's relative data paths
+        resolved under when the run ran (a new run resolves them afresh)."""
+        if not self.o.score_only:
+            return None
+        base = ((recorded.get("tasks") or {}).get(task) or {}).get("data", {}).get("base")
+        return Path(base) if base else None
 
     @staticmethod
     def _stop_reason(model: Caller, judges: Judges) -> str | None:

@@ -244,8 +244,6 @@ LM_EVAL_ONLY = {
     "num_fewshot": "few-shot prompting is not implemented",
     "fewshot_config": "few-shot prompting is not implemented",
     "fewshot_delimiter": "few-shot prompting is not implemented",
-    "training_split": "avhb evaluates one split (test_split)",
-    "validation_split": "avhb evaluates one split (test_split)",
     "should_decontaminate": "decontamination is not implemented",
     "doc_to_decontamination_query": "decontamination is not implemented",
     "target_delimiter": "options are scored as ' ' + choice",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.data.sources import DataSource, default_loader
+from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
 from avhb.score.metric import Filter, Metric
@@ -59,6 +59,7 @@ class Task:
         self.name = cfg.name
         self.registry = registry
         self._roles: dict[str, JudgeRole] | None = None
+        self._splits: dict[tuple, dict[str, list[dict[str, Any]]]] = {}  # a builder task's splits, read once
 
     # -- hooks -------------------------------------------------------------
     @functools.lru_cache(maxsize=None)
@@ -97,14 +98,30 @@ class Task:
         return isinstance(value, dict) and "function" in value
 
     # -- data --------------------------------------------------------------
-    def load_docs(self, source: DataSource) -> list[dict[str, Any]]:
-        """The task's samples: its data loader (or the default one), then
-        ``process_docs``.  Every sample must be a mapping."""
+    def load_docs(self, source: DataSource, split: str | None = None) -> list[dict[str, Any]]:
+        """The task's samples of ``split`` (default: the evaluated one,
+        ``test_split`` else ``validation_split``): its data loader (called
+        with the config's ``test_split`` set to ``split``), a builder
+        task's split, or the default loader; then ``process_docs``.  Every
+        sample must be a mapping."""
+        split = split or eval_split(self.cfg)
         if self._has_hook("data_loader"):
-            docs = self._load_hook("data_loader", source.root, self.cfg.config)
+            config = self.cfg.config if split == eval_split(self.cfg) else {**self.cfg.config, "test_split": split}
+            docs = self._load_hook("data_loader", source.root, config)
             where = f"{self.cfg.file}: data_loader hook {self.cfg.get('data_loader')['function']}"
+        elif source.kind == "builder":
+            key = (str(source.root), str(source.base), source.builder)
+            if key not in self._splits:
+                self._splits[key] = load_builder(source, self.cfg)
+            splits = self._splits[key]
+            if split not in splits:
+                raise UserError(f"task {self.name!r}: split {split!r} is not in its {source.builder} data "
+                                f"(splits: {', '.join(splits) or 'none'}; a single data_files entry is the "
+                                "'train' split)")
+            docs = splits[split]
+            where = f"task {self.name!r} ({source.builder} data, split {split!r})"
         else:
-            docs = default_loader(source.root, self.cfg)
+            docs = default_loader(source.root, self.cfg, split)
             where = str(source.root)
         docs = self._listed(docs, where)
         if self._has_hook("process_docs"):
