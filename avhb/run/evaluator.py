@@ -31,7 +31,8 @@ from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate
 from avhb.run.journal import Journal
 from avhb.run.manifest import build_manifest
-from avhb.run.notes import adaptation_notes, first_request_media, gen_kwargs_notes, plan_notes, said_kinds, samples_notes
+from avhb.run.notes import (adaptation_notes, first_request_media, gen_kwargs_notes, plan_notes, said_kinds,
+                            samples_notes, task_key_notes)
 from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.scoring import score, summarize
@@ -74,7 +75,7 @@ class Evaluator:
         for t in tasks:
             self._check_metric_roles(t)
         records = {t.name: self._records(t, sources[t.name]) for t in tasks}  # data read before any model call
-        notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched)
+        notes = list(self.o.notes) + samples_notes(self.o.samples, self._matched) + task_key_notes(tasks)
         make_backend = backend_factory(self.o.executor)
         backend = None if self.o.score_only else make_backend(self.o.model)
         if backend is not None:

@@ -12,7 +12,9 @@ capabilities:
   language);
 * ``--gen-kwargs`` keys the backend drops;
 * ``--ablate`` switches that change nothing for a task;
-* ``--samples`` ids that match no sample (an error when none matches).
+* ``--samples`` ids that match no sample (an error when none matches);
+* lm-eval task keys avhb accepts but does not act on
+  (``should_decontaminate``), per task (:func:`task_key_notes`).
 
 Multi-step tasks (drivers) build their requests while they run: for them,
 and for samples unlike the first, :func:`adaptation_notes` says each new
@@ -40,6 +42,16 @@ def media_of(request: Any) -> dict[str, bool]:
 def media_of_spec(spec: Any) -> dict[str, bool]:
     return {"video": bool(spec.video), "images": bool(spec.images),
             "audio": bool(spec.audio) or bool(spec.audio_in_video and spec.video), "boxes": bool(spec.boxes)}
+
+
+def task_key_notes(tasks: Iterable[Any]) -> list[str]:
+    """What a task's lm-eval keys ask that avhb does not do."""
+    out = []
+    for t in tasks:
+        if t.cfg.get("should_decontaminate"):
+            out.append(f"{t.name}: should_decontaminate: accepted and ignored (avhb runs no decontamination "
+                       "against training data)")
+    return out
 
 
 def first_request_media(task: Any, records: list[Any], root: Any, spec: Any) -> dict[str, bool] | None:

@@ -111,6 +111,13 @@ class Metric:
     outputs: dict[str, Any] = {}  # other outputs: suffix (glob) -> kind or (kind, description)
     needs_judges: tuple[str, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()  # optional packages: (module, avhb extra), checked up front
+    # lm-eval's metric_list ``aggregation`` (avhb.score.aggregations.Aggregation; None: the mean), set
+    # from the YAML.  A class that overrides aggregate() takes one only if it sets
+    # ``takes_aggregation = True`` itself (its aggregate() calls this one for its own value)
+    aggregation: Any = None
+    # the lm-eval filter pipeline (filter_list ``name``) whose answer this metric scores; its reported
+    # name is then lm-eval's ``metric,filter`` (None: the task's one answer)
+    filter_key: str | None = None
 
     def __init__(self, name: str | None = None, **options: Any):
         if name:
@@ -150,8 +157,21 @@ class Metric:
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         """The mean of the per-sample values over samples that did not fail
-        (``None`` values excluded too)."""
-        return {self.name: mean_stderr([r.scores.get(self.name) for r in records if r.error is None])}
+        (``None`` values excluded too), or the YAML's ``aggregation`` of them."""
+        values = [r.scores.get(self.name) for r in records if r.error is None]
+        if self.aggregation is not None:
+            return {self.name: self.aggregation.aggregate(values)}
+        return {self.name: mean_stderr(values)}
+
+
+def takes_aggregation(cls: type) -> bool:
+    """Whether a metric class honours a YAML ``aggregation`` (see Metric.aggregation)."""
+    for klass in cls.__mro__:
+        if klass is Metric:
+            return True
+        if "aggregate" in vars(klass):
+            return vars(klass).get("takes_aggregation") is True
+    return False
 
 
 # A metric may also define ``pool(runs: list[list[SampleRecord]]) ->
@@ -165,7 +185,13 @@ class Metric:
 
 
 class Filter:
-    """One step of answer extraction: value in, value out."""
+    """One step of answer extraction: value in, value out.
+
+    In an lm-eval filter pipeline (``filter_list: [{name, filter: [...]}]``)
+    a step receives what lm-eval's filters receive: a sample's answers to
+    every repeat, as a list (``apply_all``); the default maps ``apply`` over
+    the list (a value that is no longer a list, after a selection such as
+    ``take_first``, is given to ``apply`` as it is).  Selections override it."""
 
     name: str = ""
 
@@ -174,3 +200,8 @@ class Filter:
 
     async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
         raise NotImplementedError
+
+    async def apply_all(self, values: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        if isinstance(values, list):
+            return [await self.apply(v, record, ctx) for v in values]
+        return await self.apply(values, record, ctx)

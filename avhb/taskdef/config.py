@@ -28,7 +28,8 @@ from avhb.errors import UserError
 from avhb.taskdef.filestats import FileStats
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "task.schema.json"
-HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice")
+HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice",
+             "process_results")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -244,8 +245,6 @@ LM_EVAL_ONLY = {
     "num_fewshot": "few-shot prompting is not implemented",
     "fewshot_config": "few-shot prompting is not implemented",
     "fewshot_delimiter": "few-shot prompting is not implemented",
-    "should_decontaminate": "decontamination is not implemented",
-    "doc_to_decontamination_query": "decontamination is not implemented",
     "target_delimiter": "options are scored as ' ' + choice",
     "doc_to_visual": "name media files in the media block (video/audio/images) or use doc_to_messages",
     "lmms_eval_specific_kwargs": "put prompt text in doc_to_text or a hook",
@@ -488,6 +487,14 @@ def iter_hooks(config: dict[str, Any]):
         for i, entry in enumerate(config.get(listkey) or []):
             if isinstance(entry, dict) and "function" in entry:
                 yield (listkey, i, "function"), entry["function"]
+            aggregation = entry.get("aggregation") if isinstance(entry, dict) else None
+            if isinstance(aggregation, dict) and "function" in aggregation:
+                yield (listkey, i, "aggregation"), aggregation["function"]
+            steps = entry.get("filter") if isinstance(entry, dict) else None
+            for j, step in enumerate(steps if isinstance(steps, list) else []):  # an lm-eval pipeline's steps
+                for key, value in (step.items() if isinstance(step, dict) else ()):
+                    if isinstance(value, dict) and isinstance(value.get("function"), str):
+                        yield (listkey, i, "filter", j, key), value["function"]
     prep = config.get("prepare") or {}
     if "function" in prep:
         yield ("prepare", "function"), prep["function"]
@@ -552,6 +559,11 @@ def _member_problems(member, package, folder, known, out, check_template, source
         problem = check_hook(package, dotted, folder, sources=sources)
         if problem:
             out.append((keypath, problem))
+    filters = member.get("filter_list") or []
+    pipelines = [isinstance(e, dict) and isinstance(e.get("filter"), list) for e in filters]
+    if any(pipelines) and not all(pipelines):
+        out.append((("filter_list",), "mixes lm-eval pipelines ({name, filter: [...]}) with avhb filter steps "
+                                      "({filter: NAME}); use one form"))
     for keypath, source in iter_templates(member):
         problem = check_template(source)
         if problem:
@@ -570,17 +582,24 @@ def _member_problems(member, package, folder, known, out, check_template, source
     if known is not None:
         for listkey, field_name, names in (("metric_list", "metric", known.metrics),
                                            ("filter_list", "filter", known.filters)):
-            if names is None:
-                continue
+            if names is None or (field_name == "metric" and member.get("process_results") is not None):
+                continue  # process_results: metric_list names the keys the hook returns
+            named = []
             for i, entry in enumerate(member.get(listkey) or []):
-                name = entry.get(field_name) if isinstance(entry, dict) else None
+                value = entry.get(field_name) if isinstance(entry, dict) else None
+                if isinstance(value, list):  # an lm-eval filter pipeline: its steps' names
+                    named += [((listkey, i, "filter", j, "function"), step.get("function"))
+                              for j, step in enumerate(value) if isinstance(step, dict)]
+                else:
+                    named.append(((listkey, i, field_name), value))
+            for keypath, name in named:
                 if not isinstance(name, str) or name in names:
                     continue
                 close = difflib.get_close_matches(name, sorted(names), n=3)
                 if field_name == "metric" and "evaluate" in names and _evaluate_name(name, folder, close, sources):
                     continue  # loaded through Hugging Face evaluate at run time (the metric fallback)
                 hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
-                out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
+                out.append((keypath, f"unknown {field_name} {name!r}{hint}"))
 
 
 def _evaluate_name(name: str, folder: Path, close: list[str], sources: Sources) -> bool:

@@ -17,7 +17,9 @@ from typing import Any, Callable
 from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
-from avhb.score.metric import Filter, Metric
+from avhb.score.aggregations import Aggregation
+from avhb.score.metric import Filter, Metric, SampleRecord, takes_aggregation
+from avhb.score.process_results import ProcessResults, Reported
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
@@ -215,35 +217,87 @@ class Task:
         return self.call_hook("doc_to_messages", self.cfg.get("doc_to_messages")["function"], doc, context)
 
     # -- scoring -----------------------------------------------------------
+    @property
+    def lmms_conventions(self) -> bool:
+        """Whether lmms-eval's conventions apply (the task uses a key only
+        lmms-eval has: ``doc_to_visual`` or ``lmms_eval_specific_kwargs``):
+        answers reach ``process_results`` stripped, as lmms-eval strips them."""
+        return self.cfg.get("doc_to_visual") is not None or self.cfg.get("lmms_eval_specific_kwargs") is not None
+
     def metrics(self) -> list[Metric]:
-        out = []
-        for entry in self.cfg.get("metric_list") or []:
-            options = {k: v for k, v in entry.items()
-                       if k not in ("metric", "function", "aggregation", "higher_is_better", "name", "kind",
-                                    "description")}
-            what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
-            if "function" in entry:
-                cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
-            elif entry["metric"] in self.registry.entries.get("metrics", {}) and entry["metric"] != FALLBACK_METRIC:
-                cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
-            else:
-                cls = None
-            if cls is None:
-                metric = self._fallback_metric(entry, options, what)
-            else:
-                check_requirements(what, getattr(cls, "requires", ()))
-                try:
-                    metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
-                except UserError:
-                    raise
-                except Exception as exc:  # bad options: the metric's constructor refused them
-                    raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
-                                    f"{_describe(exc)}") from None
-            for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
-                if key in entry:
-                    setattr(metric, key, entry[key])
-            out.append(metric)
-        return out
+        """The task's metrics: each ``metric_list`` entry, or the task's
+        ``process_results`` hook reporting them; with lm-eval filter
+        pipelines, once per pipeline, reported as lm-eval names them
+        (``exact_match,strict-match``)."""
+        pipelines = self.filter_pipelines()
+        keys: list[str | None] = [name for name, _ in pipelines] if pipelines is not None else [None]
+        if self._has_hook("process_results"):
+            return [self._process_results(key) for key in keys]
+        return [self._metric(entry, key) for key in keys for entry in self.cfg.get("metric_list") or []]
+
+    def _metric(self, entry: dict[str, Any], filter_key: str | None) -> Metric:
+        options = {k: v for k, v in entry.items()
+                   if k not in ("metric", "function", "aggregation", "higher_is_better", "name", "kind",
+                                "description")}
+        what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
+        if "function" in entry:
+            cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
+        elif entry["metric"] in self.registry.entries.get("metrics", {}) and entry["metric"] != FALLBACK_METRIC:
+            cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
+        else:
+            cls = None
+        if cls is None:
+            metric = self._fallback_metric(entry, options, what)
+        else:
+            check_requirements(what, getattr(cls, "requires", ()))
+            try:
+                metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
+            except UserError:
+                raise
+            except Exception as exc:  # bad options: the metric's constructor refused them
+                raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
+                                f"{_describe(exc)}") from None
+        if filter_key is not None:
+            metric.name, metric.filter_key = f"{metric.name},{filter_key}", filter_key
+        for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
+            if key in entry:
+                setattr(metric, key, entry[key])
+        if entry.get("aggregation", "mean") != "mean":
+            if not takes_aggregation(type(metric)):
+                raise UserError(f"{what}: aggregation {entry['aggregation']!r} cannot apply: this metric computes "
+                                "its own aggregate")
+            metric.aggregation = self._aggregation(entry["aggregation"])
+        return metric
+
+    def _aggregation(self, value: Any) -> Aggregation:
+        """A metric_list ``aggregation``: a name, or a hook over the values."""
+        if isinstance(value, dict):
+            return Aggregation(value["function"], self.hook(value["function"]))
+        try:
+            return Aggregation.named(str(value))
+        except UserError as exc:
+            raise UserError(f"{self.cfg.file}: metric_list: {exc}") from None
+
+    def _process_results(self, filter_key: str | None) -> Metric:
+        dotted = self.cfg.get("process_results")["function"]
+        reported = [Reported(str(e["metric"]), self._aggregation(e.get("aggregation", "mean")),
+                             e.get("higher_is_better", True)) for e in self.cfg.get("metric_list") or []]
+        if not reported:
+            raise UserError(f"{self.cfg.file}: process_results needs a metric_list naming the keys it returns")
+
+        def call(doc: dict[str, Any], results: list[Any]) -> Any:
+            return self.call_hook("process_results", dotted, doc, results)
+
+        return ProcessResults(call, self.results_of, reported, dotted, filter_key)
+
+    def results_of(self, record: SampleRecord) -> list[Any]:
+        """What lm-eval passes a task's ``process_results`` as ``results``
+        for a generated answer: ``[answer]`` (the filtered one; stripped
+        under lmms-eval conventions)."""
+        value = record.extracted if record.extracted is not None else record.response
+        if self.lmms_conventions:
+            value = value.strip() if isinstance(value, str) else "" if value is None else value
+        return [value]
 
     def _fallback_metric(self, entry: dict[str, Any], options: dict[str, Any], what: str) -> Metric:
         """A metric name avhb does not register (``rouge``), or one under
@@ -272,18 +326,53 @@ class Task:
         return metric
 
     def filters(self) -> list[Filter]:
+        """The avhb filter chain (``filter_list: [{filter: NAME, ...}]``);
+        empty for a task with lm-eval filter pipelines (see filter_pipelines)."""
+        if self.filter_pipelines() is not None:
+            return []
         out = []
         for entry in self.cfg.get("filter_list") or []:
             options = {k: v for k, v in entry.items() if k not in ("filter", "function")}
-            cls = self.hook(entry["function"]) if "function" in entry else self.registry.load("filters", entry["filter"])
-            try:
-                out.append(cls(**options))
-            except UserError:
-                raise
-            except Exception as exc:
-                raise UserError(f"{self.cfg.file}: filter_list: {entry.get('filter') or entry.get('function')}: "
-                                f"{_describe(exc)}") from None
+            out.append(self._filter(entry["function"] if "function" in entry else entry["filter"],
+                                    "function" in entry, options))
         return out
+
+    def filter_pipelines(self) -> list[tuple[str, list[Filter]]] | None:
+        """lm-eval's filter pipelines (``filter_list: [{name, filter:
+        [{function: NAME, ...}, ...]}]``) as (name, steps), or None when the
+        task's filter_list is avhb's chain (or absent).  A step's
+        ``function`` is a registered filter's name or a hook class; a
+        step option written ``!function`` is the hook itself (``custom``'s
+        ``filter_fn``)."""
+        entries = self.cfg.get("filter_list") or []
+        lm_eval = [isinstance(e, dict) and isinstance(e.get("filter"), list) for e in entries]
+        if not any(lm_eval):
+            return None
+        if not all(lm_eval):
+            raise UserError(f"{self.cfg.file}: filter_list mixes lm-eval pipelines ({{name, filter: [...]}}) with "
+                            "avhb filter steps ({filter: NAME}); use one form")
+        out = []
+        for entry in entries:
+            steps = []
+            for step in entry["filter"]:
+                function = step["function"]
+                options = {k: (self.hook(v["function"]) if isinstance(v, dict) and set(v) == {"function"} else v)
+                           for k, v in step.items() if k != "function"}
+                if isinstance(function, dict):
+                    steps.append(self._filter(function["function"], True, options))
+                else:
+                    steps.append(self._filter(function, False, options))
+            out.append((str(entry["name"]), steps))
+        return out
+
+    def _filter(self, name: str, hook: bool, options: dict[str, Any]) -> Filter:
+        cls = self.hook(name) if hook else self.registry.load("filters", name)
+        try:
+            return cls(**options)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise UserError(f"{self.cfg.file}: filter_list: {name}: {_describe(exc)}") from None
 
     def judge_roles(self) -> dict[str, JudgeRole]:
         if self._roles is None:

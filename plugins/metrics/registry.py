@@ -22,8 +22,15 @@ METRICS: dict[str, str] = {
 
 FILTERS: dict[str, str] = {
     "strip": f"{_M}.filters:Strip",
+    "remove_whitespace": f"{_M}.filters:RemoveWhitespace",  # lm-eval's name for strip
     "lowercase": f"{_M}.filters:Lowercase",
+    "uppercase": f"{_M}.filters:Uppercase",
     "regex": f"{_M}.filters:Regex",
+    "map": f"{_M}.filters:Map",
+    "take_first": f"{_M}.filters:TakeFirst",
+    "take_first_k": f"{_M}.filters:TakeFirstK",
+    "majority_vote": f"{_M}.filters:MajorityVote",
+    "custom": f"{_M}.filters:Custom",
     "final_answer": f"{_M}.filters:FinalAnswer",
     "choice_letter": f"{_M}.filters:ChoiceLetter",
 }
