@@ -74,6 +74,24 @@ def _limit(text: str) -> float | int:
     return value
 
 
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more")
+    return value
+
+
+def _truth(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: true or false")
+
+
 def _batch_size(text: str) -> int | str:
     if text == "auto" or text.startswith("auto:"):
         return "auto"
@@ -119,6 +137,13 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
     _flag(p, "--log-samples", action="store_true", help="accepted for lm-eval users: samples are always logged")
     _flag(p, "--apply-chat-template", nargs="?", const=True, default=None, metavar="NAME",
           help="accepted for lm-eval users: chat templates are always applied where the backend has one")
+
+    # lm-eval's few-shot flags (issue 24; other lm-eval flags are added elsewhere)
+    _flag(p, "--num-fewshot", type=_count, default=None, metavar="N",
+          help="few-shot examples per sample, over each task's num_fewshot (a task that sets 0 keeps 0, as lm-eval)")
+    _flag(p, "--fewshot-as-multiturn", type=_truth, nargs="?", const=True, default=True, metavar="true|false",
+          help="few-shot examples as turns of their own (default, as lm-eval with a chat template), or with "
+               "'false' all in the one user message")
 
     _flag(p, "--shard", default=None, metavar="I/N",
           help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
@@ -258,7 +283,8 @@ def _cmd_run(args, argv) -> int:
         media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
-        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor))
+        shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
+        num_fewshot=args.num_fewshot, fewshot_as_multiturn=args.fewshot_as_multiturn)
     results = evaluate(options)
     _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)

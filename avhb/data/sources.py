@@ -194,10 +194,11 @@ def _first_line(exc: BaseException) -> str:
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
-def load_builder(source: DataSource, task: TaskConfig) -> dict[str, list[dict[str, Any]]]:
-    """Every split of a builder task's data: ``datasets.load_dataset(builder,
-    dataset_name, data_files=..., data_dir=..., **other dataset_kwargs)``
-    with the paths resolved under ``source.base``, offline."""
+def load_builder(source: DataSource, task: TaskConfig) -> dict[str, Any]:
+    """Every split of a builder task's data, as ``datasets.Dataset`` objects
+    (what lm-eval hands a ``process_docs`` hook): ``datasets.load_dataset(
+    builder, dataset_name, data_files=..., data_dir=..., **other
+    dataset_kwargs)`` with the paths resolved under ``source.base``, offline."""
     datasets = _datasets()
     from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
 
@@ -217,12 +218,13 @@ def load_builder(source: DataSource, task: TaskConfig) -> dict[str, list[dict[st
     except Exception as exc:  # datasets raises many types for unreadable local data
         raise UserError(f"task {task.name!r}: datasets cannot read its {source.builder} data: "
                         f"{_first_line(exc)}") from None
-    return {name: [dict(row) for row in split] for name, split in loaded.items()}
+    return dict(loaded.items())
 
 
-def default_loader(root: Path, task: TaskConfig, split: str | None = None) -> list[dict[str, Any]]:
-    """A JSON/JSONL/CSV file, or a folder readable by ``datasets`` (local
-    parquet/json/csv files), split ``split`` (default: the evaluated one)."""
+def default_loader(root: Path, task: TaskConfig, split: str | None = None) -> Any:
+    """A JSON/JSONL/CSV file (a list of rows), or a folder readable by
+    ``datasets`` (local parquet/json/csv files; a ``datasets.Dataset``),
+    split ``split`` (default: the evaluated one)."""
     split = split or eval_split(task)
     kwargs = dict(task.get("dataset_kwargs") or {})
     if root.is_file():
@@ -235,7 +237,7 @@ def default_loader(root: Path, task: TaskConfig, split: str | None = None) -> li
         ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)
     except Exception as exc:  # datasets raises many types for unreadable local data
         raise UserError(f"{root}: cannot load split {split!r} for task {task.name!r}: {_first_line(exc)}") from None
-    return [dict(row) for row in ds]
+    return ds
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:

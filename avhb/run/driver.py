@@ -73,7 +73,9 @@ class SampleContext:
         its YAML), with the run's generation settings."""
         from avhb.taskdef.requests import build_request
 
-        request = build_request(self.run.task, doc or self.doc, self.root, self.sample_id, self.media)
+        request = build_request(self.run.task, doc or self.doc, self.root, self.sample_id, self.media,
+                                getattr(self.run, "fewshot", {}).get(self.sample_id, ()),
+                                getattr(self.run, "multiturn", True))
         request.generation = self._generation(request.generation)
         return request
 

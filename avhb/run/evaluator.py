@@ -39,6 +39,7 @@ from avhb.run.scoring import score, summarize
 from avhb.run.shard import select as select_shard
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
+from avhb.taskdef.fewshot import examples_for
 from avhb.taskdef.index import TaskIndex, build_index, load_task
 from avhb.taskdef.task import Task
 
@@ -51,6 +52,7 @@ class Evaluator:
         self.folder = RunFolder(options.output_dir)
         self.results = RunResults()
         self._matched: dict[str, set[str]] = {}  # task -> the --samples ids it has
+        self._fewshot: dict[str, dict[str, list[dict[str, Any]]]] = {}  # task -> sample id -> few-shot examples
         self._said: set[str] = set()  # "task|adaptation kind" already said in a note
         self.manifest: dict[str, Any] = {}
         self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
@@ -65,7 +67,7 @@ class Evaluator:
 
     async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
-        tasks = [Task(load_task(self.index, n), self.registry) for n in names]
+        tasks = [Task(load_task(self.index, n), self.registry).with_num_fewshot(self.o.num_fewshot) for n in names]
         recorded = self.folder.read_json("run.json") or {}
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name),
                                           self._recorded_base(recorded, t.name))
@@ -116,7 +118,7 @@ class Evaluator:
             for task in tasks:
                 run = TaskRun(task, sources[task.name], plans[task.name], model,
                               judges.for_task(task.name, task.judge_roles(), plans[task.name]), self.o.gen_kwargs,
-                              self.o.seed)
+                              self.o.seed, self._fewshot.get(task.name, {}), self.o.fewshot_as_multiturn)
                 fp = fingerprint(task, run.source, run.plan, self.o, model.identity, self._judge_identities(task, judges),
                                  self.registry.versions())
                 if (not self.o.score_only and task.name in before.tasks
@@ -229,6 +231,7 @@ class Evaluator:
         if not docs:
             raise UserError(f"task {task.name!r}: its data ({source.root}) has no samples")
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
+        self._fewshot[task.name] = self._examples(task, source, docs, pairs)
         first: dict[str, int] = {}
         for i, (sample_id, _) in enumerate(pairs):
             if sample_id in first:
@@ -257,6 +260,25 @@ class Evaluator:
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
             records = select_shard(records, task.metrics(), self.o.shard, task.name)
         return records
+
+    def _examples(self, task: Task, source: DataSource, docs: list[dict[str, Any]],
+                  pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        """Every sample's few-shot examples, drawn in the task's order
+        (avhb.taskdef.fewshot): before --limit, --samples and --shard keep
+        some, so a sample's examples do not depend on which others run."""
+        fs = task.fewshot
+        if fs.num <= 0:
+            return {}
+        if task.cfg.get("doc_to_messages"):
+            raise UserError(f"task {task.name!r}: few-shot examples (num_fewshot {fs.num}) need doc_to_text; its "
+                            "doc_to_messages hook builds its own messages")
+        pool = task.fewshot_pool(source, docs)
+        seed = self.o.fewshot_seed if self.o.fewshot_seed is not None else self.o.seed
+        try:
+            drawn = examples_for(docs, pool, fs, seed)
+        except UserError as exc:
+            raise UserError(f"task {task.name!r}: {exc}") from None
+        return {sample_id: examples for (sample_id, _), examples in zip(pairs, drawn)}
 
     def _judge_identities(self, task: Task, judges: Judges) -> dict[str, list[Any]]:
         """The identities of the judges each of the task's roles asks."""

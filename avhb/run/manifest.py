@@ -46,6 +46,8 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
         "media": options.media, "gen_kwargs": options.gen_kwargs,
         "data": {k: str(v) for k, v in options.data.items()}, "sample_data": options.sample_data,
         "include_paths": list(options.include_paths), "batch_size": options.batch_size,
+        "num_fewshot": options.num_fewshot, "fewshot_as_multiturn": options.fewshot_as_multiturn,
+        "fewshot_seed": options.fewshot_seed,
         "notes": notes,
     }
     shard = getattr(options, "shard", None)

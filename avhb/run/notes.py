@@ -13,8 +13,10 @@ capabilities:
 * ``--gen-kwargs`` keys the backend drops;
 * ``--ablate`` switches that change nothing for a task;
 * ``--samples`` ids that match no sample (an error when none matches);
-* lm-eval task keys avhb accepts but does not act on
-  (``should_decontaminate``), per task (:func:`task_key_notes`).
+* lm-eval's task rules a task may not expect: a stop sequence added
+  because its generation_kwargs name no ``until``; keys avhb accepts but
+  does not act on (``should_decontaminate``), per task
+  (:func:`task_key_notes`).
 
 Multi-step tasks (drivers) build their requests while they run: for them,
 and for samples unlike the first, :func:`adaptation_notes` says each new
@@ -46,8 +48,14 @@ def media_of_spec(spec: Any) -> dict[str, bool]:
 
 def task_key_notes(tasks: Iterable[Any]) -> list[str]:
     """What a task's lm-eval keys ask that avhb does not do."""
+    from avhb.taskdef.task import lm_generation
+
     out = []
     for t in tasks:
+        if lm_generation(t.cfg, t.lmms_conventions)[1]:
+            stop = t.cfg.get("fewshot_delimiter", "\n\n")
+            out.append(f"{t.name}: generation stops at {stop!r}: its generation_kwargs name no until (lm-eval's "
+                       "default is the fewshot_delimiter; until: [] for no stop sequence)")
         if t.cfg.get("should_decontaminate"):
             out.append(f"{t.name}: should_decontaminate: accepted and ignored (avhb runs no decontamination "
                        "against training data)")

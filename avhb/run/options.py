@@ -36,6 +36,9 @@ class RunOptions:
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
     notes: list[str] = field(default_factory=list)  # said once at the start and kept in run.json
+    num_fewshot: int | None = None  # --num_fewshot: over each task's num_fewshot (except a task's 0, as lm-eval)
+    fewshot_as_multiturn: bool = True  # --fewshot_as_multiturn (lm-eval's default with a chat template)
+    fewshot_seed: int | None = None  # the few-shot sampler's seed (None: --seed)
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
@@ -139,7 +142,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
         score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
-        shard=Shard.from_json(run.get("shard")))
+        shard=Shard.from_json(run.get("shard")), num_fewshot=run.get("num_fewshot"),
+        fewshot_as_multiturn=run.get("fewshot_as_multiturn", True), fewshot_seed=run.get("fewshot_seed"))
 
 
 def media_plan(task: Any, options: RunOptions):

@@ -241,11 +241,8 @@ def _fast_check():
 
 # lm-eval task keys avhb does not implement: named, so a copied file says why
 LM_EVAL_ONLY = {
-    "fewshot_split": "few-shot prompting is not implemented",
-    "num_fewshot": "few-shot prompting is not implemented",
-    "fewshot_config": "few-shot prompting is not implemented",
-    "fewshot_delimiter": "few-shot prompting is not implemented",
-    "target_delimiter": "options are scored as ' ' + choice",
+    "gen_prefix": "an assistant-turn prefix is not implemented (put the text at the end of doc_to_text)",
+    "use_prompt": "promptsource templates are not implemented (write doc_to_text)",
     "doc_to_visual": "name media files in the media block (video/audio/images) or use doc_to_messages",
     "lmms_eval_specific_kwargs": "put prompt text in doc_to_text or a hook",
 }

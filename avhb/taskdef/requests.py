@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from avhb.errors import SampleError
 from avhb.media.spec import MediaSpec
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+from avhb.taskdef.prompt import OWN, Turn, as_chat, join, qa_turns
 from avhb.taskdef.templates import is_template, lookup, render
 
 
@@ -93,36 +94,66 @@ def speech_language(media: MediaSpec, doc: dict[str, Any], sample: str) -> str |
         raise SampleError(f"sample {sample}: {exc}") from None
 
 
-def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec) -> Request:
-    """The request for one sample (module docstring).  A task with a
-    ``doc_to_messages`` hook builds its own messages."""
+def media_parts(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+                notes: list[str] | None = None) -> list[Any]:
+    """The media parts a doc sends (its video, images, audio), from the
+    task's media block; notes for the sample log go to ``notes``."""
+    parts: list[Any] = []
+    language = speech_language(media, doc, sample_id)
+    segment, note = segment_of(doc, media.segment)
+    if note and notes is not None:
+        notes.append(note)
+    video_path = None
+    if media.video:
+        video_path = media_path(media.video, doc, root, sample_id, "media.video")
+        boxes = doc.get(media.boxes) if media.boxes else None
+        parts.append(VideoPart(path=video_path, segment=segment, boxes=boxes or None))
+    if media.images:
+        parts.extend(ImagePart(path=p) for p in _image_paths(media.images, doc, root, sample_id))
+    if media.audio:
+        parts.append(AudioPart(path=media_path(media.audio, doc, root, sample_id, "media.audio"), segment=segment,
+                               language=language))
+    elif media.audio_in_video and video_path:
+        parts.append(AudioPart(path=video_path, segment=segment, language=language))
+    return parts
+
+
+def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+                  examples: Sequence[dict[str, Any]] = (), notes: list[str] | None = None,
+                  system_instruction: str | None = None) -> list[Turn]:
+    """The sample's turns as lm-eval builds them (:mod:`avhb.taskdef.prompt`):
+    system (``system_prompt``, then ``description``), each few-shot example
+    with its own media and answer, then the sample itself with its media."""
+    fs = task.fewshot
+    delimiter = task.cfg.get("fewshot_delimiter", "\n\n")
+    system = join(join(system_instruction, task.cfg.get("system_prompt"), delimiter),
+                  task.description(doc, sample_id), delimiter)
+    turns = [Turn("system", system)] if system else []
+    choice_spec = fs.overrides.get("doc_to_choice", task.cfg.get("doc_to_choice"))
+    for i, example in enumerate(examples):
+        where = f"{sample_id} (few-shot example {i})"
+        question = task.text(example, where, fs.overrides.get("doc_to_text", OWN))
+        answer = task.target(example, where, fs.overrides.get("doc_to_target", OWN), choice_spec)
+        turns += qa_turns(question, answer, None, fs.target_delimiter, fs.fewshot_delimiter,
+                          media_parts(task, example, root, where, media))
+    turns += qa_turns(task.text(doc, sample_id), None, None, task.cfg.get("target_delimiter", " "), "",
+                      media_parts(task, doc, root, sample_id, media, notes))
+    return turns
+
+
+def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+                  examples: Sequence[dict[str, Any]] = (), multiturn: bool = True) -> Request:
+    """The request for one sample (module docstring): its turns
+    (:func:`context_turns`) as chat messages, few-shot examples as turns of
+    their own (``multiturn``, lm-eval's ``--fewshot_as_multiturn``) or in one
+    user message.  A task with a ``doc_to_messages`` hook builds its own
+    messages."""
     hook = task.cfg.get("doc_to_messages")
     notes: list[str] = []
     if hook:
         messages = task.messages(doc, {"root": root, "media": media})
     else:
-        parts: list[Any] = []
-        language = speech_language(media, doc, sample_id)
-        segment, note = segment_of(doc, media.segment)
-        if note:
-            notes.append(note)
-        video_path = None
-        if media.video:
-            video_path = media_path(media.video, doc, root, sample_id, "media.video")
-            boxes = doc.get(media.boxes) if media.boxes else None
-            parts.append(VideoPart(path=video_path, segment=segment, boxes=boxes or None))
-        if media.images:
-            parts.extend(ImagePart(path=p) for p in _image_paths(media.images, doc, root, sample_id))
-        if media.audio:
-            parts.append(AudioPart(path=media_path(media.audio, doc, root, sample_id, "media.audio"), segment=segment,
-                                   language=language))
-        elif media.audio_in_video and video_path:
-            parts.append(AudioPart(path=video_path, segment=segment, language=language))
-        parts.append(TextPart(task.text(doc, sample_id)))
-        messages = []
-        if task.cfg.get("system_prompt"):
-            messages.append(Message("system", [TextPart(task.cfg.get("system_prompt"))]))
-        messages.append(Message("user", parts))
+        messages = as_chat(context_turns(task, doc, root, sample_id, media, examples, notes), multiturn)
     if not task.cfg.get("allow_outside_root", False):
         check_confined(messages, Path(root), task.name)
     request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id))

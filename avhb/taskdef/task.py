@@ -23,6 +23,8 @@ from avhb.score.process_results import ProcessResults, Reported
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
+from avhb.taskdef.fewshot import FewshotSettings, settings as fewshot_settings
+from avhb.taskdef.prompt import OWN
 from avhb.taskdef.templates import is_field_name, is_template, lookup, render
 
 
@@ -62,6 +64,7 @@ class Task:
         self.registry = registry
         self._roles: dict[str, JudgeRole] | None = None
         self._splits: dict[tuple, dict[str, list[dict[str, Any]]]] = {}  # a builder task's splits, read once
+        self.num_fewshot: int | None = None  # --num_fewshot (see with_num_fewshot)
 
     # -- hooks -------------------------------------------------------------
     @functools.lru_cache(maxsize=None)
@@ -95,17 +98,50 @@ class Task:
         except Exception as exc:
             raise UserError(f"{self.cfg.file}: {key} hook {dotted} failed: {_describe(exc)}") from None
 
+    def _load_hook_at(self, keypath: tuple, dotted: str, *args: Any) -> Any:
+        """Run a load-time hook named at ``keypath``; an exception is a user
+        error naming the file and the function."""
+        fn = self.hook(dotted)
+        try:
+            return fn(*args)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise UserError(f"{self.cfg.file}: {'.'.join(keypath)} hook {dotted} failed: {_describe(exc)}") from None
+
     def _has_hook(self, key: str) -> bool:
         value = self.cfg.get(key)
         return isinstance(value, dict) and "function" in value
 
     # -- data --------------------------------------------------------------
-    def load_docs(self, source: DataSource, split: str | None = None) -> list[dict[str, Any]]:
+    def fewshot_pool(self, source: DataSource, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The docs few-shot examples are drawn from (lm-eval's order, see
+        avhb.taskdef.fewshot): the few-shot split, else ``samples`` (inline
+        or a hook), else the training split, else the validation split,
+        else ``docs`` (the evaluated ones)."""
+        fs = self.fewshot
+        if fs.num <= 0:
+            return []
+        if fs.split is not None:
+            return self.load_docs(source, fs.split, fs.process_docs)
+        if fs.samples is not None:
+            samples = fs.samples
+            if isinstance(samples, dict) and "function" in samples:
+                samples = self._load_hook_at(("fewshot_config", "samples"), samples["function"])
+            return self._listed(samples, f"{self.cfg.file}: fewshot_config.samples")
+        for key in ("training_split", "validation_split"):
+            if self.cfg.get(key):
+                return self.load_docs(source, self.cfg.get(key), fs.process_docs)
+        return docs
+
+    def load_docs(self, source: DataSource, split: str | None = None, process_docs: Any = OWN) -> list[dict[str, Any]]:
         """The task's samples of ``split`` (default: the evaluated one,
         ``test_split`` else ``validation_split``): its data loader (called
         with the config's ``test_split`` set to ``split``), a builder
-        task's split, or the default loader; then ``process_docs``.  Every
-        sample must be a mapping."""
+        task's split, or the default loader; then ``process_docs`` (the
+        task's, or ``process_docs``: a few-shot pool's), which receives a
+        ``datasets.Dataset`` when ``datasets`` read the data (as lm-eval
+        passes it), else the list of rows.  Every sample must be a mapping."""
         split = split or eval_split(self.cfg)
         if self._has_hook("data_loader"):
             config = self.cfg.config if split == eval_split(self.cfg) else {**self.cfg.config, "test_split": split}
@@ -125,11 +161,11 @@ class Task:
         else:
             docs = default_loader(source.root, self.cfg, split)
             where = str(source.root)
-        docs = self._listed(docs, where)
-        if self._has_hook("process_docs"):
-            docs = self._listed(self._load_hook("process_docs", docs),
-                                f"{self.cfg.file}: process_docs hook {self.cfg.get('process_docs')['function']}")
-        return docs
+        hook = self.cfg.get("process_docs") if process_docs is OWN else process_docs
+        if isinstance(hook, dict) and "function" in hook:  # a Dataset stays one: lm-eval's hooks call .map/.filter
+            docs = self._load_hook_at(("process_docs",), hook["function"], docs)
+            where = f"{self.cfg.file}: process_docs hook {hook['function']}"
+        return self._listed(docs, where)
 
     @staticmethod
     def _listed(docs: Any, where: str) -> list[dict[str, Any]]:
@@ -151,51 +187,62 @@ class Task:
                 raise UserError(f"task {self.name!r}: doc_id field {field!r} missing in sample {index}") from None
         return str(index)
 
-    def text(self, doc: dict[str, Any], sample: str | None = None) -> str:
+    def text(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN) -> str:
         """``doc_to_text`` as lm-eval reads it: a hook, a field of the sample
-        (``doc_to_text: question``), or a template."""
-        value = self.cfg.get("doc_to_text")
+        (``doc_to_text: question``), or a template.  ``spec``: another
+        doc_to_text (a few-shot example's, ``fewshot_config.doc_to_text``)."""
+        value = self.cfg.get("doc_to_text") if spec is OWN else spec
         if isinstance(value, dict):
             return str(self.call_hook("doc_to_text", value["function"], doc))
         if is_field_name(value) and value in doc:
             return str(doc[value])
         return render(value or "", doc, sample, "doc_to_text")
 
-    def target(self, doc: dict[str, Any], sample: str | None = None) -> Any:
+    def target(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN, choice_spec: Any = OWN) -> Any:
         """``doc_to_target`` as lm-eval reads it: a hook, a field, or a
-        template.  With ``doc_to_choice`` set, an integer target (or a
+        template (one rendering a Python list, ``[...]``, is that list of
+        targets).  With ``doc_to_choice`` set, an integer target (or a
         template that renders to digits) is the index of the right choice
-        and becomes that choice's text."""
-        value = self.cfg.get("doc_to_target")
+        and becomes that choice's text.  ``spec`` / ``choice_spec``: another
+        doc_to_target / doc_to_choice (a few-shot example's)."""
+        value = self.cfg.get("doc_to_target") if spec is OWN else spec
+        has_choices = (self.cfg.get("doc_to_choice") if choice_spec is OWN else choice_spec) is not None
         if value is None:
             return None
         if isinstance(value, dict):
             out = self.call_hook("doc_to_target", value["function"], doc)
         elif is_template(value):
             out = render(value, doc, sample, "doc_to_target")
-            if out.strip().isdigit() and self.cfg.get("doc_to_choice") is not None:
+            if out.strip().isdigit() and has_choices:
                 out = int(out.strip())
+            elif len(out) >= 2 and out[0] == "[" and out[-1] == "]":
+                try:
+                    out = ast.literal_eval(out)
+                except (SyntaxError, ValueError):
+                    pass
         else:
             out = lookup(doc, value, sample)
-        if isinstance(out, int) and not isinstance(out, bool) and self.cfg.get("doc_to_choice") is not None:
-            choices = self.choices(doc, sample) or []
+        if isinstance(out, int) and not isinstance(out, bool) and has_choices:
+            choices = self.choices(doc, sample, choice_spec) or []
             if not 0 <= out < len(choices):
                 raise SampleError(f"sample {sample}: doc_to_target index {out} is not one of the "
                                   f"{len(choices)} choices")
             out = choices[out]
         return out
 
-    def choices(self, doc: dict[str, Any], sample: str | None = None) -> list[str] | None:
+    def choices(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN) -> list[str] | None:
         """``doc_to_choice`` as lm-eval reads it: a list, a hook, a field
         holding the list, or a template rendering a Python list literal
-        (``"{{[option_a, option_b]}}"``)."""
-        value = self.cfg.get("doc_to_choice")
+        (``"{{[option_a, option_b]}}"``).  ``spec``: another doc_to_choice."""
+        value = self.cfg.get("doc_to_choice") if spec is OWN else spec
         if value is None:
             return None
         if isinstance(value, list):
             return [str(v) for v in value]
-        if isinstance(value, dict):
+        if isinstance(value, dict) and "function" in value:
             out = self.call_hook("doc_to_choice", value["function"], doc)
+        elif isinstance(value, dict):  # lm-eval: a mapping's values are the choices
+            out = list(value.values())
         elif is_template(value):
             text = render(value, doc, sample, "doc_to_choice")
             try:
@@ -211,6 +258,16 @@ class Task:
         if not isinstance(out, (list, tuple)):
             raise SampleError(f"sample {sample}: doc_to_choice gave {type(out).__name__}, not a list")
         return [str(v) for v in out]
+
+    def description(self, doc: dict[str, Any], sample: str | None = None) -> str:
+        """lm-eval's ``description``: a field of the evaluated doc, or a
+        template over it; sent before the prompt (module prompt.py)."""
+        value = self.cfg.get("description")
+        if not value:
+            return ""
+        if is_field_name(value) and value in doc:
+            return str(doc[value])
+        return render(str(value), doc, sample, "description")
 
     def messages(self, doc: dict[str, Any], context: dict[str, Any]) -> Any:
         """The ``doc_to_messages`` hook's messages for one sample."""
@@ -382,7 +439,22 @@ class Task:
 
     @property
     def generation(self) -> dict[str, Any]:
-        return dict(self.cfg.get("generation_kwargs") or {})
+        """``generation_kwargs`` with lm-eval's defaults (its TaskConfig's):
+        without any, a ``generate_until`` task decodes greedily
+        (``temperature: 0``, ``max_gen_toks: 256``; lmms-eval conventions:
+        ``do_sample: false`` only) until the ``fewshot_delimiter``; with
+        some but no ``until`` (nor avhb's ``stop``), it stops at the
+        ``fewshot_delimiter`` (``until: []`` for no stop sequence)."""
+        return lm_generation(self.cfg, self.lmms_conventions)[0]
+
+    @property
+    def fewshot(self) -> FewshotSettings:
+        return fewshot_settings(self.cfg, self.num_fewshot)
+
+    def with_num_fewshot(self, num: int | None) -> "Task":
+        """This task with ``--num_fewshot`` applied (lm-eval: except a task that sets 0)."""
+        self.num_fewshot = num
+        return self
 
     @property
     def repeats(self) -> int:
@@ -403,6 +475,28 @@ class Task:
     @property
     def pack_dir(self) -> Path:
         return self.cfg.pack_dir
+
+
+def lm_generation(cfg: TaskConfig, lmms: bool = False) -> tuple[dict[str, Any], bool]:
+    """A task's generation settings with lm-eval's defaults (Task.generation),
+    and whether the default stop sequence was added (said at run time)."""
+    given = cfg.get("generation_kwargs")
+    delimiter = cfg.get("fewshot_delimiter", "\n\n")
+    added = False
+    if given is None:
+        if cfg.get("output_type", "generate_until") != "generate_until":
+            return {}, False
+        out: dict[str, Any] = {"until": [delimiter], "do_sample": False} if lmms else \
+            {"temperature": 0.0, "do_sample": False, "max_gen_toks": 256, "until": [delimiter]}
+    else:
+        out = dict(given)
+        if "until" not in out and "stop" not in out:
+            out["until"], added = [delimiter], True
+        if isinstance(out.get("temperature"), int) and not isinstance(out.get("temperature"), bool):
+            out["temperature"] = float(out["temperature"])
+    if out.get("until") in ([], None):
+        out.pop("until", None)
+    return out, added
 
 
 def _describe(exc: BaseException) -> str:

@@ -55,6 +55,7 @@ def reference() -> str:
            "Any other key is an error (`avhb validate` names file, line and key). "
            "Templates are Jinja2 in a sandbox (see docs/plugins.md).", ""]
     out += _table("Top-level keys", props, defs)
+    out += _table("`fewshot_config` keys", props["fewshot_config"]["properties"], defs, "fewshot_config.")
     out += _table("`media` keys", defs["media"]["properties"], defs, "media.")
     out += _table("`media.chunks` keys", defs["media"]["properties"]["chunks"]["properties"], defs, "media.chunks.")
     out += _table("Judge role keys (`judges: {ROLE: {...}}`)", defs["judge_role"]["properties"], defs,
