@@ -78,6 +78,12 @@ class Request:
     messages: list[Message]
     generation: dict[str, Any] = field(default_factory=dict)  # max_tokens, temperature, stop...
     choices: list[str] | None = None  # option texts, for baselines and log-likelihood scoring
+    # lm-eval's log-likelihood requests: (context, continuation) pairs whose continuation log-probabilities
+    # the backend returns as Response.meta["loglikelihoods"] = [[loglikelihood, is_greedy], ...] (rolling:
+    # each continuation scored from the start of the text, in windows, lm-eval's loglikelihood_rolling)
+    loglikelihood: list[tuple[str, str]] | None = None
+    rolling: bool = False
+    prompt: str | None = None  # lm-eval's plain-text rendering of the messages, for completion (non-chat) backends
     key: str = ""  # content hash; set by the evaluator, used by the journal
     fields: dict[str, Any] = field(default_factory=dict)  # structured inputs (judge fields, sample id) for non-LLM backends
     adaptations: list[str] = field(default_factory=list)

@@ -41,6 +41,7 @@ from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.fewshot import examples_for
 from avhb.taskdef.index import TaskIndex, build_index, load_task
+from avhb.taskdef.requests import LOGLIKELIHOOD_TYPES
 from avhb.taskdef.task import Task
 
 
@@ -98,6 +99,7 @@ class Evaluator:
         if backend is not None:
             for t in tasks:  # settings the backend can refuse before it loads (vLLM: frames per prompt)
                 backend.check_media(plans[t.name].spec, t.name)
+                self._check_loglikelihood(t, backend)
         if backend is not None:
             model = Caller(journal, "responses", backend, label=self.o.model.label)
         else:
@@ -185,6 +187,22 @@ class Evaluator:
         if unknown and not self.o.predict_only:
             raise UserError(f"--judge {unknown[0]}=...: no task of this run declares judge role {unknown[0]!r} "
                             f"(roles: {', '.join(sorted(roles)) or 'none'})")
+
+    def _check_loglikelihood(self, task: Task, backend: Any) -> None:
+        """A log-likelihood task on a backend that gives no token
+        log-probabilities is one line before any call, naming those that do."""
+        if task.output_type in LOGLIKELIHOOD_TYPES and not getattr(backend.capabilities, "loglikelihood", False):
+            able = []
+            for name in self.registry.names("backends"):
+                try:
+                    cls = self.registry.load("backends", name)
+                except Exception:  # a plugin backend that cannot be imported here is not one to suggest
+                    continue
+                if getattr(getattr(cls, "capabilities", None), "loglikelihood", False):
+                    able.append(name)
+            raise UserError(f"task {task.name!r} (output_type {task.output_type}) needs token log-probabilities, "
+                            f"which {self.o.model.label} does not give; backends that do: "
+                            f"{', '.join(able) or 'none installed'}")
 
     def _check_metric_roles(self, task: Task) -> None:
         if self.o.predict_only:

@@ -24,7 +24,7 @@ from typing import Any, Sequence
 from avhb.errors import SampleError
 from avhb.media.spec import MediaSpec
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
-from avhb.taskdef.prompt import OWN, Turn, as_chat, join, qa_turns
+from avhb.taskdef.prompt import OWN, Turn, as_chat, as_text, join, qa_turns
 from avhb.taskdef.templates import is_template, lookup, render
 
 
@@ -141,6 +141,9 @@ def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     return turns
 
 
+LOGLIKELIHOOD_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling")
+
+
 def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
                   examples: Sequence[dict[str, Any]] = (), multiturn: bool = True) -> Request:
     """The request for one sample (module docstring): its turns
@@ -150,13 +153,51 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     messages."""
     hook = task.cfg.get("doc_to_messages")
     notes: list[str] = []
+    prompt = None
     if hook:
         messages = task.messages(doc, {"root": root, "media": media})
     else:
-        messages = as_chat(context_turns(task, doc, root, sample_id, media, examples, notes), multiturn)
+        turns = context_turns(task, doc, root, sample_id, media, examples, notes)
+        if task.output_type in LOGLIKELIHOOD_TYPES:
+            return loglikelihood_request(task, doc, sample_id, turns)
+        messages, prompt = as_chat(turns, multiturn), as_text(turns)
     if not task.cfg.get("allow_outside_root", False):
         check_confined(messages, Path(root), task.name)
-    request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id))
+    request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id),
+                      prompt=prompt)
     request.fields = {"task": task.name, "sample_id": sample_id}
     request.adaptations.extend(notes)
+    return request
+
+
+def loglikelihood_request(task: Any, doc: dict[str, Any], sample_id: str, turns: list[Turn]) -> Request:
+    """lm-eval's log-likelihood requests for one sample, over its plain-text
+    context (:func:`avhb.taskdef.prompt.as_text`): ``multiple_choice`` scores
+    ``target_delimiter + choice`` after the context for every choice (and
+    each one after no context when the task asks for ``acc_mutual_info``),
+    ``loglikelihood`` the target after the context, ``loglikelihood_rolling``
+    the target on its own, whole.  Text only: a sample with media fails."""
+    if any(t.parts for t in turns):
+        raise SampleError(f"sample {sample_id}: output_type {task.output_type} scores text continuations; this "
+                          "sample sends media, which log-likelihood requests do not carry")
+    context = as_text(turns)
+    delimiter = task.cfg.get("target_delimiter", " ")
+    rolling = task.output_type == "loglikelihood_rolling"
+    if task.output_type == "multiple_choice":
+        choices = task.choices(doc, sample_id)
+        if not choices:
+            raise SampleError(f"sample {sample_id}: output_type multiple_choice needs doc_to_choice")
+        pairs = [(context, delimiter + c) for c in choices]
+        names = {str(e.get("metric")) for e in task.cfg.get("metric_list") or [] if isinstance(e, dict)}
+        if "acc_mutual_info" in names:  # the choices' log-likelihoods with no context (lmms-eval: no delimiter)
+            pairs += [("", ("" if task.lmms_conventions else delimiter) + c) for c in choices]
+    else:
+        target = task.target(doc, sample_id)
+        if isinstance(target, list):
+            target = target[0] if target else ""
+        pairs = [("", str(target))] if rolling else [(context, str(target))]
+    shown = pairs[0][1] if rolling else context
+    request = Request(messages=[Message("user", [TextPart(shown)])], generation={}, loglikelihood=pairs,
+                      rolling=rolling, prompt=shown)
+    request.fields = {"task": task.name, "sample_id": sample_id}
     return request

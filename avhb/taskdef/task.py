@@ -52,6 +52,11 @@ class Breakdown:
         return items or ["(none)"]
 
 
+# lm-eval's metrics for a task whose metric_list is absent (its DEFAULT_METRIC_REGISTRY; generate_until's
+# exact_match is left out: an avhb task without metrics only generates)
+DEFAULT_METRICS = {"multiple_choice": ("acc", "acc_norm"), "loglikelihood": ("perplexity", "acc"),
+                   "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte")}
+
 # Metric names the registry does not know are resolved to this registered
 # metric (the built-in adapter to Hugging Face evaluate, in plugins/metrics).
 FALLBACK_METRIC = "evaluate"
@@ -259,6 +264,26 @@ class Task:
             raise SampleError(f"sample {sample}: doc_to_choice gave {type(out).__name__}, not a list")
         return [str(v) for v in out]
 
+    def gold(self, doc: dict[str, Any], choices: list[str], sample: str | None = None) -> int | list[int]:
+        """A multiple_choice doc's right choice as lm-eval reads it: the
+        target's index (an integer, or the position of its text among the
+        choices; -1 when it is none of them), or a list of them."""
+        value = self.cfg.get("doc_to_target")
+        if isinstance(value, dict):
+            raw = self.call_hook("doc_to_target", value["function"], doc)
+        elif is_template(value):
+            raw = render(value, doc, sample, "doc_to_target")
+            raw = int(raw.strip()) if raw.strip().isdigit() else raw
+        else:
+            raw = lookup(doc, value, sample) if value is not None else None
+
+        def index(one: Any) -> int:
+            if isinstance(one, int) and not isinstance(one, bool):
+                return one if 0 <= one < len(choices) else -1
+            return choices.index(str(one)) if str(one) in choices else -1
+
+        return [index(v) for v in raw] if isinstance(raw, list) else index(raw)
+
     def description(self, doc: dict[str, Any], sample: str | None = None) -> str:
         """lm-eval's ``description``: a field of the evaluated doc, or a
         template over it; sent before the prompt (module prompt.py)."""
@@ -290,7 +315,14 @@ class Task:
         keys: list[str | None] = [name for name, _ in pipelines] if pipelines is not None else [None]
         if self._has_hook("process_results"):
             return [self._process_results(key) for key in keys]
-        return [self._metric(entry, key) for key in keys for entry in self.cfg.get("metric_list") or []]
+        entries = self.cfg.get("metric_list")
+        if entries is None:  # lm-eval's metrics for an output type, when a task names none
+            entries = [{"metric": m} for m in DEFAULT_METRICS.get(self.output_type, ())]
+        return [self._metric(entry, key) for key in keys for entry in entries]
+
+    @property
+    def output_type(self) -> str:
+        return str(self.cfg.get("output_type") or "generate_until")
 
     def _metric(self, entry: dict[str, Any], filter_key: str | None) -> Metric:
         options = {k: v for k, v in entry.items()
@@ -319,11 +351,12 @@ class Task:
         for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
             if key in entry:
                 setattr(metric, key, entry[key])
-        if entry.get("aggregation", "mean") != "mean":
+        if "aggregation" in entry and entry["aggregation"] != getattr(metric.aggregation, "name", "mean"):
             if not takes_aggregation(type(metric)):
                 raise UserError(f"{what}: aggregation {entry['aggregation']!r} cannot apply: this metric computes "
                                 "its own aggregate")
-            metric.aggregation = self._aggregation(entry["aggregation"])
+            chosen = self._aggregation(entry["aggregation"])
+            metric.aggregation = None if chosen.fn is None else chosen
         return metric
 
     def _aggregation(self, value: Any) -> Aggregation:

@@ -387,6 +387,12 @@ class ExactMatch(Metric):
             raise ValueError("regexes_to_ignore must be a list of regular expressions")
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        if record.outputs.get("choices") and "loglikelihoods" in record.outputs:  # multiple_choice: lm-eval's is_greedy
+            from .loglik import choice_results
+
+            _, greedy, _, gold, _ = choice_results(record, self.name)
+            golds = gold if isinstance(gold, list) else [gold]
+            return {self.name: float(any(greedy[g] for g in golds))}
         pred = record.extracted if record.extracted is not None else record.response
         return {self.name: exact_match(pred, record.target, **self.settings)}
 

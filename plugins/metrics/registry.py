@@ -16,6 +16,18 @@ METRICS: dict[str, str] = {
     "unit_accuracy": f"{_M}.pairs:UnitAccuracy",
     "pair_accuracy": f"{_M}.pairs:PairAccuracy",
     "macro_f1": f"{_M}.pairs:MacroF1",
+    # lm-eval's log-likelihood metrics (output_type multiple_choice, loglikelihood, loglikelihood_rolling)
+    "acc": f"{_M}.loglik:Accuracy",
+    "acc_norm": f"{_M}.loglik:AccNorm",
+    "acc_bytes": f"{_M}.loglik:AccBytes",
+    "acc_mutual_info": f"{_M}.loglik:AccMutualInfo",
+    "brier_score": f"{_M}.loglik:BrierScore",
+    "f1": f"{_M}.loglik:F1",
+    "mcc": f"{_M}.loglik:MCC",
+    "perplexity": f"{_M}.loglik:Perplexity",
+    "word_perplexity": f"{_M}.loglik:WordPerplexity",
+    "byte_perplexity": f"{_M}.loglik:BytePerplexity",
+    "bits_per_byte": f"{_M}.loglik:BitsPerByte",
     # Hugging Face evaluate modules; also what names avhb does not register resolve to (Task.metrics)
     "evaluate": f"{_M}.hf_evaluate:EvaluateMetric",
 }

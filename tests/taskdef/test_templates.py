@@ -64,7 +64,9 @@ def test_lm_eval_mmlu_task_file_validates_and_renders_lm_evals_prompt(tmp_path):
     assert task.choices(MMLU_DOC, "q1") == ["A", "B", "C", "D"]
     assert task.target(MMLU_DOC, "q1") == "C"  # the index 2 names the third choice, as in lm-eval
     request = build_request(task, MMLU_DOC, tmp_path, "q1", MediaSpec())
-    assert request.messages[-1].parts[-1].text == expected and request.choices == ["A", "B", "C", "D"]
+    # multiple_choice: lm-eval's log-likelihood requests, " " + each choice after the plain-text prompt
+    assert request.messages[-1].parts[-1].text == expected
+    assert request.loglikelihood == [(expected, f" {c}") for c in "ABCD"] and request.prompt == expected
     proc = run_cli("validate", str(path))
     assert proc.returncode == 0 and "1 files, 0 with errors" in proc.stdout, proc.stdout + proc.stderr
 
