@@ -13,8 +13,8 @@ capabilities:
 * ``--gen-kwargs`` keys the backend drops;
 * ``--ablate`` switches that change nothing for a task;
 * ``--samples`` ids that match no sample (an error when none matches);
-* lm-eval's task rules a task may not expect: a stop sequence added
-  because its generation_kwargs name no ``until``; keys avhb accepts but
+* lm-eval's generation defaults filled in for the settings a task leaves
+  out (temperature 0, max_gen_toks 256, until the fewshot delimiter); keys avhb accepts but
   does not act on (``should_decontaminate``), per task
   (:func:`task_key_notes`).
 
@@ -52,10 +52,12 @@ def task_key_notes(tasks: Iterable[Any]) -> list[str]:
 
     out = []
     for t in tasks:
-        if lm_generation(t.cfg, t.lmms_conventions)[1]:
-            stop = t.cfg.get("fewshot_delimiter", "\n\n")
-            out.append(f"{t.name}: generation stops at {stop!r}: its generation_kwargs name no until (lm-eval's "
-                       "default is the fewshot_delimiter; until: [] for no stop sequence)")
+        added = lm_generation(t.cfg, t.lmms_conventions)[1]
+        if added:
+            whose = "lmms-eval's OpenAI model's" if t.lmms_conventions else "lm-eval's"
+            out.append(f"{t.name}: generation settings the task leaves out are {whose} defaults: {', '.join(added)} "
+                       "(set them in generation_kwargs; null leaves one to the backend, until: [] is no stop "
+                       "sequence)")
         if t.cfg.get("should_decontaminate"):
             out.append(f"{t.name}: should_decontaminate: accepted and ignored (avhb runs no decontamination "
                        "against training data)")

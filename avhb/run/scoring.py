@@ -124,7 +124,7 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
     result = TaskResult(_cells(metrics, records, owners), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
     result.info = {key: m.describe(key) for key, m in owners.items()}
-    if repeats > 1 and metrics and task.filter_pipelines() is None:  # lm-eval pipelines score a sample once
+    if repeats > 1 and metrics and not any(m.filter_key for m in metrics):  # lm-eval pipelines score a sample once
         per_run = [_cells(metrics, [r for r in records if r.repeat == k]) for k in range(repeats)]
         for name, agg in result.metrics.items():
             agg.runs = [run[name].value if name in run else None for run in per_run]

@@ -472,12 +472,7 @@ class Task:
 
     @property
     def generation(self) -> dict[str, Any]:
-        """``generation_kwargs`` with lm-eval's defaults (its TaskConfig's):
-        without any, a ``generate_until`` task decodes greedily
-        (``temperature: 0``, ``max_gen_toks: 256``; lmms-eval conventions:
-        ``do_sample: false`` only) until the ``fewshot_delimiter``; with
-        some but no ``until`` (nor avhb's ``stop``), it stops at the
-        ``fewshot_delimiter`` (``until: []`` for no stop sequence)."""
+        """``generation_kwargs`` with lm-eval's defaults (see lm_generation)."""
         return lm_generation(self.cfg, self.lmms_conventions)[0]
 
     @property
@@ -510,26 +505,36 @@ class Task:
         return self.cfg.pack_dir
 
 
-def lm_generation(cfg: TaskConfig, lmms: bool = False) -> tuple[dict[str, Any], bool]:
+MAX_TOKEN_KEYS = ("max_tokens", "max_gen_toks", "max_new_tokens", "max_completion_tokens")
+
+
+def lm_generation(cfg: TaskConfig, lmms: bool = False) -> tuple[dict[str, Any], list[str]]:
     """A task's generation settings with lm-eval's defaults (Task.generation),
-    and whether the default stop sequence was added (said at run time)."""
+    and the defaults it filled in (said at run time).  A ``generate_until``
+    task (the default output type) gets, for each setting it leaves out,
+    what lm-eval's API models send: ``temperature: 0``, ``max_gen_toks:
+    256`` and ``until: [fewshot_delimiter]`` (avhb's ``stop`` counts as an
+    ``until``); under lmms-eval conventions what lmms-eval's OpenAI model
+    sends: ``temperature: 0``, ``max_new_tokens: 1024`` and no stop
+    sequence.  A setting written ``null`` is left to the backend; ``until:
+    []`` is no stop sequence."""
     given = cfg.get("generation_kwargs")
-    delimiter = cfg.get("fewshot_delimiter", "\n\n")
-    added = False
-    if given is None:
-        if cfg.get("output_type", "generate_until") != "generate_until":
-            return {}, False
-        out: dict[str, Any] = {"until": [delimiter], "do_sample": False} if lmms else \
-            {"temperature": 0.0, "do_sample": False, "max_gen_toks": 256, "until": [delimiter]}
-    else:
-        out = dict(given)
-        if "until" not in out and "stop" not in out:
-            out["until"], added = [delimiter], True
-        if isinstance(out.get("temperature"), int) and not isinstance(out.get("temperature"), bool):
-            out["temperature"] = float(out["temperature"])
-    if out.get("until") in ([], None):
-        out.pop("until", None)
-    return out, added
+    out: dict[str, Any] = dict(given or {})
+    added: list[str] = []
+    if cfg.get("output_type", "generate_until") == "generate_until":
+        if "temperature" not in out:
+            out["temperature"], _ = 0.0, added.append("temperature 0")
+        if not any(k in out for k in MAX_TOKEN_KEYS):
+            key, value = ("max_new_tokens", 1024) if lmms else ("max_gen_toks", 256)
+            out[key], _ = value, added.append(f"{key} {value}")
+        if "until" not in out and "stop" not in out and not lmms:
+            delimiter = cfg.get("fewshot_delimiter", "\n\n")
+            out["until"], _ = [delimiter], added.append(f"until [{delimiter!r}]")
+    if isinstance(out.get("temperature"), int) and not isinstance(out.get("temperature"), bool):
+        out["temperature"] = float(out["temperature"])
+    if out.get("until") == []:
+        out.pop("until")
+    return {k: v for k, v in out.items() if v is not None}, added
 
 
 def _describe(exc: BaseException) -> str:

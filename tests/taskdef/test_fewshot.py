@@ -150,17 +150,21 @@ def test_example_frames_count_in_the_token_budget(tmp_path):
 
 
 def test_generation_follows_lm_evals_defaults():
-    assert _task({"doc_to_text": "x"}).generation == {"temperature": 0.0, "do_sample": False, "max_gen_toks": 256,
-                                                      "until": ["\n\n"]}
+    lm_eval = {"temperature": 0.0, "max_gen_toks": 256, "until": ["\n\n"]}
+    assert _task({"doc_to_text": "x"}).generation == lm_eval
     assert _task({"generation_kwargs": {"max_gen_toks": 5, "temperature": 1}}).generation == \
         {"max_gen_toks": 5, "temperature": 1.0, "until": ["\n\n"]}
-    assert _task({"generation_kwargs": {"until": ["Q:"]}, "fewshot_delimiter": "\n"}).generation == {"until": ["Q:"]}
-    assert _task({"generation_kwargs": {"max_tokens": 9, "until": []}}).generation == {"max_tokens": 9}
-    assert _task({"generation_kwargs": {"stop": ["x"]}}).generation == {"stop": ["x"]}  # avhb's stop counts as one
+    assert _task({"generation_kwargs": {"until": ["Q:"]}, "fewshot_delimiter": "\n"}).generation == \
+        {"until": ["Q:"], "temperature": 0.0, "max_gen_toks": 256}
+    assert _task({"generation_kwargs": {"max_tokens": 9, "until": [], "temperature": None}}).generation == \
+        {"max_tokens": 9}  # no stop sequence; null leaves the temperature to the backend
+    assert _task({"generation_kwargs": {"stop": ["x"], "temperature": 0.5, "max_tokens": 3}}).generation == \
+        {"stop": ["x"], "temperature": 0.5, "max_tokens": 3}  # avhb's stop counts as an until
     assert _task({"output_type": "multiple_choice"}).generation == {}
+    assert _task({"output_type": "multi_turn", "generation_kwargs": {"max_tokens": 4}}).generation == {"max_tokens": 4}
     assert _task({"fewshot_delimiter": "\n"}).generation["until"] == ["\n"]
     lmms = _task({"doc_to_visual": {"function": "u.v"}})
-    assert lmms.generation == {"until": ["\n\n"], "do_sample": False}  # lmms-eval's TaskConfig default
+    assert lmms.generation == {"temperature": 0.0, "max_new_tokens": 1024}  # lmms-eval's OpenAI model: no stop
 
 
 def test_pool_order_follows_lm_eval(tmp_path):
