@@ -104,7 +104,8 @@ def part_reference(part: Any) -> list[Any]:
     if isinstance(part, TextPart):
         return ["text", part.text]
     if isinstance(part, VideoPart):
-        return ["video", part.path, part.segment] + ([part.sampling] if part.sampling else [])
+        return ["video", part.path, part.segment] + ([part.sampling] if part.sampling else []) + \
+            ([] if part.labelled else ["unlabelled"])
     if isinstance(part, AudioPart):
         return ["audio", part.path, part.segment, part.transcript] + ([part.language] if part.language else [])
     if isinstance(part, ImagePart):

@@ -37,6 +37,7 @@ class VideoPart:
     segment: tuple[float, float] | None = None
     sampling: dict[str, Any] | None = None  # per-part frame settings over the task's (fps, frames, width, height)
     boxes: Any = None  # box annotations to draw ({frame key: [box, ...]}), from the sample
+    labelled: bool = True  # sampled frames go with their times ("Frame at 12.5s:"); False: images only (lmms-eval's)
     frames: list[Any] | None = None
     timestamps: list[float] | None = None
     frame_indices: list[int] | None = None

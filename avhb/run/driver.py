@@ -131,7 +131,8 @@ class SampleContext:
             raise SampleError(f"task {self.task}: the driver asks for chunks but media.chunks is not set")
         start, end = part.segment or (0.0, probe(part.path).duration)
         sampling = {"fps": spec.fps, "width": spec.width, "height": spec.height}
-        return [VideoPart(path=part.path, segment=(start + a, start + b), sampling=dict(sampling), boxes=part.boxes)
+        return [VideoPart(path=part.path, segment=(start + a, start + b), sampling=dict(sampling), boxes=part.boxes,
+                          labelled=part.labelled)
                 for a, b in chunk_bounds(end - start, spec.seconds)]
 
 

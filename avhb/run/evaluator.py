@@ -68,7 +68,8 @@ class Evaluator:
 
     async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
-        tasks = [Task(load_task(self.index, n), self.registry).with_num_fewshot(self.o.num_fewshot) for n in names]
+        tasks = [Task(load_task(self.index, n), self.registry).with_num_fewshot(self.o.num_fewshot)
+                 .for_model(self.o.model.kind if self.o.model else None) for n in names]
         recorded = self.folder.read_json("run.json") or {}
         sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name),
                                           self._recorded_base(recorded, t.name))

@@ -58,6 +58,9 @@ def task_key_notes(tasks: Iterable[Any]) -> list[str]:
             out.append(f"{t.name}: generation settings the task leaves out are {whose} defaults: {', '.join(added)} "
                        "(set them in generation_kwargs; null leaves one to the backend, until: [] is no stop "
                        "sequence)")
+        if t.lmms_conventions and not t.cfg.get("allow_outside_root"):
+            out.append(f"{t.name}: lmms-eval conventions (doc_to_visual / lmms_eval_specific_kwargs): media paths its "
+                       "hooks name are used as named, not confined to the data root")
         if t.cfg.get("should_decontaminate"):
             out.append(f"{t.name}: should_decontaminate: accepted and ignored (avhb runs no decontamination "
                        "against training data)")

@@ -29,7 +29,7 @@ from avhb.taskdef.filestats import FileStats
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "task.schema.json"
 HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice",
-             "process_results")
+             "process_results", "doc_to_visual")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -243,8 +243,7 @@ def _fast_check():
 LM_EVAL_ONLY = {
     "gen_prefix": "an assistant-turn prefix is not implemented (put the text at the end of doc_to_text)",
     "use_prompt": "promptsource templates are not implemented (write doc_to_text)",
-    "doc_to_visual": "name media files in the media block (video/audio/images) or use doc_to_messages",
-    "lmms_eval_specific_kwargs": "put prompt text in doc_to_text or a hook",
+    "full_docs": "process_results gets one doc (lmms-eval's full_docs is not implemented)",
 }
 
 
@@ -495,6 +494,11 @@ def iter_hooks(config: dict[str, Any]):
     prep = config.get("prepare") or {}
     if "function" in prep:
         yield ("prepare", "function"), prep["function"]
+    fewshot = config.get("fewshot_config") or {}
+    for key in ("samples", "process_docs", "doc_to_text", "doc_to_target", "doc_to_choice"):
+        value = fewshot.get(key) if isinstance(fewshot, dict) else None
+        if isinstance(value, dict) and isinstance(value.get("function"), str):
+            yield ("fewshot_config", key), value["function"]
 
 
 def package_for(file: Path, root_dir: Path, root_package: str) -> str:
@@ -648,7 +652,8 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
         if not name:
             problems.append(str(doc.error(("task",), "missing required key 'task'")))
             continue
-        if not member.get("doc_to_text") and not member.get("doc_to_messages"):
+        if not member.get("doc_to_text") and not member.get("doc_to_messages") \
+                and member.get("output_type") != "loglikelihood_rolling":  # rolling scores the target alone
             problems.append(str(doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")))
         problems += [str(doc.error(keypath, message))
                      for keypath, message in member_problems(member, package, file.parent, known, sources=sources,

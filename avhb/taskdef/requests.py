@@ -98,7 +98,7 @@ def media_parts(task: Any, doc: dict[str, Any], root: Path, sample_id: str, medi
                 notes: list[str] | None = None) -> list[Any]:
     """The media parts a doc sends (its video, images, audio), from the
     task's media block; notes for the sample log go to ``notes``."""
-    parts: list[Any] = []
+    parts: list[Any] = task.visuals(doc, root, sample_id) if task.cfg.get("doc_to_visual") is not None else []
     language = speech_language(media, doc, sample_id)
     segment, note = segment_of(doc, media.segment)
     if note and notes is not None:
@@ -155,13 +155,17 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     notes: list[str] = []
     prompt = None
     if hook:
-        messages = task.messages(doc, {"root": root, "media": media})
+        messages = task.messages(doc, {"root": root, "media": media, "sample": sample_id})
     else:
         turns = context_turns(task, doc, root, sample_id, media, examples, notes)
         if task.output_type in LOGLIKELIHOOD_TYPES:
             return loglikelihood_request(task, doc, sample_id, turns)
-        messages, prompt = as_chat(turns, multiturn), as_text(turns)
-    if not task.cfg.get("allow_outside_root", False):
+        prompt = as_text(turns)
+        if task.lmms_conventions and not any(t.parts for t in turns):
+            messages = [Message("user", [TextPart(prompt)])]  # lmms-eval: a text task's context in one user turn
+        else:
+            messages = as_chat(turns, multiturn)
+    if not task.cfg.get("allow_outside_root", False) and not task.lmms_conventions:  # lmms hooks name their paths
         check_confined(messages, Path(root), task.name)
     request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id),
                       prompt=prompt)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -23,6 +24,7 @@ from avhb.score.process_results import ProcessResults, Reported
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
+from avhb.taskdef import lmms
 from avhb.taskdef.fewshot import FewshotSettings, settings as fewshot_settings
 from avhb.taskdef.prompt import OWN
 from avhb.taskdef.templates import is_field_name, is_template, lookup, render
@@ -70,6 +72,7 @@ class Task:
         self._roles: dict[str, JudgeRole] | None = None
         self._splits: dict[tuple, dict[str, list[dict[str, Any]]]] = {}  # a builder task's splits, read once
         self.num_fewshot: int | None = None  # --num_fewshot (see with_num_fewshot)
+        self.model_name: str | None = None  # the run's backend kind: lmms_eval_specific_kwargs' model entry
 
     # -- hooks -------------------------------------------------------------
     @functools.lru_cache(maxsize=None)
@@ -78,14 +81,20 @@ class Task:
             return import_path(self.cfg.hook_path(dotted))
         except UserError:
             raise
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] in ("lmms_eval", "lm_eval"):
+                raise UserError(f"{self.cfg.file}: hook {dotted!r} imports {exc.name}, which is not installed here: "
+                                f"install {'lmms-eval' if exc.name.startswith('lmms') else 'lm-eval'} next to avhb, "
+                                "or write the hook without it") from None
+            raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
         except Exception as exc:  # ImportError, AttributeError, or whatever the module raised at import
             raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
 
-    def call_hook(self, key: str, dotted: str, *args: Any) -> Any:
+    def call_hook(self, key: str, dotted: str, *args: Any, **kwargs: Any) -> Any:
         """A per-sample hook: an exception fails the sample, naming the hook."""
         fn = self.hook(dotted)
         try:
-            return fn(*args)
+            return fn(*args, **kwargs)
         except (SampleError, UserError):
             raise
         except Exception as exc:
@@ -198,10 +207,12 @@ class Task:
         doc_to_text (a few-shot example's, ``fewshot_config.doc_to_text``)."""
         value = self.cfg.get("doc_to_text") if spec is OWN else spec
         if isinstance(value, dict):
-            return str(self.call_hook("doc_to_text", value["function"], doc))
+            kwargs = self.lmms_kwargs
+            args = (doc,) if kwargs is None else (doc, kwargs)  # lmms-eval: doc_to_text(doc, lmms_eval_specific_kwargs)
+            return str(self.call_hook("doc_to_text", value["function"], *args))
         if is_field_name(value) and value in doc:
             return str(doc[value])
-        return render(value or "", doc, sample, "doc_to_text")
+        return self._render(value or "", doc, sample, "doc_to_text")
 
     def target(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN, choice_spec: Any = OWN) -> Any:
         """``doc_to_target`` as lm-eval reads it: a hook, a field, or a
@@ -217,7 +228,7 @@ class Task:
         if isinstance(value, dict):
             out = self.call_hook("doc_to_target", value["function"], doc)
         elif is_template(value):
-            out = render(value, doc, sample, "doc_to_target")
+            out = self._render(value, doc, sample, "doc_to_target")
             if out.strip().isdigit() and has_choices:
                 out = int(out.strip())
             elif len(out) >= 2 and out[0] == "[" and out[-1] == "]":
@@ -249,7 +260,7 @@ class Task:
         elif isinstance(value, dict):  # lm-eval: a mapping's values are the choices
             out = list(value.values())
         elif is_template(value):
-            text = render(value, doc, sample, "doc_to_choice")
+            text = self._render(value, doc, sample, "doc_to_choice")
             try:
                 out = ast.literal_eval(text.strip())
             except (ValueError, SyntaxError):
@@ -272,7 +283,7 @@ class Task:
         if isinstance(value, dict):
             raw = self.call_hook("doc_to_target", value["function"], doc)
         elif is_template(value):
-            raw = render(value, doc, sample, "doc_to_target")
+            raw = self._render(value, doc, sample, "doc_to_target")
             raw = int(raw.strip()) if raw.strip().isdigit() else raw
         else:
             raw = lookup(doc, value, sample) if value is not None else None
@@ -284,6 +295,11 @@ class Task:
 
         return [index(v) for v in raw] if isinstance(raw, list) else index(raw)
 
+    def _render(self, template: str, doc: dict[str, Any], sample: str | None, where: str) -> str:
+        """A template of the task; lmms-eval conventions drop its last
+        newline, as lmms-eval's Jinja environment does (lm-eval keeps it)."""
+        return render(template, doc, sample, where, trailing_newline=not self.lmms_conventions)
+
     def description(self, doc: dict[str, Any], sample: str | None = None) -> str:
         """lm-eval's ``description``: a field of the evaluated doc, or a
         template over it; sent before the prompt (module prompt.py)."""
@@ -292,11 +308,44 @@ class Task:
             return ""
         if is_field_name(value) and value in doc:
             return str(doc[value])
-        return render(str(value), doc, sample, "description")
+        return self._render(str(value), doc, sample, "description")
 
     def messages(self, doc: dict[str, Any], context: dict[str, Any]) -> Any:
-        """The ``doc_to_messages`` hook's messages for one sample."""
-        return self.call_hook("doc_to_messages", self.cfg.get("doc_to_messages")["function"], doc, context)
+        """The ``doc_to_messages`` hook's messages for one sample: avhb's
+        ``hook(doc, ctx)`` returning Messages, or lmms-eval's ``hook(doc)``
+        / ``hook(doc, lmms_eval_specific_kwargs=...)`` returning its chat
+        form (avhb.taskdef.lmms)."""
+        dotted = self.cfg.get("doc_to_messages")["function"]
+        fn = self.hook(dotted)
+        if not lmms.takes_kwargs(fn):
+            return self.call_hook("doc_to_messages", dotted, doc, context)
+        kwargs = self.lmms_kwargs
+        if kwargs is None or len(inspect.signature(fn).parameters) == 1:
+            out = self.call_hook("doc_to_messages", dotted, doc)
+        else:
+            out = self.call_hook("doc_to_messages", dotted, doc, lmms_eval_specific_kwargs=kwargs)
+        if isinstance(out, list) and all(isinstance(m, dict) for m in out):
+            return lmms.chat_messages(out, Path(context["root"]), str(context.get("sample", "")))
+        return out
+
+    @property
+    def lmms_kwargs(self) -> dict[str, Any] | None:
+        """``lmms_eval_specific_kwargs`` resolved for the run's model (avhb.taskdef.lmms)."""
+        return lmms.resolve_kwargs(self.cfg.get("lmms_eval_specific_kwargs"), self.model_name)
+
+    def visuals(self, doc: dict[str, Any], root: Path, sample: str | None = None) -> list[Any]:
+        """lmms-eval's ``doc_to_visual`` as message parts (avhb.taskdef.lmms)."""
+        value = self.cfg.get("doc_to_visual")
+        if value is None:
+            return []
+        if isinstance(value, dict):
+            fn = self.hook(value["function"])
+            kwargs = self.lmms_kwargs
+            args = (doc, kwargs) if kwargs is not None and lmms.takes_two(fn) else (doc,)
+            out = self.call_hook("doc_to_visual", value["function"], *args)
+        else:
+            out = [lookup(doc, str(value), sample)]
+        return lmms.visual_parts(out, root, str(sample))
 
     # -- scoring -----------------------------------------------------------
     @property
@@ -381,9 +430,16 @@ class Task:
         return ProcessResults(call, self.results_of, reported, dotted, filter_key)
 
     def results_of(self, record: SampleRecord) -> list[Any]:
-        """What lm-eval passes a task's ``process_results`` as ``results``
-        for a generated answer: ``[answer]`` (the filtered one; stripped
-        under lmms-eval conventions)."""
+        """What lm-eval passes a task's ``process_results`` as ``results``:
+        ``[answer]`` for a generated one (the filtered one; stripped under
+        lmms-eval conventions), ``[(loglikelihood, is_greedy), ...]`` per
+        choice for multiple_choice (and per context-free choice after
+        them), ``[(loglikelihood, is_greedy)]`` for loglikelihood,
+        ``[loglikelihood]`` for loglikelihood_rolling."""
+        scored = record.outputs.get("loglikelihoods")
+        if isinstance(scored, list):
+            pairs = [(float(ll), bool(greedy)) for ll, greedy in scored]
+            return [ll for ll, _ in pairs] if self.output_type == "loglikelihood_rolling" else pairs
         value = record.extracted if record.extracted is not None else record.response
         if self.lmms_conventions:
             value = value.strip() if isinstance(value, str) else "" if value is None else value
@@ -472,8 +528,14 @@ class Task:
 
     @property
     def generation(self) -> dict[str, Any]:
-        """``generation_kwargs`` with lm-eval's defaults (see lm_generation)."""
-        return lm_generation(self.cfg, self.lmms_conventions)[0]
+        """``generation_kwargs`` with lm-eval's defaults (see lm_generation),
+        and lmms-eval's ``model_specific_generation_kwargs`` for the run's
+        model (its entry, else ``default``) over them."""
+        out = lm_generation(self.cfg, self.lmms_conventions)[0]
+        per_model = self.cfg.get("model_specific_generation_kwargs")
+        if isinstance(per_model, dict):
+            out.update(per_model.get(self.model_name) or per_model.get("default") or {})
+        return out
 
     @property
     def fewshot(self) -> FewshotSettings:
@@ -482,6 +544,12 @@ class Task:
     def with_num_fewshot(self, num: int | None) -> "Task":
         """This task with ``--num_fewshot`` applied (lm-eval: except a task that sets 0)."""
         self.num_fewshot = num
+        return self
+
+    def for_model(self, name: str | None) -> "Task":
+        """This task for a run of the backend kind ``name`` (lmms-eval's
+        per-model ``lmms_eval_specific_kwargs``)."""
+        self.model_name = name
         return self
 
     @property
