@@ -146,3 +146,36 @@ def test_prepare_and_include_path_on_every_task_subcommand(tmp_path):
     proc = run_cli("merge", "a", "b", "--include_path", str(folder))
     assert proc.returncode == 2
     assert proc.stderr.strip() == "avhb: error: --include_path is not a flag of `avhb merge` (see `avhb merge --help`)"
+
+
+def test_imagefolder_rows_reach_doc_to_visual_as_pixels(tmp_path):
+    """``dataset_path: imagefolder`` (images with a metadata.jsonl): datasets
+    decodes each row's image to PIL, lmms-eval's ``doc_to_visual: image``
+    sends it as the sample's pixels."""
+    from PIL import Image
+
+    from avhb.data.sources import builder_source
+    from avhb.media.spec import MediaSpec
+    from avhb.model.messages import ImagePart
+    from avhb.taskdef.config import TaskConfig
+    from avhb.taskdef.requests import build_request
+    from avhb.taskdef.task import Task
+
+    folder = tmp_path / "imgs"
+    (folder / "test").mkdir(parents=True)
+    rows = []
+    for i, colour in enumerate([(255, 0, 0), (0, 0, 255)]):
+        Image.new("RGB", (6, 4), colour).save(folder / "test" / f"{i}.png")
+        rows.append({"file_name": f"{i}.png", "question": "Which colour?", "answer": ["red", "blue"][i]})
+    (folder / "test" / "metadata.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "", {
+        "dataset_path": "imagefolder", "dataset_kwargs": {"data_dir": str(folder)}, "test_split": "test",
+        "doc_to_visual": "image", "doc_to_text": "{{question}}", "doc_to_target": "answer"})
+    task = Task(cfg, None)  # type: ignore[arg-type]
+    source = builder_source(cfg, tmp_path)
+    docs = task.load_docs(source)
+    assert [d["answer"] for d in docs] == ["red", "blue"]
+    request = build_request(task, docs[1], source.media_root, "1", MediaSpec())
+    image, text = request.messages[0].parts
+    assert isinstance(image, ImagePart) and image.array.shape == (4, 6, 3) and tuple(image.array[0, 0]) == (0, 0, 255)
+    assert text.text == "Which colour?"
