@@ -218,21 +218,22 @@ class TextLM:
 
     def loglikelihood(self, pairs: list[tuple[str, str]], rolling: bool = False) -> list[tuple[float, bool]]:
         """lm-eval's log-likelihood of each continuation after its context
-        (``rolling``: each text whole, in windows), tokenized as lm-eval
-        does (:mod:`avhb.model_backends.lm_eval_tokens`; no BOS added, an
-        empty context is the BOS token): [(sum of log-probabilities, whether
-        every token is the most likely one)]."""
-        def encode(text: str) -> list[int]:
-            return self.tokenize(text, bos=False)
+        (``rolling``: each text whole, in windows), tokenized as lm-eval's
+        ``hf`` model tokenizes for a Gemma tokenizer, which adds BOS
+        (:mod:`avhb.model_backends.lm_eval_tokens`: a context starts with
+        BOS, an empty context is BOS alone): [(sum of log-probabilities,
+        whether every token is the most likely one)]."""
+        def with_bos(text: str) -> list[int]:
+            return self.tokenize(text, bos=True)
 
         bos = int(self.llm.token_bos())
         prefix = bos if bos >= 0 else int(self.llm.token_eos())
         out = []
         for context, continuation in pairs:
             if rolling:
-                windows = rolling_windows(encode(continuation), prefix, self.n_ctx - 1)
+                windows = rolling_windows(self.tokenize(continuation, bos=False), prefix, self.n_ctx - 1)
             else:
-                ctx, cont = encode_pair(encode, context, continuation, prefix)
+                ctx, cont = encode_pair(with_bos, context, continuation, prefix)
                 tokens, ctxlen = truncated(ctx, cont, self.n_ctx)
                 windows = [(tokens[:ctxlen], tokens[ctxlen:])]
             total, greedy = 0.0, True

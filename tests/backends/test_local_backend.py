@@ -234,8 +234,11 @@ def test_lm_eval_loglikelihood_greedy_chain_and_rolling(lm):
     model decodes greedily is greedy, another is not; the chain rule holds
     across a split; rolling a short text is scoring it after the BOS token."""
     context = "The capital of France is"
-    text, *_ = lm.generate(context, 4, [])
-    (ll_greedy, greedy), (ll_other, other) = lm.loglikelihood([(context, text), (context, " a banana split")])
+    ctx = lm.tokenize(context, bos=True)  # lm-eval's hf model: the tokenizer's BOS first
+    top = int(np.argmax(lm._eval_prompt(ctx)))
+    piece = lm._piece(top)
+    assert lm.tokenize(context + piece, bos=True) == ctx + [top]  # the test's premise: no merge at the join
+    (ll_greedy, greedy), (ll_other, other) = lm.loglikelihood([(context, piece), (context, " a banana split")])
     assert greedy is True and other is False and ll_greedy > ll_other
     # chain rule over the pieces of one continuation
     whole, _ = lm.loglikelihood([(context, " Paris and Lyon")])[0]

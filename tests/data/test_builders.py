@@ -179,3 +179,25 @@ def test_imagefolder_rows_reach_doc_to_visual_as_pixels(tmp_path):
     image, text = request.messages[0].parts
     assert isinstance(image, ImagePart) and image.array.shape == (4, 6, 3) and tuple(image.array[0, 0]) == (0, 0, 255)
     assert text.text == "Which colour?"
+
+
+def test_data_flag_points_a_builder_task_at_another_copy(tmp_path):
+    """``--data TASK=FOLDER`` for a builder task: its data_files are read
+    under that folder (from any working directory)."""
+    folder = _folder(tmp_path, """
+        task: t
+        dataset_path: json
+        dataset_kwargs: {data_files: {test: data/test.jsonl}}
+        test_split: test
+        doc_to_text: "{{q}}"
+        doc_to_target: a
+        metric_list: [{metric: exact_match}]
+        """)
+    copy = tmp_path / "elsewhere"
+    (copy / "data").mkdir(parents=True)
+    (copy / "data" / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ROWS[:4]))
+    proc, out = _run(folder, tmp_path, "--data", f"lmtasks/t={copy}", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads((out / "results.json").read_text())["results"]["lmtasks/t"]
+    assert result["samples"] == 4 and result["exact_match"] == 0.5
+    assert json.loads((out / "run.json").read_text())["tasks"]["lmtasks/t"]["data"]["kind"] == "local"
