@@ -376,10 +376,12 @@ class Task:
     def _metric(self, entry: dict[str, Any], filter_key: str | None) -> Metric:
         options = {k: v for k, v in entry.items()
                    if k not in ("metric", "function", "aggregation", "higher_is_better", "name", "kind",
-                                "description")}
+                                "description", "hf_evaluate")}  # hf_evaluate: lm-eval's switch to evaluate's
         what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
         if "function" in entry:
             cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
+        elif entry.get("hf_evaluate") is True:  # lm-eval: this name from Hugging Face evaluate, not the registry
+            cls = None
         elif entry["metric"] in self.registry.entries.get("metrics", {}) and entry["metric"] != FALLBACK_METRIC:
             cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
         else:

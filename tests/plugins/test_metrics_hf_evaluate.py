@@ -148,3 +148,12 @@ def test_bad_options_and_compute_failures_name_the_metric(modules):
     broken.write_text("import evaluate\nraise RuntimeError('boom at import')\n")
     with pytest.raises(UserError, match="could not be loaded.*boom at import"):
         EvaluateMetric(module=str(broken))
+
+
+def test_lm_evals_hf_evaluate_switch_takes_the_name_from_evaluate(modules):
+    """lm-eval's ``hf_evaluate: true``: the name is an evaluate module even
+    where avhb registers a metric of that name."""
+    (ours,), (theirs,) = (task_with([e], modules).metrics() for e in (
+        {"metric": "exact_match"}, {"metric": "metrics/exact_match", "hf_evaluate": True}))
+    assert type(ours) is ExactMatch
+    assert isinstance(theirs, EvaluateMetric) and theirs.compute_kwargs == {}
