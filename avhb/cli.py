@@ -22,6 +22,10 @@ SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", 
 class Parser(argparse.ArgumentParser):
     """argparse, plus: an unknown flag names the nearest known one."""
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._argv = list(args) if args is not None else sys.argv[1:]  # for error(): the subcommand asked for
+        return super().parse_args(args, namespace)
+
     def error(self, message: str):  # type: ignore[override]
         import difflib
         import re
@@ -34,7 +38,10 @@ class Parser(argparse.ArgumentParser):
             flag = m.group(1).split("=", 1)[0]
             known = {f[2:]: f for f in _flags(self)}  # compared without the dashes every flag shares
             close = difflib.get_close_matches(flag.lstrip("-"), sorted(known), n=1, cutoff=0.6)
-            if close:
+            command = next((a for a in getattr(self, "_argv", None) or [] if a in SUBCOMMANDS), None)
+            if flag in known.values() and command:  # another subcommand's flag: the nearest one is itself
+                message = f"{flag} is not a flag of `{self.prog} {command}` (see `{self.prog} {command} --help`)"
+            elif close:
                 message = f"unknown flag {flag}; did you mean {known[close[0]]}?"
             else:
                 message = f"unknown flag {flag} (see `{self.prog} --help`)"
@@ -71,6 +78,24 @@ def _limit(text: str) -> float | int:
     if value >= 1 or value < 0:
         raise argparse.ArgumentTypeError(f"{text}: a fraction must be below 1 (a count is a whole number)")
     return value
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text}: must be 0 or more")
+    return value
+
+
+def _truth(text: str) -> bool:
+    if text.lower() in ("true", "1", "yes"):
+        return True
+    if text.lower() in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r}: true or false")
 
 
 def _batch_size(text: str) -> int | str:
@@ -123,6 +148,13 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
     _flag(p, "--apply-chat-template", nargs="?", const=True, default=None, metavar="NAME",
           help="accepted for lm-eval users: chat templates are always applied where the backend has one")
 
+    # lm-eval's few-shot flags (issue 24; other lm-eval flags are added elsewhere)
+    _flag(p, "--num-fewshot", type=_count, default=None, metavar="N",
+          help="few-shot examples per sample, over each task's num_fewshot (a task that sets 0 keeps 0, as lm-eval)")
+    _flag(p, "--fewshot-as-multiturn", type=_truth, nargs="?", const=True, default=True, metavar="true|false",
+          help="few-shot examples as turns of their own (default, as lm-eval with a chat template), or with "
+               "'false' all in the one user message")
+
     _flag(p, "--shard", default=None, metavar="I/N",
           help="run shard I of N (0-based) of every task's samples; combine with `avhb merge`")
     _flag(p, "--executor", default=None, metavar="local|ray[:ADDRESS][,workers=N]",
@@ -173,9 +205,6 @@ LM_EVAL_ONLY = {
     "--confirm_run_unsafe_code": "avhb runs no generated code",
     "--metadata": "task metadata comes from the task's YAML",
     "--trackio_args": "avhb logs to Weights & Biases (--wandb_args), not Trackio",
-    "--num_fewshot": "few-shot is set in the task YAML (num_fewshot) in this build",
-    "-f": "few-shot is set in the task YAML (num_fewshot) in this build",
-    "--fewshot_as_multiturn": "few-shot is set in the task YAML in this build",
     "-E": "avhb's --samples takes sample ids (id1,id2), not lm-eval's JSON of indices",
 }
 
@@ -251,6 +280,7 @@ def build_parser() -> argparse.ArgumentParser:
     pp = sub.add_parser("prepare", help="fetch tasks' data ahead of a run")
     pp.add_argument("tasks")
     _flag(pp, "--data-dir", default=None)
+    _flag(pp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     return parser
 
 
@@ -376,7 +406,8 @@ def _cmd_run(args, argv) -> int:
         shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
         seeds=args.seed, system_instruction=args.system_instruction, write_out=args.write_out,
         max_cost=args.max_cost, allow_config_change=args.allow_config_change,
-        max_errors=args.max_errors)
+        max_errors=args.max_errors, num_fewshot=args.num_fewshot, fewshot_as_multiturn=args.fewshot_as_multiturn,
+        fewshot_seed=seeds[3])
     seed_globals(seeds)
     results = evaluate(options)
     _print_results(results, output)

@@ -10,7 +10,8 @@ Encoding rules:
     ``{"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,..."}}``;
     arrays and non-JPEG files are encoded to JPEG, JPEG files are sent as is;
   - ``VideoPart`` with sampled frames -> for each frame a text part
-    ``"Frame at 12.5s:"`` then its image; without frames, only when the
+    ``"Frame at 12.5s:"`` then its image (its image alone when the part is
+    not ``labelled``: lmms-eval's tasks); without frames, only when the
     backend takes video natively, the whole file as a data URL, either
     ``{"type": "video_url", "video_url": {"url": ...}}`` (vLLM's extension;
     ``video_style="video_url"``) or ``{"type": "file", "file": {"file_data":
@@ -97,7 +98,8 @@ def _encode_video(part: VideoPart, opts: EncodeOptions) -> list[dict[str, Any]]:
                               f"{'no' if times is None else len(times)} timestamps")
         out: list[dict[str, Any]] = []
         for frame, t in zip(part.frames, times):
-            out.append(_text(frame_label(t)))
+            if part.labelled:
+                out.append(_text(frame_label(t)))
             out.append(_image(array_data_url(frame)))
         return out
     if not opts.video:

@@ -21,6 +21,9 @@ Prompt (a base model has no chat template)::
 
 Answers:
 
+* ``Request.loglikelihood`` set (lm-eval's output types): each
+  continuation's log-likelihood after its context, tokenized as lm-eval
+  does (:meth:`TextLM.loglikelihood`), in ``Response.meta["loglikelihoods"]``.
 * ``Request.choices`` set: log-likelihood (cloze) scoring.  The prompt's
   lines that list lettered options are removed (:func:`cloze_prompt`), then
   each option text ``c`` gets ``ll(c) = sum_t log p(tok_t | prompt, tok_<t)`` over the tokens of
@@ -62,6 +65,7 @@ from avhb import (FREE, Backend, BackendSpec, Capabilities, ImagePart, Request, 
 
 from .baselines import LETTERS, option_line, option_replies
 from .cascade import replace_audio, transcript_texts
+from .lm_eval_tokens import encode_pair, rolling_windows, truncated
 from .offline_models import asr_model_name, gguf_model, llm_model_name, require, set_offline_env, weights_source
 
 N_CTX = 2048
@@ -211,6 +215,49 @@ class TextLM:
                 results.append(total)
         return Scored(results, [len(t) for t in cont_tokens], len(prompt_tokens), cut)
 
+    def loglikelihood(self, pairs: list[tuple[str, str]], rolling: bool = False) -> list[tuple[float, bool]]:
+        """lm-eval's log-likelihood of each continuation after its context
+        (``rolling``: each text whole, in windows), tokenized as lm-eval's
+        ``hf`` model tokenizes for a Gemma tokenizer, which adds BOS
+        (:mod:`avhb.model_backends.lm_eval_tokens`: a context starts with
+        BOS, an empty context is BOS alone): [(sum of log-probabilities,
+        whether every token is the most likely one)]."""
+        def with_bos(text: str) -> list[int]:
+            return self.tokenize(text, bos=True)
+
+        bos = int(self.llm.token_bos())
+        prefix = bos if bos >= 0 else int(self.llm.token_eos())
+        out = []
+        for context, continuation in pairs:
+            if rolling:
+                windows = rolling_windows(self.tokenize(continuation, bos=False), prefix, self.n_ctx - 1)
+            else:
+                ctx, cont = encode_pair(with_bos, context, continuation, prefix)
+                tokens, ctxlen = truncated(ctx, cont, self.n_ctx)
+                windows = [(tokens[:ctxlen], tokens[ctxlen:])]
+            total, greedy = 0.0, True
+            for ctx, scored in windows:
+                ll, all_top = self._score_tokens(ctx, scored)
+                total, greedy = total + ll, greedy and all_top
+            out.append((total, greedy))
+        return out
+
+    def _score_tokens(self, context: list[int], scored: list[int]) -> tuple[float, bool]:
+        """Sum of log p(scored tokens | context) and whether each was the argmax."""
+        if not context:
+            raise SampleError("local backend: a continuation needs at least one context token")
+        total, greedy = 0.0, True
+        with self.lock:
+            logits = self._eval_prompt(context)
+            for i, token in enumerate(scored):
+                if i:
+                    self.llm.n_tokens = len(context) + i - 1
+                    self.llm.eval([scored[i - 1]])
+                    logits = log_softmax(self._last_logits())
+                total += float(logits[token])
+                greedy = greedy and int(np.argmax(logits)) == token
+        return total, greedy
+
     def _continuation(self, prompt: str, prompt_tokens: list[int], text: str) -> list[int]:
         """Tokens of ``text`` as they follow ``prompt`` (joint tokenisation when
         it keeps the prompt's tokens intact, else ``text`` on its own)."""
@@ -280,7 +327,7 @@ class LocalBackend(Backend):
     """Offline Whisper + Gemma-3-270M; see the module docstring."""
 
     capabilities = Capabilities(text=True, images=0, video=False, audio=True, multi_turn=True,
-                                max_context=N_CTX, tokens_per_frame=0, sees_pixels=False)
+                                max_context=N_CTX, tokens_per_frame=0, sees_pixels=False, loglikelihood=True)
     concurrency = 1
     prices = FREE
     generation_keys = frozenset({"max_tokens", "stop"})  # greedy decoding: no temperature, top_p...
@@ -341,6 +388,11 @@ class LocalBackend(Backend):
         if transcripts:
             meta["adaptations"] = list(request.adaptations)
             meta["transcripts"] = transcript_texts(transcripts)
+        if request.loglikelihood is not None:
+            scored = lm.loglikelihood(list(request.loglikelihood), request.rolling)
+            meta["loglikelihoods"] = [[ll, greedy] for ll, greedy in scored]
+            meta["seconds"] = round(time.perf_counter() - t0, 3)
+            return Response(text="", meta=meta)
         if request.choices:
             options = list(request.choices)
             replies = option_replies(request)

@@ -13,6 +13,7 @@ def avhb_backends():
         "random": f"{_B}.baselines:RandomBackend",
         "scripted": f"{_B}.baselines:ScriptedBackend",
         "openai": f"{_B}.openai_backend:OpenAIBackend",
+        "openai-completions": f"{_B}.openai_completions:OpenAICompletionsBackend",  # /v1/completions, log-probabilities
         "azure": f"{_B}.openai_backend:AzureOpenAIBackend",  # Azure OpenAI's URL shape and api-key header
         "litellm": f"{_B}.litellm_backend:LiteLLMBackend",
         "vllm": f"{_B}.vllm_backend:VLLMBackend",

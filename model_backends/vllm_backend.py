@@ -13,6 +13,13 @@ preset's: ``default_frames``), capability overrides ``images``, ``video``,
 ``audio``.  Any other argument is refused (a misspelt ``max_model_length``
 would otherwise be ignored).
 
+Log-likelihood requests (lm-eval's ``multiple_choice``, ``loglikelihood``,
+``loglikelihood_rolling``): the pairs are tokenized as lm-eval does
+(:mod:`avhb.model_backends.lm_eval_tokens`, the engine's tokenizer, no
+special tokens; an empty context is BOS, else EOS; ``max_model_len``
+tokens at most) and scored from the engine's prompt log-probabilities, in
+the same batches as generation.
+
 Parallelism, checked when the backend is built, before any model loads
 (one-line ``UserError``s):
 
@@ -60,12 +67,13 @@ imported only when a ``vllm:`` model is built.
 from __future__ import annotations
 
 import asyncio
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 from avhb import (FREE, AudioPart, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError,
                   TextPart, UserError, VideoPart)
 
+from .lm_eval_tokens import encode_pair, rolling_windows, truncated
 from .openai_backend import map_generation
 
 ENGINE_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "distributed_executor_backend", "max_model_len",
@@ -231,14 +239,15 @@ def resolve_model(spec: BackendSpec) -> tuple[str, dict[str, Any], Capabilities]
     """(model path or Hub id, engine kwargs, capabilities) for a spec."""
     preset = find_preset(spec.name) if spec.name else None
     engine: dict[str, Any] = {}
-    caps = Capabilities(images=8, video=True, audio=False)
+    caps = Capabilities(images=8, video=True, audio=False, loglikelihood=True)
     model = spec.args.get("model") or spec.name
     if preset:
         model = spec.args.get("model") or preset["hub_id"]
         engine.update(preset.get("vllm") or {})
         c = preset.get("capabilities") or {}
         caps = Capabilities(images=c.get("images", 8), video=c.get("video", True), audio=c.get("audio", False),
-                            max_context=preset.get("context", 32768), tokens_per_frame=preset.get("tokens_per_frame", 256))
+                            max_context=preset.get("context", 32768), tokens_per_frame=preset.get("tokens_per_frame", 256),
+                            loglikelihood=True)
     if not model:
         raise UserError("vllm: name a preset (see `avhb list models`), a Hub id or a local model folder")
     engine.update({k: v for k, v in spec.args.items() if k in ENGINE_ARGS})
@@ -351,7 +360,32 @@ def strip_template_bos(prompt: str, bos_token: str | None, tokenizer_adds_bos: b
     return prompt
 
 
+@dataclass
+class LoglikelihoodInputs:
+    """A log-likelihood request's token prompts (pair index, tokens, context
+    length), scored as lm-eval's vllm model scores them: the sum of the
+    continuation tokens' prompt log-probabilities, greedy when each is its
+    position's most likely token."""
+
+    windows: list[tuple[int, list[int], int]]
+    pairs: int
+    params: Any
+
+    def response(self, results: list[Any]) -> Response:
+        scored = [[0.0, True] for _ in range(self.pairs)]
+        for (i, tokens, ctxlen), res in zip(self.windows, results):
+            dicts = res.prompt_logprobs or []
+            for token, found in zip(tokens[ctxlen:], dicts[ctxlen:]):
+                if not found or token not in found:
+                    return Response(text="", error="vllm: a continuation token without a prompt log-probability")
+                scored[i][0] += float(found[token].logprob)
+                top = max(found, key=lambda t: found[t].logprob)
+                scored[i][1] = scored[i][1] and top == token
+        return Response(text="", meta={"loglikelihoods": scored})
+
+
 class VLLMBackend(Backend):
+    capabilities = Capabilities(loglikelihood=True)  # per model in __init__; the class says what the kind can
     requires = (("vllm", "vllm"),)
     prices = FREE  # an engine on this machine (or cluster): no per-token price
     def __init__(self, spec: BackendSpec):
@@ -448,8 +482,11 @@ class VLLMBackend(Backend):
         queue runs as ``LLM.generate`` batches."""
         await self._ready()
         try:
-            kwargs, ignored = sampling_kwargs(request.generation)
-            prepared = (build_inputs(request, self._template), self._sampling_params(**kwargs), ignored)
+            if request.loglikelihood is not None:
+                prepared = self._loglikelihood_inputs(request)
+            else:
+                kwargs, ignored = sampling_kwargs(request.generation)
+                prepared = (build_inputs(request, self._template), self._sampling_params(**kwargs), ignored)
         except (SampleError, ValueError, TypeError) as exc:  # this sample only (a bad setting, unsampled video)
             return Response(text="", error=f"vllm: {exc}")
         future = asyncio.get_running_loop().create_future()
@@ -504,12 +541,54 @@ class VLLMBackend(Backend):
             for _ in range(8):
                 await asyncio.sleep(0)
 
-    def _run_batch(self, prepared: list[tuple[Any, Any, list[str]]]) -> list[Response]:
-        results = list(self._llm.generate([p[0] for p in prepared], [p[1] for p in prepared], use_tqdm=False))
-        if len(results) != len(prepared):
-            raise RuntimeError(f"engine returned {len(results)} outputs for {len(prepared)} prompts")
+    def _loglikelihood_inputs(self, request: Request) -> "LoglikelihoodInputs":
+        """lm-eval's token prompts for a log-likelihood request (one per
+        pair, or per rolling window), scored by the engine's prompt
+        log-probabilities."""
+        tokenizer = self._engine().get_tokenizer()
+
+        def encode(text: str) -> list[int]:
+            return list(tokenizer(text, add_special_tokens=False).input_ids)
+
+        prefix = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+        limit = int(self.capabilities.max_context)
+        windows: list[tuple[int, list[int], int]] = []
+        for i, (context, continuation) in enumerate(request.loglikelihood or []):
+            if request.rolling:
+                if prefix is None:
+                    raise SampleError("rolling log-likelihood needs the tokenizer's BOS or EOS token")
+                windows += [(i, ctx + cont, len(ctx)) for ctx, cont in rolling_windows(encode(continuation), prefix,
+                                                                                       limit - 1)]
+            else:
+                ctx, cont = encode_pair(encode, context, continuation, prefix)
+                windows.append((i, *truncated(ctx, cont, limit)))
+        params = self._sampling_params(max_tokens=1, temperature=0.0, prompt_logprobs=1)
+        return LoglikelihoodInputs(windows, len(request.loglikelihood or []), params)
+
+    def _run_batch(self, prepared: list[Any]) -> list[Response]:
+        prompts, params, owners = [], [], []
+        for j, p in enumerate(prepared):
+            if isinstance(p, LoglikelihoodInputs):
+                for _, tokens, _ in p.windows:
+                    prompts.append({"prompt_token_ids": tokens})
+                    params.append(p.params)
+                    owners.append(j)
+            else:
+                prompts.append(p[0])
+                params.append(p[1])
+                owners.append(j)
+        results = list(self._llm.generate(prompts, params, use_tqdm=False))
+        if len(results) != len(prompts):
+            raise RuntimeError(f"engine returned {len(results)} outputs for {len(prompts)} prompts")
+        by_owner: dict[int, list[Any]] = {}
+        for j, res in zip(owners, results):
+            by_owner.setdefault(j, []).append(res)
         out = []
-        for (_, _, ignored), res in zip(prepared, results):
+        for j, p in enumerate(prepared):
+            if isinstance(p, LoglikelihoodInputs):
+                out.append(p.response(by_owner[j]))
+                continue
+            ignored, res = p[2], by_owner[j][0]
             completion = res.outputs[0]
             meta: dict[str, Any] = {"finish_reason": getattr(completion, "finish_reason", None)}
             if ignored:

@@ -6,7 +6,9 @@
 #   .venv-lmeval/  lm-eval 0.4.13 with its API-model extra
 #   .venv-lmms/    lmms-eval 0.7.3 (CPU torch 2.13.0 first: an unpinned torch
 #                  would pull a CUDA build; filelock<4: lmms-eval 0.7.3 fails
-#                  at run time with filelock 4, shared docs peers.md)
+#                  at run time with filelock 4, shared docs peers.md; decord: its
+#                  chat models read video through qwen_vl_utils, whose torchvision
+#                  reader needs torchvision.io.read_video, gone from torchvision 0.29)
 #
 # Usage: scripts/peer_envs.sh [lmeval] [lmms]   (default: both)
 # Idempotent: a marker file in each venv records its finished recipe; a second
@@ -44,7 +46,7 @@ want=("$@")
 for w in "${want[@]}"; do
   case "$w" in
     lmeval) build lm-eval "${AVHB_LMEVAL_VENV:-$ROOT/.venv-lmeval}" lm_eval "lm-eval[api]==0.4.13" ;;
-    lmms) build lmms-eval "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" lmms_eval "torch==2.13.0;lmms-eval==0.7.3 filelock<4" ;;
+    lmms) build lmms-eval "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" lmms_eval "torch==2.13.0;lmms-eval==0.7.3 filelock<4 decord==0.6.0" ;;
     *) echo "peer_envs: unknown environment $w (lmeval, lmms)" >&2; exit 2 ;;
   esac
 done

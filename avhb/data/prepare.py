@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from avhb.data.sources import BUILDERS
 from avhb.errors import UserError
 from avhb.registry import get_registry
 from avhb.taskdef.task import Task
@@ -29,6 +30,12 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
             print(f"{task.name}: {line}")
         prep = task.cfg.get("prepare") or {}
         repo = task.cfg.get("dataset_path")
+        if repo in BUILDERS and "function" not in prep:
+            files = (task.cfg.get("dataset_kwargs") or {}).get("data_files") or \
+                (task.cfg.get("dataset_kwargs") or {}).get("data_dir")
+            print(f"{task.name}: no preparation needed: datasets' {repo!r} builder reads its local files "
+                  f"({files}) when the task runs")
+            continue
         revision = task.cfg.get("revision", "main")
         if "function" in prep:
             key = ("hook", prep["function"] + task.cfg.benchmark)

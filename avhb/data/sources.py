@@ -1,8 +1,23 @@
 """Where a task's data comes from: its sample pack, a local copy of the
-upstream release (``--data NAME=PATH``), or a prepared Hub snapshot.  All
-three are local folders in the upstream layout, read by the same loader."""
+upstream release (``--data NAME=PATH``), a prepared Hub snapshot, or local
+files read by a ``datasets`` builder (``dataset_path: json`` with
+``dataset_kwargs: {data_files: ...}``, as lm-eval loads them).  The first
+three are local folders in the upstream layout, read by the same loader.
+
+Builder tasks: ``dataset_path`` names one of ``datasets``' packaged builders
+(:data:`BUILDERS`); ``dataset_kwargs`` passes ``data_files`` (a path or glob,
+a list, or a mapping of split -> paths) and ``data_dir`` to it, with
+``dataset_name``.  Relative paths resolve as ``datasets`` resolves them for
+lm-eval: ``data_files`` under ``data_dir`` when given, else under the
+working directory; ``data_dir`` itself under the working directory.  avhb
+resolves them once, when the run starts, and records the folder it resolved
+against (``base``), so ``avhb score`` elsewhere reads the same files.
+Nothing is downloaded: the files must be on this machine.  Relative media
+paths in such a task's samples resolve under ``data_dir``, else the folder
+of its (first) data file."""
 from __future__ import annotations
 
+import glob
 import json
 import os
 from dataclasses import dataclass
@@ -13,17 +28,38 @@ from avhb.errors import UserError
 from avhb.taskdef.config import TaskConfig
 
 
+# datasets' packaged builders that read local files (``dataset_path: json``); the installed
+# datasets must have the one a task names (videofolder came later than the others)
+BUILDERS = frozenset({"json", "csv", "parquet", "text", "arrow", "pandas", "imagefolder", "audiofolder",
+                      "videofolder", "webdataset", "xml", "hdf5"})
+
+
 @dataclass
 class DataSource:
-    root: Path  # a folder, or one data file (``--data NAME=FILE.jsonl``)
-    kind: str  # "sample" | "local" | "hub"
+    root: Path  # a folder, or one data file (``--data NAME=FILE.jsonl``); a builder task: its media root
+    kind: str  # "sample" | "local" | "hub" | "prepared" | "builder"
     revision: str | None = None
+    builder: str | None = None  # kind "builder": the datasets builder (json, csv, parquet...)
+    base: Path | None = None  # kind "builder": the folder relative data_dir / data_files resolved under
 
     @property
     def media_root(self) -> Path:
         """The folder a sample's relative media paths resolve under: the
         data folder, or the data file's folder."""
         return self.root if not self.root.is_file() else self.root.parent
+
+    def to_json(self) -> dict[str, Any]:
+        """As run.json records it (``from_json`` reads it back)."""
+        out: dict[str, Any] = {"kind": self.kind, "root": str(self.root), "revision": self.revision}
+        if self.builder:
+            out.update(builder=self.builder, base=str(self.base))
+        return out
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "DataSource":
+        base = data.get("base")
+        return cls(Path(data.get("root", ".")), data.get("kind", "local"), data.get("revision"),
+                   data.get("builder"), Path(base) if base else None)
 
 
 def parse_data_flags(items: list[str]) -> dict[str, Path]:
@@ -42,7 +78,11 @@ def data_flag_for(task: TaskConfig, data: dict[str, Path], groups: list[str] = (
     return next((n for n in [task.name, task.data_name, *task.tags, *groups] if n in data), None)
 
 
-def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: list[str] = ()) -> DataSource:
+def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: list[str] = (),
+                   base: Path | None = None) -> DataSource:
+    """Where ``task``'s data is (module docstring); ``base``: the folder a
+    builder task's relative paths resolve under (default: the working
+    directory; ``avhb score`` passes the one its run recorded)."""
     name = data_flag_for(task, data, groups)
     if name is not None:
         root = data[name]
@@ -57,6 +97,8 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
         if not root.exists():
             raise UserError(f"task {task.name!r}: sample pack {root} is missing (re-install avhb)")
         return DataSource(root, "sample")
+    if task.get("dataset_path") in BUILDERS:  # local files through a datasets builder: nothing to fetch
+        return builder_source(task, base or Path.cwd())
     if "function" in (task.get("prepare") or {}):  # fetched by the pack's own hook (`avhb prepare`)
         from avhb.data.hub import default_data_dir
 
@@ -82,29 +124,125 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
     raise UserError(f"task {task.name!r}: no data: pass --data {task.data_name or task.name}=PATH or --sample-data")
 
 
-def default_loader(root: Path, task: TaskConfig) -> list[dict[str, Any]]:
-    """A JSON/JSONL/CSV file, or a folder readable by ``datasets`` (local
-    parquet/json/csv files), split ``test_split``."""
-    split = task.get("test_split", "test")
-    kwargs = dict(task.get("dataset_kwargs") or {})
-    if root.is_file():
-        return _read_records(root)
-    data_files = kwargs.pop("data_files", None)
-    if isinstance(data_files, str) and (root / data_files).is_file():
-        return _read_records(root / data_files)
+def eval_split(task: TaskConfig) -> str:
+    """The split a task evaluates: ``test_split``, else ``validation_split``
+    (lm-eval's order), else ``test``."""
+    return task.get("test_split") or task.get("validation_split") or "test"
+
+
+def _resolved(path: str, base: Path) -> str:
+    return path if os.path.isabs(os.path.expanduser(path)) else str(base / path)
+
+
+def builder_source(task: TaskConfig, base: Path) -> DataSource:
+    """The data of a builder task (module docstring): every ``data_files``
+    entry must match a file, else a ``UserError`` saying where it was looked
+    for (and that the task's folder has it, when it does)."""
+    kwargs = task.get("dataset_kwargs") or {}
+    data_dir = kwargs.get("data_dir")
+    under = Path(_resolved(os.path.expanduser(data_dir), base)) if data_dir else base
+    if data_dir and not under.is_dir():
+        raise UserError(f"task {task.name!r}: dataset_kwargs.data_dir {data_dir!r} is not a folder ({under}; "
+                        f"relative to the working directory, as datasets reads it)")
+    files = _data_file_list(kwargs.get("data_files"))
+    found: list[Path] = []
+    for name in files:
+        full = _resolved(os.path.expanduser(name), under)
+        matches = sorted(glob.glob(full, recursive=True))
+        if not matches:
+            beside = task.pack_dir / name
+            hint = (f"; the task's folder has it ({beside}): run from {task.pack_dir} or give an absolute path"
+                    if not os.path.isabs(name) and (beside.exists() or glob.glob(str(beside))) else "")
+            where = "data_dir" if data_dir else "the working directory"
+            raise UserError(f"task {task.name!r}: data file {name!r} not found under {where} {under} "
+                            f"(datasets resolves relative data_files there, as lm-eval reads them){hint}")
+        found.extend(Path(m) for m in matches)
+    if not files and not data_dir:
+        raise UserError(f"task {task.name!r}: dataset_path {task.get('dataset_path')!r} is a datasets builder: "
+                        "name its files in dataset_kwargs.data_files (or a folder in dataset_kwargs.data_dir)")
+    root = under if data_dir else found[0].parent
+    return DataSource(root, "builder", builder=str(task.get("dataset_path")), base=base)
+
+
+def _data_file_list(data_files: Any) -> list[str]:
+    """Every path of a ``data_files`` value (a path, a list, or split -> path(s))."""
+    if data_files is None:
+        return []
+    if isinstance(data_files, str):
+        return [data_files]
+    if isinstance(data_files, dict):
+        return [f for v in data_files.values() for f in _data_file_list(v)]
+    return [str(f) for f in data_files]
+
+
+def _resolve_data_files(data_files: Any, under: Path) -> Any:
+    if isinstance(data_files, str):
+        return _resolved(os.path.expanduser(data_files), under)
+    if isinstance(data_files, dict):
+        return {k: _resolve_data_files(v, under) for k, v in data_files.items()}
+    if isinstance(data_files, (list, tuple)):
+        return [_resolve_data_files(v, under) for v in data_files]
+    return data_files
+
+
+def _datasets():
     os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # read at import: set before it
     os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # "Generating split" bars are not avhb's output
     import datasets
 
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
+    return datasets
 
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+
+
+def load_builder(source: DataSource, task: TaskConfig) -> dict[str, Any]:
+    """Every split of a builder task's data, as ``datasets.Dataset`` objects
+    (what lm-eval hands a ``process_docs`` hook): ``datasets.load_dataset(
+    builder, dataset_name, data_files=..., data_dir=..., **other
+    dataset_kwargs)`` with the paths resolved under ``source.base``, offline."""
+    datasets = _datasets()
+    from datasets.packaged_modules import _PACKAGED_DATASETS_MODULES
+
+    if source.builder not in _PACKAGED_DATASETS_MODULES:
+        raise UserError(f"task {task.name!r}: the installed datasets {datasets.__version__} has no "
+                        f"{source.builder!r} builder")
+    kwargs = dict(task.get("dataset_kwargs") or {})
+    base = source.base or Path.cwd()
+    if kwargs.get("data_dir"):
+        kwargs["data_dir"] = _resolved(os.path.expanduser(kwargs["data_dir"]), base)
+    under = Path(kwargs["data_dir"]) if kwargs.get("data_dir") else base
+    if "data_files" in kwargs:
+        kwargs["data_files"] = _resolve_data_files(kwargs["data_files"], under)
+    kwargs.pop("trust_remote_code", None)  # no loading script runs here (datasets 4 dropped them too)
+    try:
+        loaded = datasets.load_dataset(source.builder, task.get("dataset_name"), **kwargs)
+    except Exception as exc:  # datasets raises many types for unreadable local data
+        raise UserError(f"task {task.name!r}: datasets cannot read its {source.builder} data: "
+                        f"{_first_line(exc)}") from None
+    return dict(loaded.items())
+
+
+def default_loader(root: Path, task: TaskConfig, split: str | None = None) -> Any:
+    """A JSON/JSONL/CSV file (a list of rows), or a folder readable by
+    ``datasets`` (local parquet/json/csv files; a ``datasets.Dataset``),
+    split ``split`` (default: the evaluated one)."""
+    split = split or eval_split(task)
+    kwargs = dict(task.get("dataset_kwargs") or {})
+    if root.is_file():
+        return _read_records(root)
+    data_files = kwargs.pop("data_files", None)
+    if isinstance(data_files, str) and (root / data_files).is_file():
+        return _read_records(root / data_files)
+    datasets = _datasets()
     try:
         ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)
     except Exception as exc:  # datasets raises many types for unreadable local data
-        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-        raise UserError(f"{root}: cannot load split {split!r} for task {task.name!r}: {first}") from None
-    return [dict(row) for row in ds]
+        raise UserError(f"{root}: cannot load split {split!r} for task {task.name!r}: {_first_line(exc)}") from None
+    return ds
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ class Capabilities:
     tokens_per_frame: int = 256  # estimate used by the budget check (also per image)
     sees_pixels: bool = True  # False for text-only backends; recorded in run.json
     default_frames: int | None = None  # frames per video when the task sets neither frames nor fps
+    loglikelihood: bool = False  # answers Request.loglikelihood (token log-probabilities of continuations)
 
     @property
     def takes_images(self) -> bool:

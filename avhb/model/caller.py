@@ -146,7 +146,8 @@ def part_reference(part: Any) -> list[Any]:
     if isinstance(part, TextPart):
         return ["text", part.text]
     if isinstance(part, VideoPart):
-        return ["video", _file_content(part.path), part.segment] + ([part.sampling] if part.sampling else [])
+        return ["video", _file_content(part.path), part.segment] + ([part.sampling] if part.sampling else []) + \
+            ([] if part.labelled else ["unlabelled"])
     if isinstance(part, AudioPart):
         return (["audio", _file_content(part.path), part.segment, part.transcript]
                 + ([part.language] if part.language else []))
@@ -171,6 +172,11 @@ def request_key(identity: dict[str, Any], request: Request, context: dict[str, A
         "fields": request.fields,
         "context": context or {},
     }
+    if request.loglikelihood is not None:  # added only when set: every other key stays as it was
+        payload["loglikelihood"] = [list(pair) for pair in request.loglikelihood]
+        payload["rolling"] = request.rolling
+    if request.prompt is not None and request.prompt != "".join(m.text for m in request.messages):
+        payload["prompt"] = request.prompt  # the plain text says more than the messages (delimiters, examples)
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
 

@@ -37,6 +37,7 @@ class VideoPart:
     segment: tuple[float, float] | None = None
     sampling: dict[str, Any] | None = None  # per-part frame settings over the task's (fps, frames, width, height)
     boxes: Any = None  # box annotations to draw ({frame key: [box, ...]}), from the sample
+    labelled: bool = True  # sampled frames go with their times ("Frame at 12.5s:"); False: images only (lmms-eval's)
     frames: list[Any] | None = None
     timestamps: list[float] | None = None
     frame_indices: list[int] | None = None
@@ -78,6 +79,12 @@ class Request:
     messages: list[Message]
     generation: dict[str, Any] = field(default_factory=dict)  # max_tokens, temperature, stop...
     choices: list[str] | None = None  # option texts, for baselines and log-likelihood scoring
+    # lm-eval's log-likelihood requests: (context, continuation) pairs whose continuation log-probabilities
+    # the backend returns as Response.meta["loglikelihoods"] = [[loglikelihood, is_greedy], ...] (rolling:
+    # each continuation scored from the start of the text, in windows, lm-eval's loglikelihood_rolling)
+    loglikelihood: list[tuple[str, str]] | None = None
+    rolling: bool = False
+    prompt: str | None = None  # lm-eval's plain-text rendering of the messages, for completion (non-chat) backends
     key: str = ""  # content hash; set by the evaluator, used by the journal
     fields: dict[str, Any] = field(default_factory=dict)  # structured inputs (judge fields, sample id) for non-LLM backends
     adaptations: list[str] = field(default_factory=list)

@@ -73,7 +73,9 @@ class SampleContext:
         its YAML), with the run's generation settings."""
         from avhb.taskdef.requests import build_request
 
-        request = build_request(self.run.task, doc or self.doc, self.root, self.sample_id, self.media)
+        request = build_request(self.run.task, doc or self.doc, self.root, self.sample_id, self.media,
+                                getattr(self.run, "fewshot", {}).get(self.sample_id, ()),
+                                getattr(self.run, "multiturn", True))
         request.generation = self._generation(request.generation)
         instruction = getattr(self.run, "system_instruction", None)
         if instruction:
@@ -138,7 +140,8 @@ class SampleContext:
             raise SampleError(f"task {self.task}: the driver asks for chunks but media.chunks is not set")
         start, end = part.segment or (0.0, probe(part.path).duration)
         sampling = {"fps": spec.fps, "width": spec.width, "height": spec.height}
-        return [VideoPart(path=part.path, segment=(start + a, start + b), sampling=dict(sampling), boxes=part.boxes)
+        return [VideoPart(path=part.path, segment=(start + a, start + b), sampling=dict(sampling), boxes=part.boxes,
+                          labelled=part.labelled)
                 for a, b in chunk_bounds(end - start, spec.seconds)]
 
 
@@ -158,6 +161,25 @@ def add_system_instruction(request: Request, instruction: str) -> None:
         request.messages.insert(0, Message("system", [TextPart(instruction)]))
 
 
-async def single_step(ctx: SampleContext, doc: dict[str, Any]) -> str:
-    """The driver of every task that names none: the task's request, once."""
-    return (await ctx.ask(ctx.request())).text
+async def single_step(ctx: SampleContext, doc: dict[str, Any]) -> str | tuple[str, dict[str, Any]]:
+    """The driver of every task that names none: the task's request, once.
+    A log-likelihood request's answer reaches the metrics as outputs
+    (``loglikelihoods``; for multiple_choice also the ``choices`` and the
+    ``gold`` index), and its text is the most likely choice (or the
+    log-likelihood)."""
+    request = ctx.request()
+    call = await ctx.ask(request)
+    found = call.meta.get("loglikelihoods")
+    if request.loglikelihood is None:
+        return call.text
+    if not isinstance(found, list) or len(found) != len(request.loglikelihood):
+        raise StepFailed(f"the backend answered {len(found) if isinstance(found, list) else 'no'} log-likelihoods "
+                         f"for {len(request.loglikelihood)} continuations")
+    task = ctx.run.task
+    outputs: dict[str, Any] = {"loglikelihoods": [[float(ll), bool(g)] for ll, g in found]}
+    if task.output_type == "multiple_choice":
+        choices = task.choices(doc, ctx.sample_id) or []
+        outputs.update(choices=choices, gold=task.gold(doc, choices, ctx.sample_id))
+        lls = [float(ll) for ll, _ in found[:len(choices)]]
+        return choices[max(range(len(lls)), key=lambda i: (lls[i], -i))], outputs
+    return f"{float(found[0][0]):.6f}", outputs

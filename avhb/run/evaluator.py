@@ -33,7 +33,7 @@ from avhb.run.interrupt import stoppable
 from avhb.run.journal import Journal
 from avhb.run.manifest import build_manifest
 from avhb.run.notes import (adaptation_notes, first_request_media, gen_kwargs_notes, judge_adaptation_notes, plan_notes,
-                             said_kinds, samples_notes)
+                             said_kinds, samples_notes, task_key_notes)
 from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.settings import CALLS, HOW, SCORING, SELECTION, compare, invocation, keep_previous, refusal
@@ -41,7 +41,9 @@ from avhb.run.scoring import score, summarize
 from avhb.run.shard import select as select_shard
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
+from avhb.taskdef.fewshot import examples_for
 from avhb.taskdef.index import TaskIndex, build_index, load_task
+from avhb.taskdef.requests import LOGLIKELIHOOD_TYPES
 from avhb.taskdef.task import Task
 
 
@@ -65,6 +67,7 @@ class Evaluator:
         self.results = RunResults()
         self._matched: dict[str, set[str]] = {}  # task -> the --samples ids it has
         self._docs: dict[str, int] = {}  # task -> its documents before --limit/--samples/--shard
+        self._fewshot: dict[str, dict[str, list[dict[str, Any]]]] = {}  # task -> sample id -> few-shot examples
         self._said: set[str] = set()  # "task|adaptation kind" already said in a note
         self.manifest: dict[str, Any] = {}
         self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
@@ -79,17 +82,19 @@ class Evaluator:
 
     async def _run(self) -> dict[str, Any]:
         names, _ = self.index.resolve(self.o.tasks)
-        tasks = [Task(load_task(self.index, n), self.registry) for n in names]
+        tasks = [Task(load_task(self.index, n), self.registry).with_num_fewshot(self.o.num_fewshot)
+                 .for_model(self.o.model.kind if self.o.model else None) for n in names]
         self._check_names_used(tasks)  # a misspelt --data NAME is said before any data is looked for
-        sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name))
+        recorded = self.folder.read_json("run.json") or {}
+        sources = {t.name: resolve_source(t.cfg, self.o.data, self.o.sample_data, self.index.groups_of(t.name),
+                                          self._recorded_base(recorded, t.name))
                    for t in tasks}
         plans = {t.name: media_plan(t, self.o) for t in tasks}
         for t in tasks:
             self._check_metric_roles(t)
         records, absent_note = self._all_records(tasks, sources)  # data read before any model call
         tasks = [t for t in tasks if t.name in records]
-        notes = list(self.o.notes) + absent_note + samples_notes(self.o.samples, self._matched)
-        recorded = self.folder.read_json("run.json") or {}
+        notes = list(self.o.notes) + absent_note + samples_notes(self.o.samples, self._matched) + task_key_notes(tasks)
         make_backend = backend_factory(self.o.executor)
         backend = None if self.o.score_only else make_backend(self.o.model)
         if backend is not None:
@@ -112,6 +117,7 @@ class Evaluator:
         if backend is not None:
             for t in tasks:  # settings the backend can refuse before it loads (vLLM: frames per prompt)
                 backend.check_media(plans[t.name].spec, t.name)
+                self._check_loglikelihood(t, backend)
         if backend is not None:
             model = Caller(journal, "responses", backend, label=self.o.model.label)
         else:
@@ -128,7 +134,8 @@ class Evaluator:
         try:
             runs = {t.name: TaskRun(t, sources[t.name], plans[t.name], model,
                                     judges.for_task(t.name, t.judge_roles(), plans[t.name]), self.o.gen_kwargs,
-                                    self.o.seed, self.o.system_instruction) for t in tasks}
+                                    self.o.seed, self.o.system_instruction, self._fewshot.get(t.name, {}),
+                                    self.o.fewshot_as_multiturn) for t in tasks}
             self.manifest = build_manifest(
                 recorded or None, self.o, tasks, sources, plans,
                 None if backend is None else {**backend.describe(), "identity": backend.identity},
@@ -218,6 +225,14 @@ class Evaluator:
             raise UserError(f"--max-cost {limit:g}: the estimated cost is {cost:.4f} USD (an upper bound: every "
                             "completion at max_tokens); lower --limit or raise --max-cost")
 
+    def _recorded_base(self, recorded: dict[str, Any], task: str) -> Path | None:
+        """``avhb score``: the folder a builder task's relative data paths
+        resolved under when the run ran (a new run resolves them afresh)."""
+        if not self.o.score_only:
+            return None
+        base = ((recorded.get("tasks") or {}).get(task) or {}).get("data", {}).get("base")
+        return Path(base) if base else None
+
     @staticmethod
     def _stop_reason(model: Caller, judges: Judges) -> str | None:
         if model.spend is not None and model.spend.reached:
@@ -256,6 +271,22 @@ class Evaluator:
         if unknown and not self.o.predict_only:
             raise UserError(f"--judge {unknown[0]}=...: no task of this run declares judge role {unknown[0]!r} "
                             f"(roles: {', '.join(sorted(roles)) or 'none'})")
+
+    def _check_loglikelihood(self, task: Task, backend: Any) -> None:
+        """A log-likelihood task on a backend that gives no token
+        log-probabilities is one line before any call, naming those that do."""
+        if task.output_type in LOGLIKELIHOOD_TYPES and not getattr(backend.capabilities, "loglikelihood", False):
+            able = []
+            for name in self.registry.names("backends"):
+                try:
+                    cls = self.registry.load("backends", name)
+                except Exception:  # a plugin backend that cannot be imported here is not one to suggest
+                    continue
+                if getattr(getattr(cls, "capabilities", None), "loglikelihood", False):
+                    able.append(name)
+            raise UserError(f"task {task.name!r} (output_type {task.output_type}) needs token log-probabilities, "
+                            f"which {self.o.model.label} does not give; backends that do: "
+                            f"{', '.join(able) or 'none installed'}")
 
     def _check_metric_roles(self, task: Task) -> None:
         if self.o.predict_only:
@@ -360,6 +391,7 @@ class Evaluator:
 
     def _records(self, task: Task, source: DataSource, docs: list[dict[str, Any]]) -> list[SampleRecord]:
         pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
+        self._fewshot[task.name] = self._examples(task, source, docs, pairs)
         first: dict[str, int] = {}
         for i, (sample_id, _) in enumerate(pairs):
             if sample_id in first:
@@ -388,6 +420,25 @@ class Evaluator:
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
             records = select_shard(records, task.metrics(), self.o.shard, task.name)
         return records
+
+    def _examples(self, task: Task, source: DataSource, docs: list[dict[str, Any]],
+                  pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+        """Every sample's few-shot examples, drawn in the task's order
+        (avhb.taskdef.fewshot): before --limit, --samples and --shard keep
+        some, so a sample's examples do not depend on which others run."""
+        fs = task.fewshot
+        if fs.num <= 0:
+            return {}
+        if task.cfg.get("doc_to_messages"):
+            raise UserError(f"task {task.name!r}: few-shot examples (num_fewshot {fs.num}) need doc_to_text; its "
+                            "doc_to_messages hook builds its own messages")
+        pool = task.fewshot_pool(source, docs)
+        seed = self.o.fewshot_seed if self.o.fewshot_seed is not None else self.o.seed
+        try:
+            drawn = examples_for(docs, pool, fs, seed)
+        except UserError as exc:
+            raise UserError(f"task {task.name!r}: {exc}") from None
+        return {sample_id: examples for (sample_id, _), examples in zip(pairs, drawn)}
 
     def _judge_identities(self, task: Task, judges: Judges) -> dict[str, list[Any]]:
         """The identities of the judges each of the task's roles asks."""

@@ -9,7 +9,7 @@ calls there and continues at the first unfinished one; under ``avhb score``
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterable, TypeVar
 
 from avhb.data.sources import DataSource
@@ -38,6 +38,8 @@ class TaskRun:
     gen_kwargs: dict[str, Any]
     seed: int
     system_instruction: str | None = None  # --system_instruction (avhb.run.driver.add_system_instruction)
+    fewshot: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # sample id -> its few-shot examples
+    multiturn: bool = True  # few-shot examples as turns of their own (lm-eval's --fewshot_as_multiturn)
 
     @property
     def driver(self) -> Callable[..., Any]:

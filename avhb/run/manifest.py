@@ -37,8 +37,7 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
         "judges": judges,
         "judge_args": options.judge_args,
         "tasks": {t.name: {"hash": task_hash(t.cfg.config), "file": str(t.cfg.file),
-                           "data": {"kind": sources[t.name].kind, "root": str(sources[t.name].root),
-                                    "revision": sources[t.name].revision},
+                           "data": sources[t.name].to_json(),
                            "media": plans[t.name].spec.to_key(),
                            "config": t.cfg.config} for t in tasks},
         "plugins": plugins,
@@ -51,6 +50,8 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
         # avhb score sends nothing: the batch size the calls were made with stays recorded
         "batch_size": (existing or {}).get("batch_size") if options.score_only else options.batch_size,
         "max_errors": options.max_errors,
+        "num_fewshot": options.num_fewshot, "fewshot_as_multiturn": options.fewshot_as_multiturn,
+        "fewshot_seed": options.fewshot_seed,
         "notes": notes,
     }
     shard = getattr(options, "shard", None)

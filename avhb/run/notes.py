@@ -12,7 +12,11 @@ capabilities:
   language);
 * ``--gen-kwargs`` keys the backend drops;
 * ``--ablate`` switches that change nothing for a task;
-* ``--samples`` ids that match no sample (an error when none matches).
+* ``--samples`` ids that match no sample (an error when none matches);
+* lm-eval's generation defaults filled in for the settings a task leaves
+  out (temperature 0, max_gen_toks 256, until the fewshot delimiter); keys avhb accepts but
+  does not act on (``should_decontaminate``), per task
+  (:func:`task_key_notes`).
 
 Multi-step tasks (drivers) build their requests while they run: for them,
 and for samples unlike the first, :func:`adaptation_notes` says each new
@@ -40,6 +44,27 @@ def media_of(request: Any) -> dict[str, bool]:
 def media_of_spec(spec: Any) -> dict[str, bool]:
     return {"video": bool(spec.video), "images": bool(spec.images),
             "audio": bool(spec.audio) or bool(spec.audio_in_video and spec.video), "boxes": bool(spec.boxes)}
+
+
+def task_key_notes(tasks: Iterable[Any]) -> list[str]:
+    """What a task's lm-eval keys ask that avhb does not do."""
+    from avhb.taskdef.task import lm_generation
+
+    out = []
+    for t in tasks:
+        added = lm_generation(t.cfg, t.lmms_conventions)[1]
+        if added:
+            whose = "lmms-eval's OpenAI model's" if t.lmms_conventions else "lm-eval's"
+            out.append(f"{t.name}: generation settings the task leaves out are {whose} defaults: {', '.join(added)} "
+                       "(set them in generation_kwargs; null leaves one to the backend, until: [] is no stop "
+                       "sequence)")
+        if t.lmms_conventions and not t.cfg.get("allow_outside_root"):
+            out.append(f"{t.name}: lmms-eval conventions (doc_to_visual / lmms_eval_specific_kwargs): media paths its "
+                       "hooks name are used as named, not confined to the data root")
+        if t.cfg.get("should_decontaminate"):
+            out.append(f"{t.name}: should_decontaminate: accepted and ignored (avhb runs no decontamination "
+                       "against training data)")
+    return out
 
 
 def first_request_media(task: Any, records: list[Any], root: Any, spec: Any) -> dict[str, bool] | None:

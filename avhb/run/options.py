@@ -43,6 +43,9 @@ class RunOptions:
     write_out: bool = False  # --write_out: print each task's first prompt before the first call
     max_cost: float | None = None  # --max-cost USD: refuse above the estimate, stop once spent
     max_errors: str = "5%"  # --max-errors as given (run.json: what `avhb merge` applies to the merged counts)
+    num_fewshot: int | None = None  # --num_fewshot: over each task's num_fewshot (except a task's 0, as lm-eval)
+    fewshot_as_multiturn: bool = True  # --fewshot_as_multiturn (lm-eval's default with a chat template)
+    fewshot_seed: int | None = None  # the few-shot sampler's seed (None: --seed)
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
@@ -148,7 +151,8 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
         shard=Shard.from_json(run.get("shard")), system_instruction=run.get("system_instruction"),
         seeds=tuple(run["seeds"]) if isinstance(run.get("seeds"), list) else None,
-        max_errors=str(run.get("max_errors") or "5%"))
+        max_errors=str(run.get("max_errors") or "5%"), num_fewshot=run.get("num_fewshot"),
+        fewshot_as_multiturn=run.get("fewshot_as_multiturn", True), fewshot_seed=run.get("fewshot_seed"))
 
 
 def media_plan(task: Any, options: RunOptions):

@@ -67,7 +67,7 @@ class ReopenedRun:
         task = self.task(name)
         info = (self.manifest.get("tasks") or {}).get(name) or {}
         data = info.get("data") or {}
-        source = DataSource(Path(data.get("root", ".")), data.get("kind", "local"), data.get("revision"))
+        source = DataSource.from_json(data)
         plan = media_plan(task, self.options)
         roles = roles if roles is not None else task.judge_roles()
         return TaskRun(task, source, plan, self.model, self.judges.for_task(name, roles, plan),

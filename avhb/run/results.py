@@ -132,9 +132,12 @@ class RunResults:
         subgroup counting as one member (its own aggregate).  Per metric:
         ``weight_by_size: true`` pools the members' units (``pooled_mean``:
         the mean over all units, its stderr from the pooled units, so a
-        member with one scored sample still gives a stderr); otherwise the
-        plain mean of the members' values, stderr propagated assuming
-        independence (``weighted_mean``; None when a member has none).
+        member with one scored sample still gives a stderr; lm-eval's
+        default); ``weight_by_size: false`` the plain mean of the members'
+        values, stderr propagated assuming independence (``weighted_mean``;
+        None when a member has none).  An entry's ``filter_list`` (lm-eval's)
+        names the members' ``metric,filter`` numbers to combine ("none": the
+        plain metric).
         Members in ``absent`` (no samples in their data) are left out of
         both the check and the aggregate, and listed in ``absent_members``."""
         done: dict[str, dict[str, Aggregate] | None] = {}
@@ -162,12 +165,17 @@ class RunResults:
                 units = [self.tasks[t].metrics for t in members]
             cell: dict[str, Aggregate] = {}
             for spec in info.get("aggregate") or []:
-                metric = spec["metric"]
-                parts = [u[metric] for u in units if metric in u and u[metric].value is not None]
-                if spec.get("weight_by_size", False):
-                    cell[metric] = pooled_mean(parts)
-                else:
-                    cell[metric] = weighted_mean([(Aggregate(a.value, a.stderr, a.n or 0), 1.0) for a in parts])
+                names = group_metric_names(spec)
+                if spec.get("filter_list") is None:  # lm-eval: every filter the members report it under
+                    names += sorted({k for u in units for k in u if k.startswith(f"{spec['metric']},")})
+                for metric in names:
+                    parts = [u[metric] for u in units if metric in u and u[metric].value is not None]
+                    if not parts and spec.get("filter_list") is not None:
+                        continue  # a filter no member reports
+                    if spec.get("weight_by_size", True):
+                        cell[metric] = pooled_mean(parts)
+                    else:
+                        cell[metric] = weighted_mean([(Aggregate(a.value, a.stderr, a.n or 0), 1.0) for a in parts])
             done[group] = cell
             return cell
 
@@ -269,6 +277,18 @@ def _plural(n: int, what: str) -> str:
 
 def _counts_of(mapping: Mapping[str, Any]) -> dict[str, int]:
     return {k: n for k in ("samples", "errors") if (n := _count(mapping.get(k))) is not None}
+
+
+def group_metric_names(spec: Mapping[str, Any]) -> list[str]:
+    """The member metrics a group's aggregate entry combines: its metric,
+    or with lm-eval's ``filter_list`` one ``metric,filter`` per filter
+    ("none" is the plain metric)."""
+    metric = str(spec["metric"])
+    filters = spec.get("filter_list")
+    if filters is None:
+        return [metric]
+    filters = [filters] if isinstance(filters, str) else list(filters)
+    return [metric if f == "none" else f"{metric},{f}" for f in filters]
 
 
 def flat_cells(cells: Mapping[str, Aggregate]) -> dict[str, Any]:

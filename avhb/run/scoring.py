@@ -4,6 +4,7 @@ aggregates, per breakdown value and per repeat."""
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -27,6 +28,8 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
     task's data root, for metrics that send a sample's media to a judge."""
     ctx = ScoreContext(judges=judges, task=task.name, root=root)
     filters = task.filters()
+    pipelines = task.filter_pipelines()
+    repeats = _by_sample(records) if pipelines is not None else {}
     crashed: list[str] = []
     with Progress(f"{task.name}: scoring", len(records)) as bar:
         seen = [cost_of()]
@@ -34,12 +37,17 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
         async def one(record: SampleRecord) -> None:
             if record.error is None:
                 try:
-                    value: Any = record.response
-                    for f in filters:
-                        value = await f.apply(value, record, ctx)
-                    record.extracted = value
-                    for m in metrics:
-                        record.scores.update(await m.score(record, ctx))
+                    if pipelines is None:
+                        value: Any = record.response
+                        for f in filters:
+                            value = await f.apply(value, record, ctx)
+                        record.extracted = value
+                        scored = True
+                    else:  # a later repeat is scored within its first repeat, as lm-eval scores a doc once
+                        scored = await _filter_repeats(record, repeats[record.id], pipelines, ctx)
+                    for m in metrics if scored else ():
+                        view = record if m.filter_key is None else replace(record, extracted=record.extracted[m.filter_key])
+                        record.scores.update(await m.score(view, ctx))
                 except SampleError as exc:  # e.g. a sample whose target is not among its options
                     record.error = f"scoring: {exc}"
                     record.scores = {}
@@ -57,6 +65,37 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
     if crashed:
         print(f"avhb: warning: {task.name}: scoring failed on {len(crashed)} samples (recorded as errors); "
               f"first: {crashed[0]}", file=sys.stderr)
+
+
+def _by_sample(records: list[SampleRecord]) -> dict[str, list[SampleRecord]]:
+    """Each sample's records, by repeat."""
+    out: dict[str, list[SampleRecord]] = {}
+    for r in records:
+        out.setdefault(r.id, []).append(r)
+    return {k: sorted(v, key=lambda r: r.repeat) for k, v in out.items()}
+
+
+async def _filter_repeats(record: SampleRecord, group: list[SampleRecord], pipelines: list, ctx: ScoreContext) -> bool:
+    """lm-eval's filter pipelines over one sample's answers to every repeat
+    (a list, as lm-eval's filters take it): their results land in the first
+    repeat's ``extracted`` ({pipeline: value}) and only that record is
+    scored (True).  A later repeat is marked and left unscored (False); when
+    any repeat failed the sample fails, as lm-eval needs every answer."""
+    if record is not group[0]:
+        record.meta["scored_with_repeat"] = group[0].repeat
+        return False
+    failed = next((r for r in group if r.error is not None), None)
+    if failed is not None:
+        raise SampleError(f"repeat {failed.repeat} failed ({' '.join(str(failed.error).split())[:200]}); lm-eval's "
+                          "filters take every repeat's answer")
+    extracted = {}
+    for name, steps in pipelines:
+        value: Any = [r.response for r in group]
+        for f in steps:
+            value = await f.apply_all(value, record, ctx)
+        extracted[name] = value
+    record.extracted = extracted
+    return True
 
 
 def _cells(metrics: list[Metric], records: list[SampleRecord],
@@ -85,7 +124,7 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
     result = TaskResult(_cells(metrics, records, owners), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
     result.info = {key: m.describe(key) for key, m in owners.items()}
-    if repeats > 1 and metrics:
+    if repeats > 1 and metrics and not any(m.filter_key for m in metrics):  # lm-eval pipelines score a sample once
         per_run = [_cells(metrics, [r for r in records if r.repeat == k]) for k in range(repeats)]
         for name, agg in result.metrics.items():
             agg.runs = [run[name].value if name in run else None for run in per_run]

@@ -53,6 +53,7 @@ OPTION_KINDS: dict[str, str] = {
     "model": CALLS, "gen_kwargs": CALLS, "media": CALLS, "ablations": CALLS, "seed": CALLS, "repeats": CALLS,
     "data": CALLS, "sample_data": CALLS, "include_paths": CALLS,  # through each task's data source and config
     "seeds": CALLS, "system_instruction": CALLS,  # lm-eval's --seed A,B,C,D and --system_instruction
+    "num_fewshot": CALLS, "fewshot_as_multiturn": CALLS, "fewshot_seed": CALLS,  # the prompt's few-shot examples
     "judges": SCORING, "judge_args": SCORING, "predict_only": SCORING,
     "tasks": SELECTION, "limit": SELECTION, "samples": SELECTION,
     "shard": SELECTION,  # fixed per folder: another shard in a shard's folder is refused (manifest.py)
@@ -168,7 +169,8 @@ def compare(old: dict[str, Any], new: dict[str, Any], grow: bool = True) -> Chan
     a, b = identity_of(old.get("model")), identity_of(new.get("model"))
     if a is not None and b is not None and not _same(a, b):
         items.append(Difference(CALLS, "model", show(spec_text(a), 400), show(spec_text(b), 400)))
-    for key in ("gen_kwargs", "media", "ablations", "seed", "seeds", "repeats", "system_instruction"):
+    for key in ("gen_kwargs", "media", "ablations", "seed", "seeds", "repeats", "system_instruction", "num_fewshot",
+                "fewshot_as_multiturn", "fewshot_seed"):
         if not _same(old.get(key), new.get(key)):
             items.append(Difference(CALLS, key, show(old.get(key)), show(new.get(key))))
     old_tasks, new_tasks = old.get("tasks") or {}, new.get("tasks") or {}

@@ -143,6 +143,13 @@ class Metric:
     needs_judges: tuple[str, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()  # optional packages: (module, avhb extra), checked up front
     accepts: dict[str, str] = {}  # the options this class reads -> what each does (module docstring)
+    # lm-eval's metric_list ``aggregation`` (avhb.score.aggregations.Aggregation; None: the mean), set
+    # from the YAML.  A class that overrides aggregate() takes one only if it sets
+    # ``takes_aggregation = True`` itself (its aggregate() calls this one for its own value)
+    aggregation: Any = None
+    # the lm-eval filter pipeline (filter_list ``name``) whose answer this metric scores; its reported
+    # name is then lm-eval's ``metric,filter`` (None: the task's one answer)
+    filter_key: str | None = None
 
     def __init__(self, name: str | None = None, **options: Any):
         if name:
@@ -215,12 +222,14 @@ class Metric:
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         """Over samples that did not fail: the mean of the per-sample values
-        of ``self.name`` and of each declared output the samples report
-        (``None`` values excluded), a ``count`` output summed (n = those
-        samples).  Per-sample keys the metric does not declare are its own
-        business (an override reads them)."""
+        of ``self.name`` (or the YAML's ``aggregation`` of them) and of each
+        declared output the samples report (``None`` values excluded), a
+        ``count`` output summed (n = those samples).  Per-sample keys the
+        metric does not declare are its own business (an override reads
+        them)."""
         ok = [r for r in records if r.error is None]
-        out = {self.name: mean_stderr([r.scores.get(self.name) for r in ok])}
+        values = [r.scores.get(self.name) for r in ok]
+        out = {self.name: self.aggregation.aggregate(values) if self.aggregation is not None else mean_stderr(values)}
         for key in dict.fromkeys(k for r in ok for k in r.scores if k != self.name and self.declares(k)):
             values = [v for r in ok if _is_number(v := r.scores.get(key))]
             if self.describe(key).kind == COUNT:
@@ -234,6 +243,16 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))  # a bool counts as 0/1
 
 
+def takes_aggregation(cls: type) -> bool:
+    """Whether a metric class honours a YAML ``aggregation`` (see Metric.aggregation)."""
+    for klass in cls.__mro__:
+        if klass is Metric:
+            return True
+        if "aggregate" in vars(klass):
+            return vars(klass).get("takes_aggregation") is True
+    return False
+
+
 # A metric may also define ``pool(runs: list[list[SampleRecord]]) ->
 # list[dict[str, Aggregate]]``: statistics computed across several runs (e.g.
 # conciseness cut points pooled over every model), used by
@@ -245,7 +264,13 @@ def _is_number(value: Any) -> bool:
 
 
 class Filter:
-    """One step of answer extraction: value in, value out."""
+    """One step of answer extraction: value in, value out.
+
+    In an lm-eval filter pipeline (``filter_list: [{name, filter: [...]}]``)
+    a step receives what lm-eval's filters receive: a sample's answers to
+    every repeat, as a list (``apply_all``); the default maps ``apply`` over
+    the list (a value that is no longer a list, after a selection such as
+    ``take_first``, is given to ``apply`` as it is).  Selections override it."""
 
     name: str = ""
 
@@ -254,3 +279,8 @@ class Filter:
 
     async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
         raise NotImplementedError
+
+    async def apply_all(self, values: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        if isinstance(values, list):
+            return [await self.apply(v, record, ctx) for v in values]
+        return await self.apply(values, record, ctx)

@@ -28,7 +28,8 @@ from avhb.errors import UserError
 from avhb.taskdef.filestats import FileStats
 
 SCHEMA_FILE = Path(__file__).parent / "schema" / "task.schema.json"
-HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice")
+HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice",
+             "process_results", "doc_to_visual")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -240,17 +241,9 @@ def _fast_check():
 
 # lm-eval task keys avhb does not implement: named, so a copied file says why
 LM_EVAL_ONLY = {
-    "fewshot_split": "few-shot prompting is not implemented",
-    "num_fewshot": "few-shot prompting is not implemented",
-    "fewshot_config": "few-shot prompting is not implemented",
-    "fewshot_delimiter": "few-shot prompting is not implemented",
-    "training_split": "avhb evaluates one split (test_split)",
-    "validation_split": "avhb evaluates one split (test_split)",
-    "should_decontaminate": "decontamination is not implemented",
-    "doc_to_decontamination_query": "decontamination is not implemented",
-    "target_delimiter": "options are scored as ' ' + choice",
-    "doc_to_visual": "name media files in the media block (video/audio/images) or use doc_to_messages",
-    "lmms_eval_specific_kwargs": "put prompt text in doc_to_text or a hook",
+    "gen_prefix": "an assistant-turn prefix is not implemented (put the text at the end of doc_to_text)",
+    "use_prompt": "promptsource templates are not implemented (write doc_to_text)",
+    "full_docs": "process_results gets one doc (lmms-eval's full_docs is not implemented)",
 }
 
 
@@ -490,9 +483,22 @@ def iter_hooks(config: dict[str, Any]):
         for i, entry in enumerate(config.get(listkey) or []):
             if isinstance(entry, dict) and "function" in entry:
                 yield (listkey, i, "function"), entry["function"]
+            aggregation = entry.get("aggregation") if isinstance(entry, dict) else None
+            if isinstance(aggregation, dict) and "function" in aggregation:
+                yield (listkey, i, "aggregation"), aggregation["function"]
+            steps = entry.get("filter") if isinstance(entry, dict) else None
+            for j, step in enumerate(steps if isinstance(steps, list) else []):  # an lm-eval pipeline's steps
+                for key, value in (step.items() if isinstance(step, dict) else ()):
+                    if isinstance(value, dict) and isinstance(value.get("function"), str):
+                        yield (listkey, i, "filter", j, key), value["function"]
     prep = config.get("prepare") or {}
     if "function" in prep:
         yield ("prepare", "function"), prep["function"]
+    fewshot = config.get("fewshot_config") or {}
+    for key in ("samples", "process_docs", "doc_to_text", "doc_to_target", "doc_to_choice"):
+        value = fewshot.get(key) if isinstance(fewshot, dict) else None
+        if isinstance(value, dict) and isinstance(value.get("function"), str):
+            yield ("fewshot_config", key), value["function"]
 
 
 def package_for(file: Path, root_dir: Path, root_package: str) -> str:
@@ -554,6 +560,11 @@ def _member_problems(member, package, folder, known, out, check_template, source
         problem = check_hook(package, dotted, folder, sources=sources)
         if problem:
             out.append((keypath, problem))
+    filters = member.get("filter_list") or []
+    pipelines = [isinstance(e, dict) and isinstance(e.get("filter"), list) for e in filters]
+    if any(pipelines) and not all(pipelines):
+        out.append((("filter_list",), "mixes lm-eval pipelines ({name, filter: [...]}) with avhb filter steps "
+                                      "({filter: NAME}); use one form"))
     for keypath, source in iter_templates(member):
         problem = check_template(source)
         if problem:
@@ -572,17 +583,24 @@ def _member_problems(member, package, folder, known, out, check_template, source
     if known is not None:
         for listkey, field_name, names in (("metric_list", "metric", known.metrics),
                                            ("filter_list", "filter", known.filters)):
-            if names is None:
-                continue
+            if names is None or (field_name == "metric" and member.get("process_results") is not None):
+                continue  # process_results: metric_list names the keys the hook returns
+            named = []
             for i, entry in enumerate(member.get(listkey) or []):
-                name = entry.get(field_name) if isinstance(entry, dict) else None
+                value = entry.get(field_name) if isinstance(entry, dict) else None
+                if isinstance(value, list):  # an lm-eval filter pipeline: its steps' names
+                    named += [((listkey, i, "filter", j, "function"), step.get("function"))
+                              for j, step in enumerate(value) if isinstance(step, dict)]
+                else:
+                    named.append(((listkey, i, field_name), value))
+            for keypath, name in named:
                 if not isinstance(name, str) or name in names:
                     continue
                 close = difflib.get_close_matches(name, sorted(names), n=3)
                 if field_name == "metric" and "evaluate" in names and _evaluate_name(name, folder, close, sources):
                     continue  # loaded through Hugging Face evaluate at run time (the metric fallback)
                 hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
-                out.append(((listkey, i, field_name), f"unknown {field_name} {name!r}{hint}"))
+                out.append((keypath, f"unknown {field_name} {name!r}{hint}"))
 
 
 def _evaluate_name(name: str, folder: Path, close: list[str], sources: Sources) -> bool:
@@ -634,7 +652,8 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
         if not name:
             problems.append(str(doc.error(("task",), "missing required key 'task'")))
             continue
-        if not member.get("doc_to_text") and not member.get("doc_to_messages"):
+        if not member.get("doc_to_text") and not member.get("doc_to_messages") \
+                and member.get("output_type") != "loglikelihood_rolling":  # rolling scores the target alone
             problems.append(str(doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")))
         problems += [str(doc.error(keypath, message))
                      for keypath, message in member_problems(member, package, file.parent, known, sources=sources,

@@ -70,5 +70,7 @@ def include_roots() -> list[tuple[str, str, Path]]:
 def clear() -> None:
     """Forget every include path (tests)."""
     for ns in list(_ROOTS):
-        sys.modules.pop(package_of(ns), None)
+        package = package_of(ns)
+        for name in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+            sys.modules.pop(name, None)  # its hook modules too: another folder of the same name has others
     _ROOTS.clear()

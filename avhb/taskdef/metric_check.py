@@ -26,7 +26,8 @@ from typing import Any
 from avhb.errors import UserError
 
 # keys of a metric_list entry that are not the metric's options
-ENTRY_KEYS = ("metric", "function", "aggregation", "higher_is_better", "name", "kind", "description")
+ENTRY_KEYS = ("metric", "function", "aggregation", "higher_is_better", "name", "kind", "description",
+              "hf_evaluate")  # hf_evaluate: lm-eval's switch to the evaluate module of that name
 
 
 def entry_options(entry: dict[str, Any]) -> dict[str, Any]:

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from avhb.errors import SampleError
 from avhb.media.spec import MediaSpec
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
+from avhb.taskdef.prompt import OWN, Turn, as_chat, as_text, join, qa_turns
 from avhb.taskdef.templates import is_template, lookup, render
 
 
@@ -102,39 +103,114 @@ def speech_language(media: MediaSpec, doc: dict[str, Any], sample: str) -> str |
         raise SampleError(f"sample {sample}: {exc}") from None
 
 
-def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec) -> Request:
-    """The request for one sample (module docstring).  A task with a
-    ``doc_to_messages`` hook builds its own messages."""
+def media_parts(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+                notes: list[str] | None = None) -> list[Any]:
+    """The media parts a doc sends (its video, images, audio), from the
+    task's media block; notes for the sample log go to ``notes``."""
+    parts: list[Any] = task.visuals(doc, root, sample_id) if task.cfg.get("doc_to_visual") is not None else []
+    language = speech_language(media, doc, sample_id)
+    segment, note = segment_of(doc, media.segment)
+    if note and notes is not None:
+        notes.append(note)
+    video_path = None
+    if media.video:
+        video_path = media_path(media.video, doc, root, sample_id, "media.video")
+        boxes = doc.get(media.boxes) if media.boxes else None
+        parts.append(VideoPart(path=video_path, segment=segment, boxes=boxes or None))
+    if media.images:
+        parts.extend(ImagePart(path=p) for p in _image_paths(media.images, doc, root, sample_id))
+    if media.audio:
+        parts.append(AudioPart(path=media_path(media.audio, doc, root, sample_id, "media.audio"), segment=segment,
+                               language=language))
+    elif media.audio_in_video and video_path:
+        parts.append(AudioPart(path=video_path, segment=segment, language=language))
+    return parts
+
+
+def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+                  examples: Sequence[dict[str, Any]] = (), notes: list[str] | None = None,
+                  system_instruction: str | None = None) -> list[Turn]:
+    """The sample's turns as lm-eval builds them (:mod:`avhb.taskdef.prompt`):
+    system (``system_prompt``, then ``description``), each few-shot example
+    with its own media and answer, then the sample itself with its media."""
+    fs = task.fewshot
+    delimiter = task.cfg.get("fewshot_delimiter", "\n\n")
+    system = join(join(system_instruction, task.cfg.get("system_prompt"), delimiter),
+                  task.description(doc, sample_id), delimiter)
+    turns = [Turn("system", system)] if system else []
+    choice_spec = fs.overrides.get("doc_to_choice", task.cfg.get("doc_to_choice"))
+    for i, example in enumerate(examples):
+        where = f"{sample_id} (few-shot example {i})"
+        question = task.text(example, where, fs.overrides.get("doc_to_text", OWN))
+        answer = task.target(example, where, fs.overrides.get("doc_to_target", OWN), choice_spec)
+        turns += qa_turns(question, answer, None, fs.target_delimiter, fs.fewshot_delimiter,
+                          media_parts(task, example, root, where, media))
+    turns += qa_turns(task.text(doc, sample_id), None, None, task.cfg.get("target_delimiter", " "), "",
+                      media_parts(task, doc, root, sample_id, media, notes))
+    return turns
+
+
+LOGLIKELIHOOD_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling")
+
+
+def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+                  examples: Sequence[dict[str, Any]] = (), multiturn: bool = True) -> Request:
+    """The request for one sample (module docstring): its turns
+    (:func:`context_turns`) as chat messages, few-shot examples as turns of
+    their own (``multiturn``, lm-eval's ``--fewshot_as_multiturn``) or in one
+    user message.  A task with a ``doc_to_messages`` hook builds its own
+    messages."""
     hook = task.cfg.get("doc_to_messages")
     notes: list[str] = []
+    prompt = None
     if hook:
-        messages = task.messages(doc, {"root": root, "media": media})
+        messages = task.messages(doc, {"root": root, "media": media, "sample": sample_id})
     else:
-        parts: list[Any] = []
-        language = speech_language(media, doc, sample_id)
-        segment, note = segment_of(doc, media.segment)
-        if note:
-            notes.append(note)
-        video_path = None
-        if media.video:
-            video_path = media_path(media.video, doc, root, sample_id, "media.video")
-            boxes = doc.get(media.boxes) if media.boxes else None
-            parts.append(VideoPart(path=video_path, segment=segment, boxes=boxes or None))
-        if media.images:
-            parts.extend(ImagePart(path=p) for p in _image_paths(media.images, doc, root, sample_id))
-        if media.audio:
-            parts.append(AudioPart(path=media_path(media.audio, doc, root, sample_id, "media.audio"), segment=segment,
-                                   language=language))
-        elif media.audio_in_video and video_path:
-            parts.append(AudioPart(path=video_path, segment=segment, language=language))
-        parts.append(TextPart(task.text(doc, sample_id)))
-        messages = []
-        if task.cfg.get("system_prompt"):
-            messages.append(Message("system", [TextPart(task.cfg.get("system_prompt"))]))
-        messages.append(Message("user", parts))
-    if not task.cfg.get("allow_outside_root", False):
+        turns = context_turns(task, doc, root, sample_id, media, examples, notes)
+        if task.output_type in LOGLIKELIHOOD_TYPES:
+            return loglikelihood_request(task, doc, sample_id, turns)
+        prompt = as_text(turns)
+        if task.lmms_conventions and not any(t.parts for t in turns):
+            messages = [Message("user", [TextPart(prompt)])]  # lmms-eval: a text task's context in one user turn
+        else:
+            messages = as_chat(turns, multiturn)
+    if not task.cfg.get("allow_outside_root", False) and not task.lmms_conventions:  # lmms hooks name their paths
         check_confined(messages, Path(root), task.name)
-    request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id))
+    request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id),
+                      prompt=prompt)
     request.fields = {"task": task.name, "sample_id": sample_id}
     request.adaptations.extend(notes)
+    return request
+
+
+def loglikelihood_request(task: Any, doc: dict[str, Any], sample_id: str, turns: list[Turn]) -> Request:
+    """lm-eval's log-likelihood requests for one sample, over its plain-text
+    context (:func:`avhb.taskdef.prompt.as_text`): ``multiple_choice`` scores
+    ``target_delimiter + choice`` after the context for every choice (and
+    each one after no context when the task asks for ``acc_mutual_info``),
+    ``loglikelihood`` the target after the context, ``loglikelihood_rolling``
+    the target on its own, whole.  Text only: a sample with media fails."""
+    if any(t.parts for t in turns):
+        raise SampleError(f"sample {sample_id}: output_type {task.output_type} scores text continuations; this "
+                          "sample sends media, which log-likelihood requests do not carry")
+    context = as_text(turns)
+    delimiter = task.cfg.get("target_delimiter", " ")
+    rolling = task.output_type == "loglikelihood_rolling"
+    if task.output_type == "multiple_choice":
+        choices = task.choices(doc, sample_id)
+        if not choices:
+            raise SampleError(f"sample {sample_id}: output_type multiple_choice needs doc_to_choice")
+        pairs = [(context, delimiter + c) for c in choices]
+        names = {str(e.get("metric")) for e in task.cfg.get("metric_list") or [] if isinstance(e, dict)}
+        if "acc_mutual_info" in names:  # the choices' log-likelihoods with no context (lmms-eval: no delimiter)
+            pairs += [("", ("" if task.lmms_conventions else delimiter) + c) for c in choices]
+    else:
+        target = task.target(doc, sample_id)
+        if isinstance(target, list):
+            target = target[0] if target else ""
+        pairs = [("", str(target))] if rolling else [(context, str(target))]
+    shown = pairs[0][1] if rolling else context
+    request = Request(messages=[Message("user", [TextPart(shown)])], generation={}, loglikelihood=pairs,
+                      rolling=rolling, prompt=shown)
+    request.fields = {"task": task.name, "sample_id": sample_id}
     return request

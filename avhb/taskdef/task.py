@@ -10,18 +10,24 @@ from __future__ import annotations
 
 import ast
 import functools
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.data.sources import DataSource, default_loader
+from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
-from avhb.score.metric import Filter, Metric
+from avhb.score.aggregations import Aggregation
+from avhb.score.metric import Filter, Metric, SampleRecord, takes_aggregation
+from avhb.score.process_results import ProcessResults, Reported
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.metric_check import entry_options
+from avhb.taskdef import lmms
+from avhb.taskdef.fewshot import FewshotSettings, settings as fewshot_settings
+from avhb.taskdef.prompt import OWN
 from avhb.taskdef.templates import is_field_name, is_template, lookup, render
 
 
@@ -49,6 +55,11 @@ class Breakdown:
         return items or ["(none)"]
 
 
+# lm-eval's metrics for a task whose metric_list is absent (its DEFAULT_METRIC_REGISTRY; generate_until's
+# exact_match is left out: an avhb task without metrics only generates)
+DEFAULT_METRICS = {"multiple_choice": ("acc", "acc_norm"), "loglikelihood": ("perplexity", "acc"),
+                   "loglikelihood_rolling": ("word_perplexity", "byte_perplexity", "bits_per_byte")}
+
 # Metric names the registry does not know are resolved to this registered
 # metric (the built-in adapter to Hugging Face evaluate, in plugins/metrics).
 FALLBACK_METRIC = "evaluate"
@@ -60,6 +71,9 @@ class Task:
         self.name = cfg.name
         self.registry = registry
         self._roles: dict[str, JudgeRole] | None = None
+        self._splits: dict[tuple, dict[str, list[dict[str, Any]]]] = {}  # a builder task's splits, read once
+        self.num_fewshot: int | None = None  # --num_fewshot (see with_num_fewshot)
+        self.model_name: str | None = None  # the run's backend kind: lmms_eval_specific_kwargs' model entry
 
     # -- hooks -------------------------------------------------------------
     @functools.lru_cache(maxsize=None)
@@ -68,14 +82,20 @@ class Task:
             return import_path(self.cfg.hook_path(dotted))
         except UserError:
             raise
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] in ("lmms_eval", "lm_eval"):
+                raise UserError(f"{self.cfg.file}: hook {dotted!r} imports {exc.name}, which is not installed here: "
+                                f"install {'lmms-eval' if exc.name.startswith('lmms') else 'lm-eval'} next to avhb, "
+                                "or write the hook without it") from None
+            raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
         except Exception as exc:  # ImportError, AttributeError, or whatever the module raised at import
             raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
 
-    def call_hook(self, key: str, dotted: str, *args: Any) -> Any:
+    def call_hook(self, key: str, dotted: str, *args: Any, **kwargs: Any) -> Any:
         """A per-sample hook: an exception fails the sample, naming the hook."""
         fn = self.hook(dotted)
         try:
-            return fn(*args)
+            return fn(*args, **kwargs)
         except (SampleError, UserError):
             raise
         except Exception as exc:
@@ -93,25 +113,74 @@ class Task:
         except Exception as exc:
             raise UserError(f"{self.cfg.file}: {key} hook {dotted} failed: {_describe(exc)}") from None
 
+    def _load_hook_at(self, keypath: tuple, dotted: str, *args: Any) -> Any:
+        """Run a load-time hook named at ``keypath``; an exception is a user
+        error naming the file and the function."""
+        fn = self.hook(dotted)
+        try:
+            return fn(*args)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise UserError(f"{self.cfg.file}: {'.'.join(keypath)} hook {dotted} failed: {_describe(exc)}") from None
+
     def _has_hook(self, key: str) -> bool:
         value = self.cfg.get(key)
         return isinstance(value, dict) and "function" in value
 
     # -- data --------------------------------------------------------------
-    def load_docs(self, source: DataSource) -> list[dict[str, Any]]:
-        """The task's samples: its data loader (or the default one), then
-        ``process_docs``.  Every sample must be a mapping."""
-        if self._has_hook("data_loader"):
-            docs = self._load_hook("data_loader", source.root, self.cfg.config)
-            where = f"{self.cfg.file}: data_loader hook {self.cfg.get('data_loader')['function']}"
-        else:
-            docs = default_loader(source.root, self.cfg)
-            where = str(source.root)
-        docs = self._listed(docs, where)
-        if self._has_hook("process_docs"):
-            docs = self._listed(self._load_hook("process_docs", docs),
-                                f"{self.cfg.file}: process_docs hook {self.cfg.get('process_docs')['function']}")
+    def fewshot_pool(self, source: DataSource, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The docs few-shot examples are drawn from (lm-eval's order, see
+        avhb.taskdef.fewshot): the few-shot split, else ``samples`` (inline
+        or a hook), else the training split, else the validation split,
+        else ``docs`` (the evaluated ones)."""
+        fs = self.fewshot
+        if fs.num <= 0:
+            return []
+        if fs.split is not None:
+            return self.load_docs(source, fs.split, fs.process_docs)
+        if fs.samples is not None:
+            samples = fs.samples
+            if isinstance(samples, dict) and "function" in samples:
+                samples = self._load_hook_at(("fewshot_config", "samples"), samples["function"])
+            return self._listed(samples, f"{self.cfg.file}: fewshot_config.samples")
+        for key in ("training_split", "validation_split"):
+            if self.cfg.get(key):
+                return self.load_docs(source, self.cfg.get(key), fs.process_docs)
         return docs
+
+    def load_docs(self, source: DataSource, split: str | None = None, process_docs: Any = OWN) -> list[dict[str, Any]]:
+        """The task's samples of ``split`` (default: the evaluated one,
+        ``test_split`` else ``validation_split``): its data loader (called
+        with the config's ``test_split`` set to ``split``), a builder
+        task's split, or the default loader; then ``process_docs`` (the
+        task's, or ``process_docs``: a few-shot pool's), which receives a
+        ``datasets.Dataset`` when ``datasets`` read the data (as lm-eval
+        passes it), else the list of rows.  Every sample must be a mapping."""
+        split = split or eval_split(self.cfg)
+        if self._has_hook("data_loader"):
+            config = self.cfg.config if split == eval_split(self.cfg) else {**self.cfg.config, "test_split": split}
+            docs = self._load_hook("data_loader", source.root, config)
+            where = f"{self.cfg.file}: data_loader hook {self.cfg.get('data_loader')['function']}"
+        elif source.kind == "builder":
+            key = (str(source.root), str(source.base), source.builder)
+            if key not in self._splits:
+                self._splits[key] = load_builder(source, self.cfg)
+            splits = self._splits[key]
+            if split not in splits:
+                raise UserError(f"task {self.name!r}: split {split!r} is not in its {source.builder} data "
+                                f"(splits: {', '.join(splits) or 'none'}; a single data_files entry is the "
+                                "'train' split)")
+            docs = splits[split]
+            where = f"task {self.name!r} ({source.builder} data, split {split!r})"
+        else:
+            docs = default_loader(source.root, self.cfg, split)
+            where = str(source.root)
+        hook = self.cfg.get("process_docs") if process_docs is OWN else process_docs
+        if isinstance(hook, dict) and "function" in hook:  # a Dataset stays one: lm-eval's hooks call .map/.filter
+            docs = self._load_hook_at(("process_docs",), hook["function"], docs)
+            where = f"{self.cfg.file}: process_docs hook {hook['function']}"
+        return self._listed(docs, where)
 
     @staticmethod
     def _listed(docs: Any, where: str) -> list[dict[str, Any]]:
@@ -133,53 +202,66 @@ class Task:
                 raise UserError(f"task {self.name!r}: doc_id field {field!r} missing in sample {index}") from None
         return str(index)
 
-    def text(self, doc: dict[str, Any], sample: str | None = None) -> str:
+    def text(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN) -> str:
         """``doc_to_text`` as lm-eval reads it: a hook, a field of the sample
-        (``doc_to_text: question``), or a template."""
-        value = self.cfg.get("doc_to_text")
+        (``doc_to_text: question``), or a template.  ``spec``: another
+        doc_to_text (a few-shot example's, ``fewshot_config.doc_to_text``)."""
+        value = self.cfg.get("doc_to_text") if spec is OWN else spec
         if isinstance(value, dict):
-            return str(self.call_hook("doc_to_text", value["function"], doc))
+            kwargs = self.lmms_kwargs
+            args = (doc,) if kwargs is None else (doc, kwargs)  # lmms-eval: doc_to_text(doc, lmms_eval_specific_kwargs)
+            return str(self.call_hook("doc_to_text", value["function"], *args))
         if is_field_name(value) and value in doc:
             return str(doc[value])
-        return render(value or "", doc, sample, "doc_to_text")
+        return self._render(value or "", doc, sample, "doc_to_text")
 
-    def target(self, doc: dict[str, Any], sample: str | None = None) -> Any:
+    def target(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN, choice_spec: Any = OWN) -> Any:
         """``doc_to_target`` as lm-eval reads it: a hook, a field, or a
-        template.  With ``doc_to_choice`` set, an integer target (or a
+        template (one rendering a Python list, ``[...]``, is that list of
+        targets).  With ``doc_to_choice`` set, an integer target (or a
         template that renders to digits) is the index of the right choice
-        and becomes that choice's text."""
-        value = self.cfg.get("doc_to_target")
+        and becomes that choice's text.  ``spec`` / ``choice_spec``: another
+        doc_to_target / doc_to_choice (a few-shot example's)."""
+        value = self.cfg.get("doc_to_target") if spec is OWN else spec
+        has_choices = (self.cfg.get("doc_to_choice") if choice_spec is OWN else choice_spec) is not None
         if value is None:
             return None
         if isinstance(value, dict):
             out = self.call_hook("doc_to_target", value["function"], doc)
         elif is_template(value):
-            out = render(value, doc, sample, "doc_to_target")
-            if out.strip().isdigit() and self.cfg.get("doc_to_choice") is not None:
+            out = self._render(value, doc, sample, "doc_to_target")
+            if out.strip().isdigit() and has_choices:
                 out = int(out.strip())
+            elif len(out) >= 2 and out[0] == "[" and out[-1] == "]":
+                try:
+                    out = ast.literal_eval(out)
+                except (SyntaxError, ValueError):
+                    pass
         else:
             out = lookup(doc, value, sample)
-        if isinstance(out, int) and not isinstance(out, bool) and self.cfg.get("doc_to_choice") is not None:
-            choices = self.choices(doc, sample) or []
+        if isinstance(out, int) and not isinstance(out, bool) and has_choices:
+            choices = self.choices(doc, sample, choice_spec) or []
             if not 0 <= out < len(choices):
                 raise SampleError(f"sample {sample}: doc_to_target index {out} is not one of the "
                                   f"{len(choices)} choices")
             out = choices[out]
         return out
 
-    def choices(self, doc: dict[str, Any], sample: str | None = None) -> list[str] | None:
+    def choices(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN) -> list[str] | None:
         """``doc_to_choice`` as lm-eval reads it: a list, a hook, a field
         holding the list, or a template rendering a Python list literal
-        (``"{{[option_a, option_b]}}"``)."""
-        value = self.cfg.get("doc_to_choice")
+        (``"{{[option_a, option_b]}}"``).  ``spec``: another doc_to_choice."""
+        value = self.cfg.get("doc_to_choice") if spec is OWN else spec
         if value is None:
             return None
         if isinstance(value, list):
             return [str(v) for v in value]
-        if isinstance(value, dict):
+        if isinstance(value, dict) and "function" in value:
             out = self.call_hook("doc_to_choice", value["function"], doc)
+        elif isinstance(value, dict):  # lm-eval: a mapping's values are the choices
+            out = list(value.values())
         elif is_template(value):
-            text = render(value, doc, sample, "doc_to_choice")
+            text = self._render(value, doc, sample, "doc_to_choice")
             try:
                 out = ast.literal_eval(text.strip())
             except (ValueError, SyntaxError):
@@ -194,39 +276,176 @@ class Task:
             raise SampleError(f"sample {sample}: doc_to_choice gave {type(out).__name__}, not a list")
         return [str(v) for v in out]
 
+    def gold(self, doc: dict[str, Any], choices: list[str], sample: str | None = None) -> int | list[int]:
+        """A multiple_choice doc's right choice as lm-eval reads it: the
+        target's index (an integer, or the position of its text among the
+        choices; -1 when it is none of them), or a list of them."""
+        value = self.cfg.get("doc_to_target")
+        if isinstance(value, dict):
+            raw = self.call_hook("doc_to_target", value["function"], doc)
+        elif is_template(value):
+            raw = self._render(value, doc, sample, "doc_to_target")
+            raw = int(raw.strip()) if raw.strip().isdigit() else raw
+        else:
+            raw = lookup(doc, value, sample) if value is not None else None
+
+        def index(one: Any) -> int:
+            if isinstance(one, int) and not isinstance(one, bool):
+                return one if 0 <= one < len(choices) else -1
+            return choices.index(str(one)) if str(one) in choices else -1
+
+        return [index(v) for v in raw] if isinstance(raw, list) else index(raw)
+
+    def _render(self, template: str, doc: dict[str, Any], sample: str | None, where: str) -> str:
+        """A template of the task; lmms-eval conventions drop its last
+        newline, as lmms-eval's Jinja environment does (lm-eval keeps it)."""
+        return render(template, doc, sample, where, trailing_newline=not self.lmms_conventions)
+
+    def description(self, doc: dict[str, Any], sample: str | None = None) -> str:
+        """lm-eval's ``description``: a field of the evaluated doc, or a
+        template over it; sent before the prompt (module prompt.py)."""
+        value = self.cfg.get("description")
+        if not value:
+            return ""
+        if is_field_name(value) and value in doc:
+            return str(doc[value])
+        return self._render(str(value), doc, sample, "description")
+
     def messages(self, doc: dict[str, Any], context: dict[str, Any]) -> Any:
-        """The ``doc_to_messages`` hook's messages for one sample."""
-        return self.call_hook("doc_to_messages", self.cfg.get("doc_to_messages")["function"], doc, context)
+        """The ``doc_to_messages`` hook's messages for one sample: avhb's
+        ``hook(doc, ctx)`` returning Messages, or lmms-eval's ``hook(doc)``
+        / ``hook(doc, lmms_eval_specific_kwargs=...)`` returning its chat
+        form (avhb.taskdef.lmms)."""
+        dotted = self.cfg.get("doc_to_messages")["function"]
+        fn = self.hook(dotted)
+        if not lmms.takes_kwargs(fn):
+            return self.call_hook("doc_to_messages", dotted, doc, context)
+        kwargs = self.lmms_kwargs
+        if kwargs is None or len(inspect.signature(fn).parameters) == 1:
+            out = self.call_hook("doc_to_messages", dotted, doc)
+        else:
+            out = self.call_hook("doc_to_messages", dotted, doc, lmms_eval_specific_kwargs=kwargs)
+        if isinstance(out, list) and all(isinstance(m, dict) for m in out):
+            return lmms.chat_messages(out, Path(context["root"]), str(context.get("sample", "")))
+        return out
+
+    @property
+    def lmms_kwargs(self) -> dict[str, Any] | None:
+        """``lmms_eval_specific_kwargs`` resolved for the run's model (avhb.taskdef.lmms)."""
+        return lmms.resolve_kwargs(self.cfg.get("lmms_eval_specific_kwargs"), self.model_name)
+
+    def visuals(self, doc: dict[str, Any], root: Path, sample: str | None = None) -> list[Any]:
+        """lmms-eval's ``doc_to_visual`` as message parts (avhb.taskdef.lmms)."""
+        value = self.cfg.get("doc_to_visual")
+        if value is None:
+            return []
+        if isinstance(value, dict):
+            fn = self.hook(value["function"])
+            kwargs = self.lmms_kwargs
+            args = (doc, kwargs) if kwargs is not None and lmms.takes_two(fn) else (doc,)
+            out = self.call_hook("doc_to_visual", value["function"], *args)
+        else:
+            out = [lookup(doc, str(value), sample)]
+        return lmms.visual_parts(out, root, str(sample))
 
     # -- scoring -----------------------------------------------------------
+    @property
+    def lmms_conventions(self) -> bool:
+        """Whether lmms-eval's conventions apply (the task uses a key only
+        lmms-eval has: ``doc_to_visual`` or ``lmms_eval_specific_kwargs``):
+        answers reach ``process_results`` stripped, as lmms-eval strips them."""
+        return self.cfg.get("doc_to_visual") is not None or self.cfg.get("lmms_eval_specific_kwargs") is not None
+
     def metrics(self) -> list[Metric]:
-        out = []
-        for entry in self.cfg.get("metric_list") or []:
-            options = entry_options(entry)
-            what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
-            if "function" in entry:
-                cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
-            elif entry["metric"] in self.registry.entries.get("metrics", {}) and entry["metric"] != FALLBACK_METRIC:
-                cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
-            else:
-                cls = None
-            if cls is None:
-                metric = self._fallback_metric(entry, options, what)
-            else:
-                check_requirements(what, getattr(cls, "requires", ()))
-                try:
-                    metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
-                except UserError as exc:  # e.g. an option the metric does not declare (Metric.accepts)
-                    raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
-                                    f"{exc}") from None
-                except Exception as exc:  # bad options: the metric's constructor refused them
-                    raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
-                                    f"{_describe(exc)}") from None
-            for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
-                if key in entry:
-                    setattr(metric, key, entry[key])
-            out.append(metric)
-        return out
+        """The task's metrics: each ``metric_list`` entry, or the task's
+        ``process_results`` hook reporting them; with lm-eval filter
+        pipelines, once per pipeline, reported as lm-eval names them
+        (``exact_match,strict-match``)."""
+        pipelines = self.filter_pipelines()
+        keys: list[str | None] = [name for name, _ in pipelines] if pipelines is not None else [None]
+        if self._has_hook("process_results"):
+            return [self._process_results(key) for key in keys]
+        entries = self.cfg.get("metric_list")
+        if entries is None:  # lm-eval's metrics for an output type, when a task names none
+            entries = [{"metric": m} for m in DEFAULT_METRICS.get(self.output_type, ())]
+        return [self._metric(entry, key) for key in keys for entry in entries]
+
+    @property
+    def output_type(self) -> str:
+        return str(self.cfg.get("output_type") or "generate_until")
+
+    def _metric(self, entry: dict[str, Any], filter_key: str | None) -> Metric:
+        options = entry_options(entry)
+        what = f"task {self.name!r}: metric {entry.get('metric') or entry.get('function')}"
+        if "function" in entry:
+            cls, name = self.hook(entry["function"]), entry["function"].rpartition(".")[2]
+        elif entry.get("hf_evaluate") is True:  # lm-eval: this name from Hugging Face evaluate, not the registry
+            cls = None
+        elif entry["metric"] in self.registry.entries.get("metrics", {}) and entry["metric"] != FALLBACK_METRIC:
+            cls, name = self.registry.load("metrics", entry["metric"]), entry["metric"].rpartition("/")[2]
+        else:
+            cls = None
+        if cls is None:
+            metric = self._fallback_metric(entry, options, what)
+        else:
+            check_requirements(what, getattr(cls, "requires", ()))
+            try:
+                metric = cls(name=entry.get("name") or name, **options)  # `name:` renames the reported metric
+            except UserError as exc:  # e.g. an option the metric does not declare (Metric.accepts)
+                raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
+                                f"{exc}") from None
+            except Exception as exc:  # bad options: the metric's constructor refused them
+                raise UserError(f"{self.cfg.file}: metric_list: {entry.get('metric') or entry.get('function')}: "
+                                f"{_describe(exc)}") from None
+        if filter_key is not None:
+            metric.name, metric.filter_key = f"{metric.name},{filter_key}", filter_key
+        for key in ("higher_is_better", "kind", "description"):  # the YAML says what the number is
+            if key in entry:
+                setattr(metric, key, entry[key])
+        if "aggregation" in entry and entry["aggregation"] != getattr(metric.aggregation, "name", "mean"):
+            if not takes_aggregation(type(metric)):
+                raise UserError(f"{what}: aggregation {entry['aggregation']!r} cannot apply: this metric computes "
+                                "its own aggregate")
+            chosen = self._aggregation(entry["aggregation"])
+            metric.aggregation = None if chosen.fn is None else chosen
+        return metric
+
+    def _aggregation(self, value: Any) -> Aggregation:
+        """A metric_list ``aggregation``: a name, or a hook over the values."""
+        if isinstance(value, dict):
+            return Aggregation(value["function"], self.hook(value["function"]))
+        try:
+            return Aggregation.named(str(value))
+        except UserError as exc:
+            raise UserError(f"{self.cfg.file}: metric_list: {exc}") from None
+
+    def _process_results(self, filter_key: str | None) -> Metric:
+        dotted = self.cfg.get("process_results")["function"]
+        reported = [Reported(str(e["metric"]), self._aggregation(e.get("aggregation", "mean")),
+                             e.get("higher_is_better", True)) for e in self.cfg.get("metric_list") or []]
+        if not reported:
+            raise UserError(f"{self.cfg.file}: process_results needs a metric_list naming the keys it returns")
+
+        def call(doc: dict[str, Any], results: list[Any]) -> Any:
+            return self.call_hook("process_results", dotted, doc, results)
+
+        return ProcessResults(call, self.results_of, reported, dotted, filter_key)
+
+    def results_of(self, record: SampleRecord) -> list[Any]:
+        """What lm-eval passes a task's ``process_results`` as ``results``:
+        ``[answer]`` for a generated one (the filtered one; stripped under
+        lmms-eval conventions), ``[(loglikelihood, is_greedy), ...]`` per
+        choice for multiple_choice (and per context-free choice after
+        them), ``[(loglikelihood, is_greedy)]`` for loglikelihood,
+        ``[loglikelihood]`` for loglikelihood_rolling."""
+        scored = record.outputs.get("loglikelihoods")
+        if isinstance(scored, list):
+            pairs = [(float(ll), bool(greedy)) for ll, greedy in scored]
+            return [ll for ll, _ in pairs] if self.output_type == "loglikelihood_rolling" else pairs
+        value = record.extracted if record.extracted is not None else record.response
+        if self.lmms_conventions:
+            value = value.strip() if isinstance(value, str) else "" if value is None else value
+        return [value]
 
     def _fallback_metric(self, entry: dict[str, Any], options: dict[str, Any], what: str) -> Metric:
         """A metric name avhb does not register (``rouge``), or one under
@@ -255,18 +474,53 @@ class Task:
         return metric
 
     def filters(self) -> list[Filter]:
+        """The avhb filter chain (``filter_list: [{filter: NAME, ...}]``);
+        empty for a task with lm-eval filter pipelines (see filter_pipelines)."""
+        if self.filter_pipelines() is not None:
+            return []
         out = []
         for entry in self.cfg.get("filter_list") or []:
             options = {k: v for k, v in entry.items() if k not in ("filter", "function")}
-            cls = self.hook(entry["function"]) if "function" in entry else self.registry.load("filters", entry["filter"])
-            try:
-                out.append(cls(**options))
-            except UserError:
-                raise
-            except Exception as exc:
-                raise UserError(f"{self.cfg.file}: filter_list: {entry.get('filter') or entry.get('function')}: "
-                                f"{_describe(exc)}") from None
+            out.append(self._filter(entry["function"] if "function" in entry else entry["filter"],
+                                    "function" in entry, options))
         return out
+
+    def filter_pipelines(self) -> list[tuple[str, list[Filter]]] | None:
+        """lm-eval's filter pipelines (``filter_list: [{name, filter:
+        [{function: NAME, ...}, ...]}]``) as (name, steps), or None when the
+        task's filter_list is avhb's chain (or absent).  A step's
+        ``function`` is a registered filter's name or a hook class; a
+        step option written ``!function`` is the hook itself (``custom``'s
+        ``filter_fn``)."""
+        entries = self.cfg.get("filter_list") or []
+        lm_eval = [isinstance(e, dict) and isinstance(e.get("filter"), list) for e in entries]
+        if not any(lm_eval):
+            return None
+        if not all(lm_eval):
+            raise UserError(f"{self.cfg.file}: filter_list mixes lm-eval pipelines ({{name, filter: [...]}}) with "
+                            "avhb filter steps ({filter: NAME}); use one form")
+        out = []
+        for entry in entries:
+            steps = []
+            for step in entry["filter"]:
+                function = step["function"]
+                options = {k: (self.hook(v["function"]) if isinstance(v, dict) and set(v) == {"function"} else v)
+                           for k, v in step.items() if k != "function"}
+                if isinstance(function, dict):
+                    steps.append(self._filter(function["function"], True, options))
+                else:
+                    steps.append(self._filter(function, False, options))
+            out.append((str(entry["name"]), steps))
+        return out
+
+    def _filter(self, name: str, hook: bool, options: dict[str, Any]) -> Filter:
+        cls = self.hook(name) if hook else self.registry.load("filters", name)
+        try:
+            return cls(**options)
+        except UserError:
+            raise
+        except Exception as exc:
+            raise UserError(f"{self.cfg.file}: filter_list: {name}: {_describe(exc)}") from None
 
     def judge_roles(self) -> dict[str, JudgeRole]:
         if self._roles is None:
@@ -276,7 +530,29 @@ class Task:
 
     @property
     def generation(self) -> dict[str, Any]:
-        return dict(self.cfg.get("generation_kwargs") or {})
+        """``generation_kwargs`` with lm-eval's defaults (see lm_generation),
+        and lmms-eval's ``model_specific_generation_kwargs`` for the run's
+        model (its entry, else ``default``) over them."""
+        out = lm_generation(self.cfg, self.lmms_conventions)[0]
+        per_model = self.cfg.get("model_specific_generation_kwargs")
+        if isinstance(per_model, dict):
+            out.update(per_model.get(self.model_name) or per_model.get("default") or {})
+        return out
+
+    @property
+    def fewshot(self) -> FewshotSettings:
+        return fewshot_settings(self.cfg, self.num_fewshot)
+
+    def with_num_fewshot(self, num: int | None) -> "Task":
+        """This task with ``--num_fewshot`` applied (lm-eval: except a task that sets 0)."""
+        self.num_fewshot = num
+        return self
+
+    def for_model(self, name: str | None) -> "Task":
+        """This task for a run of the backend kind ``name`` (lmms-eval's
+        per-model ``lmms_eval_specific_kwargs``)."""
+        self.model_name = name
+        return self
 
     @property
     def repeats(self) -> int:
@@ -297,6 +573,38 @@ class Task:
     @property
     def pack_dir(self) -> Path:
         return self.cfg.pack_dir
+
+
+MAX_TOKEN_KEYS = ("max_tokens", "max_gen_toks", "max_new_tokens", "max_completion_tokens")
+
+
+def lm_generation(cfg: TaskConfig, lmms: bool = False) -> tuple[dict[str, Any], list[str]]:
+    """A task's generation settings with lm-eval's defaults (Task.generation),
+    and the defaults it filled in (said at run time).  A ``generate_until``
+    task (the default output type) gets, for each setting it leaves out,
+    what lm-eval's API models send: ``temperature: 0``, ``max_gen_toks:
+    256`` and ``until: [fewshot_delimiter]`` (avhb's ``stop`` counts as an
+    ``until``); under lmms-eval conventions what lmms-eval's OpenAI model
+    sends: ``temperature: 0``, ``max_new_tokens: 1024`` and no stop
+    sequence.  A setting written ``null`` is left to the backend; ``until:
+    []`` is no stop sequence."""
+    given = cfg.get("generation_kwargs")
+    out: dict[str, Any] = dict(given or {})
+    added: list[str] = []
+    if cfg.get("output_type", "generate_until") == "generate_until":
+        if "temperature" not in out:
+            out["temperature"], _ = 0.0, added.append("temperature 0")
+        if not any(k in out for k in MAX_TOKEN_KEYS):
+            key, value = ("max_new_tokens", 1024) if lmms else ("max_gen_toks", 256)
+            out[key], _ = value, added.append(f"{key} {value}")
+        if "until" not in out and "stop" not in out and not lmms:
+            delimiter = cfg.get("fewshot_delimiter", "\n\n")
+            out["until"], _ = [delimiter], added.append(f"until [{delimiter!r}]")
+    if isinstance(out.get("temperature"), int) and not isinstance(out.get("temperature"), bool):
+        out["temperature"] = float(out["temperature"])
+    if out.get("until") == []:
+        out.pop("until")
+    return {k: v for k, v in out.items() if v is not None}, added
 
 
 def _describe(exc: BaseException) -> str:

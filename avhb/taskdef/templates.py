@@ -116,11 +116,15 @@ def _check_parsed(source: str) -> str | None:
     return None
 
 
-def render(template: str, doc: Mapping[str, Any], sample: str | None = None, where: str = "template") -> str:
+def render(template: str, doc: Mapping[str, Any], sample: str | None = None, where: str = "template",
+           trailing_newline: bool = True) -> str:
     """``template`` rendered over the sample's fields.  ``sample`` (its id)
     and ``where`` (the YAML key) name the failure: a field the sample lacks,
     a refused attribute or any error inside an expression is a
-    ``SampleError``."""
+    ``SampleError``.  ``trailing_newline=False``: the template's last
+    newline is dropped, as Jinja's default environment (lmms-eval's) does."""
+    if not trailing_newline and template.endswith("\n"):
+        template = template[:-2] if template.endswith("\r\n") else template[:-1]
     if not is_template(template):
         return template
     pieces = _plain_pieces(template)

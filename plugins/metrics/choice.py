@@ -55,9 +55,9 @@ never parsed (``ok`` False) is a judge failure, also unparsed.  Without a
 bound judge (``use_judge: false``) such replies are unparsed.  Unparsed
 replies score 0 and are counted.
 
-``exact_match(pred, gold)``: 1.0 iff the normalised strings are equal
-(strip, collapse whitespace, optionally lower-case and drop punctuation);
-a list of golds matches if any does; ``None`` never matches.
+``exact_match(pred, gold)``: lm-eval's definition: 1.0 iff the strings are
+equal after the asked removals (patterns, case, punctuation, digits; white
+space is kept); a list of golds matches if any does; ``None`` never matches.
 """
 from __future__ import annotations
 
@@ -322,6 +322,8 @@ def record_options(record: SampleRecord, options_field: str = "options", questio
 # ---------------------------------------------------------------- exact match
 
 def normalize_text(text: str, ignore_case: bool = True, ignore_punctuation: bool = False) -> str:
+    """White space collapsed, lower-cased, optionally punctuation removed
+    (the answer normalisation of ``pairs``' default correctness rule)."""
     out = " ".join(text.split())
     if ignore_case:
         out = out.lower()
@@ -331,32 +333,70 @@ def normalize_text(text: str, ignore_case: bool = True, ignore_punctuation: bool
     return out
 
 
-def exact_match(pred: Any, gold: Any, ignore_case: bool = True, ignore_punctuation: bool = False) -> float:
-    """1.0 iff ``pred`` equals ``gold`` (or any gold of a list) after
-    normalisation; None never matches."""
+def exact_match(pred: Any, gold: Any, ignore_case: bool = False, ignore_punctuation: bool = False,
+                regexes_to_ignore: list[str] | None = None, ignore_numbers: bool = False) -> float:
+    """lm-eval's ``exact_match``: 1.0 iff ``pred`` equals ``gold`` (or any
+    gold of a list) after, in this order, every pattern of
+    ``regexes_to_ignore`` is removed from both, both are lower-cased
+    (``ignore_case``), ASCII punctuation is removed (``ignore_punctuation``)
+    and digits are removed (``ignore_numbers``).  White space is kept: " Paris"
+    is not "Paris" unless a filter strips it.  None never matches."""
     if pred is None or gold is None:
         return 0.0
     golds = gold if isinstance(gold, (list, tuple)) else [gold]
-    p = normalize_text(str(pred), ignore_case, ignore_punctuation)
-    return float(any(p == normalize_text(str(g), ignore_case, ignore_punctuation) for g in golds if g is not None))
+
+    def norm(text: Any) -> str:
+        out = str(text)
+        for pattern in regexes_to_ignore or ():
+            out = re.sub(pattern, "", out)
+        if ignore_case:
+            out = out.lower()
+        if ignore_punctuation:
+            out = out.translate(str.maketrans("", "", string.punctuation))
+        if ignore_numbers:
+            out = out.translate(str.maketrans("", "", string.digits))
+        return out
+
+    p = norm(pred)
+    return float(any(p == norm(g) for g in golds if g is not None))
 
 
 # ---------------------------------------------------------------- metrics
 
 class ExactMatch(Metric):
-    """Options: ``ignore_case`` (True), ``ignore_punctuation`` (False).
-    Compares ``record.extracted`` (or the raw response when no filter ran)
-    with ``record.target``."""
+    """1 when the answer equals the target (lm-eval's exact_match), else 0.
+
+    Options (lm-eval's, with its defaults; see :func:`exact_match`): the
+    ones in ``accepts`` (defaults in ``option_defaults``).  Case-sensitive unless ``ignore_case:
+    true``.  Compares ``record.extracted`` (or the raw response when no
+    filter ran) with ``record.target``."""
 
     name = "exact_match"
-    description = "1 when the answer equals the target after normalisation (case, white space), else 0"
-    accepts = {"ignore_case": "compare without case (default true)",
-               "ignore_punctuation": "drop punctuation before comparing (default false)"}
+    description = "1 when the answer equals the target (lm-eval's exact_match: case-sensitive, white space kept, " \
+        "unless the options say otherwise), else 0"
+    accepts = {"ignore_case": "compare without case (default false, as lm-eval)",
+               "ignore_punctuation": "drop punctuation before comparing (default false)",
+               "regexes_to_ignore": "a list of regular expressions removed from both sides before comparing",
+               "ignore_numbers": "drop digits before comparing (default false)"}
+    option_defaults = {"ignore_case": False, "ignore_punctuation": False, "regexes_to_ignore": None,
+                       "ignore_numbers": False}
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)  # an option not in ``accepts`` is refused there
+        self.settings = {**self.option_defaults, **options}
+        ignore = self.settings["regexes_to_ignore"]
+        if ignore is not None and (not isinstance(ignore, list) or not all(isinstance(x, str) for x in ignore)):
+            raise ValueError("regexes_to_ignore must be a list of regular expressions")
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
+        if record.outputs.get("choices") and "loglikelihoods" in record.outputs:  # multiple_choice: lm-eval's is_greedy
+            from .loglik import choice_results
+
+            _, greedy, _, gold, _ = choice_results(record, self.name)
+            golds = gold if isinstance(gold, list) else [gold]
+            return {self.name: float(any(greedy[g] for g in golds))}
         pred = record.extracted if record.extracted is not None else record.response
-        return {self.name: exact_match(pred, record.target, self.options.get("ignore_case", True),
-                                       self.options.get("ignore_punctuation", False))}
+        return {self.name: exact_match(pred, record.target, **self.settings)}
 
 
 class ChoiceAccuracy(Metric):
@@ -414,6 +454,8 @@ class ChoiceAccuracy(Metric):
         if letter is None:
             record.meta["unparsed"] = True
         return {self.name: float(letter == gold)}
+
+    takes_aggregation = True  # its own value is Metric.aggregate's
 
     def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
         out = super().aggregate(records)

@@ -226,6 +226,6 @@ def test_baseline_identity_shapes(tmp_path):
 def test_every_builtin_backend_imports():
     from avhb.model.backend import Backend
 
-    assert set(BACKENDS) == {"local", "cascade", "random", "scripted", "openai", "azure", "litellm", "vllm"}
+    assert set(BACKENDS) == {"local", "cascade", "random", "scripted", "openai", "openai-completions", "azure", "litellm", "vllm"}
     for path in BACKENDS.values():
         assert issubclass(import_path(path), Backend)

@@ -226,3 +226,37 @@ def test_official_weights_in_the_hf_cache_are_preferred(tmp_path, monkeypatch):
     assert official.identity["args"]["weights"] == {"llm": "hf:ggml-org/gemma-3-270m-GGUF/gemma-3-270m-Q4_K_M.gguf",
                                                     "asr": "hf:Systran/faster-whisper-base"}
     assert official.identity != default.identity and official.describe()["weights"] == official.weights
+
+
+@pytest.mark.slow
+def test_lm_eval_loglikelihood_greedy_chain_and_rolling(lm):
+    """lm-eval's log-likelihood (Request.loglikelihood): a continuation the
+    model decodes greedily is greedy, another is not; the chain rule holds
+    across a split; rolling a short text is scoring it after the BOS token."""
+    context = "The capital of France is"
+    ctx = lm.tokenize(context, bos=True)  # lm-eval's hf model: the tokenizer's BOS first
+    top = int(np.argmax(lm._eval_prompt(ctx)))
+    piece = lm._piece(top)
+    assert lm.tokenize(context + piece, bos=True) == ctx + [top]  # the test's premise: no merge at the join
+    (ll_greedy, greedy), (ll_other, other) = lm.loglikelihood([(context, piece), (context, " a banana split")])
+    assert greedy is True and other is False and ll_greedy > ll_other
+    # chain rule over the pieces of one continuation
+    whole, _ = lm.loglikelihood([(context, " Paris and Lyon")])[0]
+    head, _ = lm.loglikelihood([(context, " Paris")])[0]
+    tail, _ = lm.loglikelihood([(context + " Paris", " and Lyon")])[0]
+    assert abs(whole - (head + tail)) < 0.05
+    # trailing white space of the context is scored with the continuation (lm-eval's split)
+    assert lm.loglikelihood([(context + " ", "Paris")])[0] == lm.loglikelihood([(context, " Paris")])[0]
+    rolled = lm.loglikelihood([("", "Paris is a city.")], rolling=True)[0]
+    empty_context = lm.loglikelihood([("", "Paris is a city.")])[0]
+    assert rolled == empty_context and rolled[0] < 0
+
+
+@pytest.mark.slow
+async def test_backend_answers_loglikelihood_requests(backend):
+    request = Request(messages=[Message("user", [TextPart("x")])],
+                      loglikelihood=[("The sky is", " blue"), ("The sky is", " made of cheese")])
+    resp = await backend.generate(request)
+    assert resp.error is None
+    (blue, _), (cheese, _) = resp.meta["loglikelihoods"]
+    assert blue > cheese

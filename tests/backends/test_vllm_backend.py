@@ -317,3 +317,65 @@ def test_limits_set_images_per_request_and_refuse_tasks_before_any_call(monkeypa
     # the preset's default frame budget (64) counts when the task names none
     with pytest.raises(UserError, match="64 frames x 256"):
         wide.check_media(MediaSpec.from_dict({"video": "{{v}}", "budget": "refuse"}), "t")
+
+
+async def test_loglikelihood_requests_share_the_batch_and_sum_prompt_logprobs(monkeypatch):
+    """lm-eval's log-likelihood through the engine's prompt log-probabilities
+    (a stand-in engine and tokenizer: one token per character, log-probs of
+    tests/servers/completions.py's model), batched with a generation."""
+    import asyncio
+
+    from tests.servers import completions as model
+
+    class Logprob:
+        def __init__(self, value):
+            self.logprob = value
+
+    class Scored:
+        def __init__(self, tokens):
+            self.prompt_token_ids, self.outputs = tokens, [_Completion("")]
+            self.prompt_logprobs = [None] + [
+                {tokens[i]: Logprob(model.logprob(tokens[:i], tokens[i])),
+                 model.greedy(tokens[:i]): Logprob(model.logprob(tokens[:i], model.greedy(tokens[:i])))}
+                for i in range(1, len(tokens))]
+
+    def generate(prompts, params):
+        return [Scored(p["prompt_token_ids"]) if isinstance(p, dict) and "prompt_token_ids" in p else _Result("gen")
+                for p in prompts]
+
+    mod = fake_vllm(monkeypatch, generate)
+
+    class CharTokenizer(_Tokenizer):
+        bos_token_id, eos_token_id = model.BOS, model.EOS
+
+        def __call__(self, text, add_special_tokens=False):
+            class Out:
+                input_ids = model.tokenize(text)
+            return Out()
+
+    monkeypatch.setattr(mod.LLM, "get_tokenizer", lambda self: CharTokenizer())
+    backend = VLLMBackend(BackendSpec("vllm", "/models/tiny", {"max_model_len": 64}))
+    ll = Request(messages=[Message("user", [TextPart("Q")])],
+                 loglikelihood=[("The sky is ", "blue"), ("The sky is ", "green"), ("", "aa aa")])
+    rolled = Request(messages=[Message("user", [TextPart("Q")])], loglikelihood=[("", "aa aa")], rolling=True)
+    text, scored, rolling = await asyncio.wait_for(asyncio.gather(backend.generate(_text("x")), backend.generate(ll),
+                                                                  backend.generate(rolled)), 5)
+    assert text.text == "gen" and len(mod.calls) == 1  # one engine call for the whole batch
+    prompts, params = mod.calls[0]
+    assert params[1] == {"max_tokens": 1, "temperature": 0.0, "prompt_logprobs": 1}
+
+    def expected(context, continuation):  # the context's trailing space is scored with the continuation
+        head = context.rstrip()
+        prefix = model.tokenize(head) if head else [model.BOS]
+        tokens = prefix + model.tokenize(context[len(head):] + continuation)
+        return (sum(model.logprob(tokens[:i], tokens[i]) for i in range(len(prefix), len(tokens))),
+                all(tokens[i] == model.greedy(tokens[:i]) for i in range(len(prefix), len(tokens))))
+
+    got = scored.meta["loglikelihoods"]
+    for (ctx, cont), (value, greedy) in zip(ll.loglikelihood, got):
+        want = expected(ctx, cont)
+        assert abs(value - want[0]) < 1e-9 and greedy == want[1]
+    assert prompts[1]["prompt_token_ids"] == model.tokenize("The sky is blue")
+    assert prompts[3]["prompt_token_ids"] == [model.BOS] + model.tokenize("aa aa")
+    assert abs(rolling.meta["loglikelihoods"][0][0] - expected("", "aa aa")[0]) < 1e-9
+    assert got[2][1] is False and expected("", "aa aa")[1] is False

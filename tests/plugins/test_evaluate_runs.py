@@ -60,6 +60,7 @@ def _env(root: Path, **extra: str) -> dict[str, str]:
 def test_evaluate_metrics_in_a_task_yaml_reach_results_json_offline(tmp_path):
     root = make_pack(tmp_path, """\
         - metric: exact_match
+          ignore_case: true
         - metric: evaluate/metrics/exact_match
           name: hf_exact_match
           ignore_case: true

@@ -99,14 +99,33 @@ def test_options_forms():
     assert inline_options("A cat sat.") == {}
 
 
-def test_exact_match():
-    assert exact_match("  Paris ", "paris") == 1.0
-    assert exact_match("Paris", "paris", ignore_case=False) == 0.0
-    assert exact_match("paris!", "Paris", ignore_punctuation=True) == 1.0
-    assert exact_match("paris!", "Paris") == 0.0
-    assert exact_match("Lyon", ["Paris", "lyon"]) == 1.0
-    assert exact_match(None, "x") == 0.0
+def test_exact_match_is_lm_evals():
+    """lm-eval's exact_match: case-sensitive by default, white space kept,
+    removals in lm-eval's order (patterns, case, punctuation, digits)."""
+    assert exact_match("Paris", "Paris") == 1.0
+    assert exact_match("Paris", "paris") == 0.0  # case-sensitive unless asked
+    assert exact_match("Paris", "paris", ignore_case=True) == 1.0
+    assert exact_match(" Paris", "Paris", ignore_case=True) == 0.0  # white space is kept (a filter strips it)
+    assert exact_match("paris!", "Paris", ignore_case=True, ignore_punctuation=True) == 1.0
+    assert exact_match("paris!", "Paris", ignore_case=True) == 0.0
+    assert exact_match("Lyon", ["Paris", "lyon"], ignore_case=True) == 1.0
+    assert exact_match("Lyon", ["Paris", "lyon"]) == 0.0
+    assert exact_match(None, "x") == 0.0 and exact_match("x", None) == 0.0
     assert exact_match("", "") == 1.0
+    assert exact_match(4, "4") == 1.0  # compared as text, as lm-eval casts the target to the answer's type
+    # regexes_to_ignore run first, on both sides, before case folding: "The " only goes when it is capitalised
+    assert exact_match("The answer: 42", "answer: 42", regexes_to_ignore=["The ", r"\.$"]) == 1.0
+    assert exact_match("the answer: 42.", "answer: 42", regexes_to_ignore=["The ", r"\.$"], ignore_case=True) == 0.0
+    assert exact_match("42 apples", "7 apples", ignore_numbers=True) == 1.0
+    # punctuation removal is ASCII only, as string.punctuation
+    assert exact_match("«yes»", "yes", ignore_punctuation=True) == 0.0
+
+
+def test_exact_match_metric_refuses_options_it_does_not_take():
+    with pytest.raises(ValueError, match=r"unknown option\(s\) ignore_spaces \(exact_match takes ignore_case, "):
+        ExactMatch(ignore_spaces=True)
+    with pytest.raises(ValueError, match="regexes_to_ignore must be a list"):
+        ExactMatch(regexes_to_ignore="x")
 
 
 async def test_resolve_choice_uses_judge_only_when_rules_fail():
@@ -184,7 +203,7 @@ async def test_choice_accuracy_targets_and_inline_options():
 
 
 async def test_exact_match_metric_uses_extracted():
-    m = ExactMatch(ignore_punctuation=True)
+    m = ExactMatch(ignore_punctuation=True, ignore_case=True)
     r = SampleRecord(id="1", doc={}, target="Violin", response="Final Answer: violin.", extracted="violin.")
     assert (await m.score(r, ScoreContext(None, "t")))["exact_match"] == 1.0
 
@@ -201,8 +220,12 @@ async def test_simple_filters():
     assert await Regex(pattern=r"\d+").apply("take 42 now", r, ctx) == "42"  # no group: whole match
     assert await Regex(pattern="ANSWER (x)", ignore_case=True).apply("answer x", r, ctx) == "x"
     assert await f.apply("nothing here", r, ctx) is None and r.meta["filter_misses"] == ["regex"]
-    with pytest.raises(ValueError):
-        Regex()
+    with pytest.raises(ValueError, match="group need 'pattern'"):
+        Regex(group=1)  # avhb's options without avhb's pattern
+    with pytest.raises(ValueError, match="not both"):
+        Regex(pattern="x", regex_pattern="y")
+    with pytest.raises(ValueError, match="unknown option"):
+        Regex(patern="x")
 
 
 async def test_final_answer_filter():

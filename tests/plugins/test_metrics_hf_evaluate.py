@@ -76,7 +76,7 @@ def test_compute_kwargs_keys_and_rename(modules):
 def test_exact_match_from_a_local_module_agrees_with_avhbs(modules):
     pairs = [("Paris", "paris"), ("Rome", "Rome"), ("lyon", "Lyon"), ("Oslo", "Bergen"), ("b", "B"), ("x", "x")]
     recs = records(pairs)
-    ours = ExactMatch()
+    ours = ExactMatch(ignore_case=True)
     for r in recs:
         r.scores.update(asyncio_run(ours.score(r, None)))
     avhb = mean_stderr([r.scores["exact_match"] for r in recs])
@@ -85,9 +85,11 @@ def test_exact_match_from_a_local_module_agrees_with_avhbs(modules):
     assert avhb.value == hf.value == 5 / 6 and hf.n == avhb.n == 6
     # a bootstrap stderr of a mean estimates the same thing as the sample stderr (here 0.167 vs ~0.15)
     assert abs(hf.stderr - avhb.stderr) < 0.25 * avhb.stderr
-    # without ignore_case (the Hub module's default) the case-only matches fail: 2 of 6
+    # without ignore_case (the Hub module's default, and avhb's as lm-eval's) the case-only matches fail: 2 of 6
     strict = EvaluateMetric(module="metrics/exact_match", base_dir=str(modules)).aggregate(recs)
-    assert strict["exact_match"].value == 2 / 6
+    ours_strict = ExactMatch()
+    assert strict["exact_match"].value == 2 / 6 == sum(asyncio_run(ours_strict.score(r, None))["exact_match"]
+                                                       for r in recs) / 6
 
 
 def asyncio_run(coro):
@@ -146,3 +148,12 @@ def test_bad_options_and_compute_failures_name_the_metric(modules):
     broken.write_text("import evaluate\nraise RuntimeError('boom at import')\n")
     with pytest.raises(UserError, match="could not be loaded.*boom at import"):
         EvaluateMetric(module=str(broken))
+
+
+def test_lm_evals_hf_evaluate_switch_takes_the_name_from_evaluate(modules):
+    """lm-eval's ``hf_evaluate: true``: the name is an evaluate module even
+    where avhb registers a metric of that name."""
+    (ours,), (theirs,) = (task_with([e], modules).metrics() for e in (
+        {"metric": "exact_match"}, {"metric": "metrics/exact_match", "hf_evaluate": True}))
+    assert type(ours) is ExactMatch
+    assert isinstance(theirs, EvaluateMetric) and theirs.compute_kwargs == {}

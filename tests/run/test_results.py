@@ -104,7 +104,7 @@ def test_groups_of_groups_aggregate_their_member_groups_when_asked():
     # subgroup s1 = tasks a, b; subgroup s2 = task c; top-level groups over s1, s2
     res = RunResults({"a": TaskResult({"acc": Aggregate(1.0, 0.0, 2)}), "b": TaskResult({"acc": Aggregate(0.0, 0.0, 2)}),
                       "c": TaskResult({"acc": Aggregate(1.0, 0.0, 4)})})
-    mean = [{"metric": "acc"}]
+    mean = [{"metric": "acc", "weight_by_size": False}]
     groups = {"s1": {"aggregate": mean}, "s2": {"aggregate": mean},
               "flat": {"aggregate": mean},
               "nested": {"aggregate": mean, "aggregate_over": "members"},
@@ -120,6 +120,24 @@ def test_groups_of_groups_aggregate_their_member_groups_when_asked():
     assert res.groups["nested"]["acc"].n == 8
     # pooled over the subgroups' units: (2*1 + 2*0 + 4*1) / 8
     assert res.groups["nested_sized"]["acc"].value == pytest.approx(6 / 8)
+
+
+def test_group_defaults_and_filter_lists_follow_lm_eval():
+    """lm-eval's group entries: weight_by_size defaults to true; filter_list
+    names the members' metric,filter numbers ("none": the plain metric),
+    and without one every filter the members report is combined."""
+    res = RunResults({"a": TaskResult({"em,strict": Aggregate(1.0, 0.0, 3), "em,loose": Aggregate(0.0, 0.0, 3)}),
+                      "b": TaskResult({"em,strict": Aggregate(0.0, 0.0, 1), "em,loose": Aggregate(1.0, 0.0, 1),
+                                       "acc": Aggregate(0.5, 0.1, 2)})})
+    groups = {"sized": {"aggregate": [{"metric": "em", "filter_list": "strict"}]},
+              "all": {"aggregate": [{"metric": "em", "weight_by_size": False}]},
+              "none": {"aggregate": [{"metric": "acc", "filter_list": ["none"]}]}}
+    members = {"sized": ["a", "b"], "all": ["a", "b"], "none": ["b"]}
+    res.aggregate_groups(groups, members.__getitem__)
+    assert res.groups["sized"] == {"em,strict": res.groups["sized"]["em,strict"]}
+    assert res.groups["sized"]["em,strict"].value == pytest.approx(3 / 4)  # pooled by size: (3 x 1 + 1 x 0) / 4
+    assert res.groups["all"]["em,strict"].value == pytest.approx(0.5) == res.groups["all"]["em,loose"].value
+    assert res.groups["none"]["acc"].value == pytest.approx(0.5)
 
 
 def test_multi_valued_breakdowns():

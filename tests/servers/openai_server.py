@@ -9,7 +9,11 @@ request stalls ~40 ms on the delayed-ACK timer).
         ...  # point a client at srv.base_url (".../v1")
         assert srv.count == 3
 
-Endpoints: ``POST /v1/chat/completions`` and ``GET /v1/models``; and Azure
+Endpoints: ``POST /v1/chat/completions``, ``GET /v1/models``, ``POST
+/v1/completions`` (text completions; with ``echo`` and ``logprobs``, a
+deterministic character-level language model: tests/servers/completions.py)
+and vLLM's tokenizer endpoints ``GET /tokenizer_info``, ``POST /tokenize``,
+``POST /detokenize`` at the server's root; and Azure
 OpenAI's shape, ``POST /openai/deployments/<deployment>/chat/completions
 ?api-version=...``, answered as Azure answers: 404 without ``api-version``,
 401 without an ``api-key`` (or ``Authorization``) header.
@@ -186,7 +190,12 @@ class _Handler(BaseHTTPRequestHandler):
     # -- endpoints ----------------------------------------------------------
     def do_GET(self) -> None:
         st = self.state
-        if self.path.rstrip("/").endswith("/models"):
+        if self.path.rstrip("/") == "/tokenizer_info":
+            from tests.servers.completions import TOKENIZER_INFO
+
+            self._record(Recorded(self.path, Headers(self.headers.items()), None, 200, "GET"))
+            self._send(200, json.dumps(TOKENIZER_INFO).encode())
+        elif self.path.rstrip("/").endswith("/models"):
             with st.lock:
                 st.model_count += 1
             data = {"object": "list", "data": [{"id": "fake", "object": "model", "created": 0, "owned_by": "test"}]}
@@ -211,7 +220,10 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send(401, b'{"error": {"code": "401", "message": "Access denied due to missing '
                                 b'subscription key."}}')
                 return
-        elif not url.path.rstrip("/").endswith("/chat/completions") or url.path.startswith("/openai/"):
+        elif url.path.rstrip("/") in ("/tokenize", "/detokenize"):
+            self._tokenizer(url.path.rstrip("/"), raw)
+            return
+        elif not url.path.rstrip("/").endswith("/completions") or url.path.startswith("/openai/"):
             self._send(404, b'{"error": {"message": "not found"}}')
             return
         try:
@@ -230,7 +242,8 @@ class _Handler(BaseHTTPRequestHandler):
                 fault = st.fault(index, body)
             if st.delay:
                 time.sleep(st.delay)
-            status, payload, headers = self._answer(index, body, fault)
+            status, payload, headers = self._answer(index, body, fault,
+                                                    text=not url.path.rstrip("/").endswith("/chat/completions"))
             # recorded before the reply leaves, so a client that has its
             # answer always finds its request in the log
             self._record(Recorded(self.path, Headers(self.headers.items()), body, status, query=query,
@@ -243,8 +256,21 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(status, payload, headers)
 
-    def _answer(self, index: int, body: dict, fault: Fault | None) -> tuple[int, bytes, dict[str, str]]:
-        """(status, body, extra headers) for one completion request."""
+    def _tokenizer(self, path: str, raw: bytes) -> None:
+        from tests.servers.completions import detokenize, tokenize
+
+        body = json.loads(raw) if raw else {}
+        self._record(Recorded(path, Headers(self.headers.items()), body, 200))
+        if path == "/tokenize":
+            tokens = tokenize(str(body.get("prompt", "")))
+            self._send(200, json.dumps({"tokens": tokens, "count": len(tokens), "max_model_len": 4096}).encode())
+        else:
+            self._send(200, json.dumps({"prompt": detokenize(list(body.get("tokens") or []))}).encode())
+
+    def _answer(self, index: int, body: dict, fault: Fault | None,
+                text: bool = False) -> tuple[int, bytes, dict[str, str]]:
+        """(status, body, extra headers) for one completion request
+        (``text``: a text completion, /v1/completions)."""
         if fault is not None:
             if fault.sleep:
                 time.sleep(fault.sleep)
@@ -262,6 +288,10 @@ class _Handler(BaseHTTPRequestHandler):
         out = self.state.reply(body)
         if isinstance(out, dict):
             return 200, json.dumps(out).encode(), {}
+        if text:
+            from tests.servers.completions import completion
+
+            return 200, json.dumps(completion(body, str(out))).encode(), {}
         text = str(out)
         prompt_tokens = len(json.dumps(body.get("messages", ""))) // 4
         completion_tokens = max(1, len(text.split()))
@@ -372,7 +402,8 @@ class ScriptedServer:
             return list(self.state.requests)
 
     def completions(self) -> list[Recorded]:
-        return [r for r in self.requests if r.method == "POST"]
+        """The completion requests (chat or text; not the tokenizer's)."""
+        return [r for r in self.requests if r.method == "POST" and not r.path.rstrip("/").endswith("tokenize")]
 
     def reset_counters(self) -> None:
         with self.state.lock:

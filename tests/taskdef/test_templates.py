@@ -64,7 +64,9 @@ def test_lm_eval_mmlu_task_file_validates_and_renders_lm_evals_prompt(tmp_path):
     assert task.choices(MMLU_DOC, "q1") == ["A", "B", "C", "D"]
     assert task.target(MMLU_DOC, "q1") == "C"  # the index 2 names the third choice, as in lm-eval
     request = build_request(task, MMLU_DOC, tmp_path, "q1", MediaSpec())
-    assert request.messages[-1].parts[-1].text == expected and request.choices == ["A", "B", "C", "D"]
+    # multiple_choice: lm-eval's log-likelihood requests, " " + each choice after the plain-text prompt
+    assert request.messages[-1].parts[-1].text == expected
+    assert request.loglikelihood == [(expected, f" {c}") for c in "ABCD"] and request.prompt == expected
     proc = run_cli("validate", str(path))
     assert proc.returncode == 0 and "1 files, 0 with errors" in proc.stdout, proc.stdout + proc.stderr
 
@@ -144,7 +146,7 @@ def test_validate_reports_every_error_of_a_file(tmp_path):
     path = write(tmp_path, "t.yaml", '''
         task: t
         doc_to_txt: "{{q}}"
-        fewshot_split: dev
+        gen_prefix: "Answer:"
         doc_to_text: "{{ q.__dict__ }}"
         metric_list:
           - metric: exact_macth
@@ -157,7 +159,7 @@ def test_validate_reports_every_error_of_a_file(tmp_path):
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
     assert f"{path}:2: doc_to_txt: unknown key 'doc_to_txt'" in out
-    assert f"{path}:3: fewshot_split: unknown key 'fewshot_split' (an lm-eval key avhb does not use: few-shot" in out
+    assert f"{path}:3: gen_prefix: unknown key 'gen_prefix' (an lm-eval key avhb does not use: an assistant-turn" in out
     assert f"{path}:4: doc_to_text: template reaches attribute '__dict__'" in out
     assert "metric_list.0.metric: unknown metric 'exact_macth'; did you mean exact_match?" in out
     assert "filter_list.0.filter: unknown filter 'stripp'; did you mean strip?" in out

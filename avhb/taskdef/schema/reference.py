@@ -20,7 +20,8 @@ def _type(spec: dict[str, Any], defs: dict[str, Any]) -> str:
         return {"hook": "hook (`!function module.name`)", "template_or_hook": "template or hook",
                 "names": "string or list of strings", "judge_spec": "backend spec or list (a panel)",
                 "media": "mapping (media keys)", "metric": "mapping (metric entry)",
-                "filter": "mapping (filter entry)", "judge_role": "mapping (judge role keys)"}.get(name, name)
+                "filter": "mapping (filter entry)",
+                "filter_step": "mapping (pipeline step)", "judge_role": "mapping (judge role keys)"}.get(name, name)
     if "enum" in spec:
         return " \\| ".join(f"`{v}`" for v in spec["enum"])
     if "oneOf" in spec:
@@ -54,13 +55,18 @@ def reference() -> str:
            "Any other key is an error (`avhb validate` names file, line and key). "
            "Templates are Jinja2 in a sandbox (see docs/plugins.md).", ""]
     out += _table("Top-level keys", props, defs)
+    out += _table("`fewshot_config` keys", props["fewshot_config"]["properties"], defs, "fewshot_config.")
     out += _table("`media` keys", defs["media"]["properties"], defs, "media.")
     out += _table("`media.chunks` keys", defs["media"]["properties"]["chunks"]["properties"], defs, "media.chunks.")
     out += _table("Judge role keys (`judges: {ROLE: {...}}`)", defs["judge_role"]["properties"], defs,
                   "judges.ROLE.")
     out += _table("`metric_list` entries", defs["metric"]["properties"], defs, "metric_list[].")
     out.append("Other keys of a `metric_list` entry are the metric's options.\n")
-    out += _table("`filter_list` entries", defs["filter"]["properties"], defs, "filter_list[].")
+    avhb_step, pipeline = defs["filter"]["oneOf"]
+    out += _table("`filter_list` entries: avhb's steps", avhb_step["properties"], defs, "filter_list[].")
+    out += _table("`filter_list` entries: lm-eval's pipelines", pipeline["properties"], defs, "filter_list[].")
+    out += _table("lm-eval pipeline steps", defs["filter_step"]["properties"], defs, "filter_list[].filter[].")
+    out.append("Other keys of a step are the filter's options.\n")
     out += _table("`aggregate_metric_list` entries (groups)", props["aggregate_metric_list"]["items"]["properties"],
                   defs, "aggregate_metric_list[].")
     out += _table("`prepare` keys", props["prepare"]["properties"], defs, "prepare.")
