@@ -52,19 +52,21 @@ def inputs_fingerprint(run_dir: Path, max_samples_per_task: int | None) -> str:
     return h.hexdigest()
 
 
-_NOT_SHOWN = ("updated",)  # run.json keys the report never shows (stamped at every write)
+# run.json keys the report never shows: ``updated`` is stamped at every write and
+# ``invocations`` grows by one line per command, a finished rerun included.
+_NOT_SHOWN = ("updated", "invocations")
 
 
 def _without_stamp(raw: bytes) -> bytes:
     """run.json's bytes for the fingerprint: the keys the report never shows
-    left out (a rerun stamps ``updated``), the rest in its written order."""
+    left out, the rest with sorted keys (a rerun may write them in another order)."""
     try:
         info = json.loads(raw)
     except ValueError:
         return raw
     if not isinstance(info, dict):
         return raw
-    return json.dumps({k: v for k, v in info.items() if k not in _NOT_SHOWN}, sort_keys=False).encode()
+    return json.dumps({k: v for k, v in info.items() if k not in _NOT_SHOWN}, sort_keys=True).encode()
 
 
 def current_fingerprint(report: Path) -> str | None:
