@@ -253,3 +253,158 @@ async def test_a_failed_open_sample_first_does_not_hide_the_others():
     got = await _score([metrics.open_score("open")], rows, judges)
     assert (got["open"].value, got["open"].n) == (pytest.approx(0.75), 2)
     assert (got["open_judge_failures"].value, got["open_judge_failures"].n) == (0, 2)
+
+
+# ---------------------------------------------------------------- scoring.py: the pure functions
+
+import dataclasses  # noqa: E402
+import random  # noqa: E402
+
+from avhb.errors import SampleError  # noqa: E402
+from avhb.tasks.vidpair_halluc import scoring  # noqa: E402
+from avhb.tasks.vidpair_halluc.scoring import BinaryItem, McqItem  # noqa: E402
+
+
+def _items(sample, rows, level="video"):
+    """rows: (group, file, gold, reply)."""
+    return [BinaryItem(sample, g, f, gold, reply, level) for g, f, gold, reply in rows]
+
+
+def test_items_are_values():
+    item = BinaryItem("s", "binary_qa_pos", "v_0.mp4", "yes", "Yes")
+    mcq = McqItem("p", "s", "v_0.mp4", "video", "A", "A", True)
+    for obj, field in ((item, "reply"), (mcq, "pred")):
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(obj, field, "changed")
+
+
+def test_the_upstream_clip_skip_rule_needs_two_valid_replies():
+    two = _items("m", [("binary_qa_0", "m_0.mp4", "yes", "yes"), ("binary_qa_0", "m_1.mp4", "no", "no"),
+                       ("binary_qa_1", "m_0.mp4", "no", "Maybe"), ("binary_qa_1", "m_1.mp4", "yes", "inference failed")],
+                 level="spatial")
+    t = scoring.tally_sample(two, mode="upstream")
+    assert (t.skipped, t.vp_total, t.vp_right) == (0, 1, 1)
+    one = [dataclasses.replace(it, reply="Maybe") if it.reply == "no" else it for it in two]
+    assert scoring.tally_sample(one, mode="upstream").skipped == 1
+
+
+def test_a_clip_sample_with_one_group_is_skipped():
+    rows = _items("m", [("binary_qa_0", "m_0.mp4", "yes", "yes"), ("binary_qa_0", "m_1.mp4", "no", "no")],
+                  level="spatial")
+    assert scoring.tally_sample(rows).skipped == 1 and scoring.tally_sample(rows, mode="upstream").skipped == 0
+    two = rows + _items("m", [("binary_qa_1", "m_0.mp4", "no", "no")], level="spatial")
+    assert scoring.tally_sample(two).skipped == 0
+
+
+def test_only_upstream_temporal_samples_skip_the_gold_file_check():
+    one_file = _items("t", [("binary_qa_pos", "T_x_0.mp4", "yes", "yes"), ("binary_qa_neg", "T_x_0.mp4", "no", "no")],
+                      level="temporal")
+    assert scoring.tally_sample(one_file).skipped == 1  # avhb: two gold files needed at every level
+    assert scoring.tally_sample(one_file, mode="upstream").skipped == 0
+    single = one_file[:1]  # a sample of one row: skipped (fewer than two replies), never an error
+    assert scoring.tally_sample(single, mode="upstream").skipped == 1
+
+
+def test_a_group_whose_rows_all_failed_is_no_unit():
+    rows = _items("s", [("binary_qa_pos", "v_0.mp4", "yes", "yes"), ("binary_qa_pos", "v_1.mp4", "no", "no"),
+                        ("binary_qa_neg", "v_0.mp4", "no", None), ("binary_qa_neg", "v_1.mp4", "yes", None)])
+    t = scoring.tally_sample(rows, unknown="wrong")
+    assert (t.vp_total, t.vp_right, t.qp_total, t.missing) == (1, 1, 0, 2)
+
+
+def test_three_groups_and_three_files_are_units_of_their_own():
+    # groups 0 and 1 right on every file, group 2 wrong on file 2; files 0 and 1 right, file 2 wrong
+    rows = [(f"binary_qa_{g}", f"m_{f}.mp4", "yes", "yes" if (g, f) != (2, 2) else "no")
+            for g in range(3) for f in range(3)]
+    t = scoring.tally_sample(_items("m", rows, level="spatial"))
+    assert (t.vp_total, t.vp_right, t.qp_total, t.qp_right) == (3, 2, 3, 2)
+
+
+def test_a_file_asked_one_question_is_no_question_pair():
+    rows = _items("s", [("binary_qa_pos", "v_0.mp4", "yes", "yes"), ("binary_qa_pos", "v_1.mp4", "no", "no"),
+                        ("binary_qa_neg", "v_1.mp4", "yes", "yes")])
+    for unknown in ("exclude", "wrong"):
+        t = scoring.tally_sample(rows, unknown=unknown)
+        assert (t.qp_total, t.qp_right) == (1, 1), unknown  # file 1 only, though file 0 comes first
+
+
+def _reference_se(values, statistic, iters=1000, seed=1234):
+    """A bootstrap written out: resample with replacement, the sample std of the statistic."""
+    rng = random.Random(seed)
+    stats = [s for s in (statistic(rng.choices(values, k=len(values))) for _ in range(iters)) if s is not None]
+    m = sum(stats) / len(stats)
+    return (sum((s - m) ** 2 for s in stats) / (len(stats) - 1)) ** 0.5
+
+
+def test_the_binary_stderr_resamples_whole_samples():
+    ts = [scoring.BinaryTally(vp_right=r, vp_total=2, qp_right=q, qp_total=2, total_qa=4, model_yes=y, gt_yes_all=2,
+                              fp=fp) for r, q, y, fp in ((2, 2, 2, 0), (1, 1, 3, 1), (0, 1, 1, 0), (2, 1, 2, 0))]
+    wacc = lambda sub: sum(t.vp_right + t.qp_right for t in sub) / sum(t.vp_total + t.qp_total for t in sub)
+    got = scoring.binary_stat(ts, "wAcc")
+    assert got.value == pytest.approx(10 / 16) and got.stderr == pytest.approx(_reference_se(ts, wacc))
+    assert scoring.binary_stat(ts, "wAcc", iters=999).stderr != got.stderr
+    ydiff = lambda sub: (sum(t.model_yes for t in sub) - sum(t.gt_yes_all for t in sub)) / sum(t.total_qa for t in sub)
+    assert scoring.binary_stat(ts, "yes_diff").stderr == pytest.approx(_reference_se(ts, ydiff))
+
+
+def _mcq_items(rows):
+    """rows: (pair, sample, file, level, gold, pred)."""
+    return [McqItem(p, s, f, lvl, g, pred, True) for p, s, f, lvl, g, pred in rows]
+
+
+def test_the_mcq_stderr_resamples_pairs():
+    ts = [scoring.McqTally(rows=2, right=r, pairs=1, pairs_right=int(r == 2)) for r in (2, 1, 0, 2, 1)]
+    acc = lambda sub: sum(t.right for t in sub) / sum(t.rows for t in sub)
+    got = scoring.mcq_stat(ts, "acc")
+    assert got.value == pytest.approx(0.6) and got.stderr == pytest.approx(_reference_se(ts, acc))
+    assert scoring.mcq_stat(ts, "acc", iters=999).stderr != got.stderr
+    assert scoring.mcq_stat([scoring.McqTally()], "acc").stderr is None
+
+
+def test_the_open_stderr_resamples_pairs():
+    units = {"p1": [1.0, 0.5], "p2": [0.0, None], "p3": [None], "p4": [1.0, 1.0]}
+    groups = [[1.0, 0.5], [0.0], [1.0, 1.0]]
+    mean = lambda gs: sum(sum(g) for g in gs) / sum(len(g) for g in gs)
+    got = scoring.clustered_mean(units)
+    assert (got.value, got.n) == (pytest.approx(3.5 / 5), 5)
+    assert got.stderr == pytest.approx(_reference_se(groups, mean))
+    assert scoring.clustered_mean(units, iters=999).stderr != got.stderr
+    assert scoring.clustered_mean({"p": [None]}).stderr is None
+
+
+def test_a_gold_naming_no_option_says_which_exist():
+    with pytest.raises(SampleError, match=r"names no option \(no options found\)"):
+        scoring.gold_key("purple", {})
+    with pytest.raises(SampleError, match=r"names no option \(A, B\)"):
+        scoring.gold_key("purple", {"A": "red", "B": "blue"})
+
+
+def test_upstreams_video_level_pairing_by_file_name_prefix():
+    paired = scoring._video_level_paired
+    assert paired(["color_0001_0.mp4", "color_0001_1.mp4"])
+    assert not paired(["a_b_0.mp4", "a_c_1.mp4"])  # the prefix is all but the last part
+    assert not paired(["clip_0.mp4", "clip_1.mp4"])  # names of two parts have no prefix upstream
+    assert not paired(["a_b_z.avi", "a_b_x_0.mp4", "a_b_y_1.mp4"])  # only mp4 names give prefixes
+    assert not paired(["x_y_0.mp4"])
+
+
+def test_upstream_mcq_tallies():
+    rows = _mcq_items([("p", "s", "c_01_0.mp4", "video", "B", "B"), ("p", "s", "c_01_1.mp4", "video", "A. red", "A")])
+    [t] = scoring.tally_mcq(rows, mode="upstream")
+    assert (t.rows, t.right, t.pairs, t.pairs_right, t.skipped) == (2, 2, 1, 1, 0)
+    wrong_first = _mcq_items([("p", "s", "c_01_0.mp4", "video", "B", "C"), ("p", "s", "c_01_1.mp4", "video", "A", "A")])
+    [t] = scoring.tally_mcq(wrong_first, mode="upstream")
+    assert (t.right, t.pairs, t.pairs_right) == (1, 1, 0)
+    spatial = _mcq_items([("p", "m", "m_0.mp4", "spatial", "c a b", "CAB")])
+    [t] = scoring.tally_mcq(spatial, mode="upstream")
+    assert (t.rows, t.right, t.skipped) == (1, 1, 0)
+
+
+def test_mcq_units_are_samples_upstream_and_pairs_otherwise():
+    rows = _mcq_items([("p1", "s1", "c_01_0.mp4", "video", "A", "A"), ("p1", "s2", "c_01_1.mp4", "video", "B", "B"),
+                       ("p2", "s1", "c_01_2.mp4", "video", "A", "A")])
+    avhb = scoring.tally_mcq(rows)
+    assert [(t.rows, t.pairs) for t in avhb] == [(2, 1), (1, 0)]
+    up = scoring.tally_mcq(rows, mode="upstream")
+    assert [(t.rows, t.pairs) for t in up] == [(2, 1), (0, 0)]  # s1: _0 and _2 pair upstream; s2 alone: skipped
+    assert [t.skipped for t in up] == [0, 1]
