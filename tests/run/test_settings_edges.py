@@ -191,3 +191,28 @@ def test_previous_keeps_the_results_samples_report_and_run_json(tmp_path, monkey
 def test_previous_of_a_folder_with_no_results_yet(tmp_path):
     kept = tmp_path / keep_previous(tmp_path, {"x": 1})
     assert sorted(p.name for p in kept.iterdir()) == ["run.json", "samples"]
+
+
+def _long(n: int) -> str:
+    return ("m" * n)[:n]
+
+
+def test_long_values_are_cut_at_their_kinds_width():
+    """Identities keep 400 characters, task lists 120, other values 160:
+    the one line stays readable however long a spec is."""
+    ident = lambda name: {"kind": "k", "name": name}
+    cut = lambda text, width: text if len(text) <= width else text[:width - 1] + "…"
+    for n in (397, 398, 399):  # "k:" + name: 399, 400 and 401 characters
+        [d] = compare(_run(model={"identity": ident(_long(n))}), _run(model={"identity": ident(_long(n) + "x")})).items
+        assert (d.old, d.new) == (cut("k:" + _long(n), 400), cut("k:" + _long(n) + "x", 400)), n
+        panels = lambda name: _run(judge_panels={"scorer": [ident(name)]})
+        [d] = compare(panels(_long(n)), panels(_long(n) + "x")).items
+        assert (d.old, d.new) == (cut("k:" + _long(n), 400), cut("k:" + _long(n) + "x", 400)), n
+    for n in (119, 120, 121):  # a task list of that many characters
+        name = _long(n - 4)
+        old = _run(tasks={name: {"hash": "h"}, "zz": {"hash": "h"}})
+        new = _run(tasks={"zz": {"hash": "h"}})
+        [d] = compare(old, new).items
+        assert d.old == cut(f"{name}, zz", 120) and d.new == "zz"
+        [d] = compare(new, _run(tasks={"zz": {"hash": "h"}, name: {"hash": "h"}}), grow=False).items
+        assert d.new == cut(f"{name}, zz", 120) and len(f"{name}, zz") == n
