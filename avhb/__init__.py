@@ -24,7 +24,7 @@ _EXPORTS = {
     "Backend": "avhb.model.backend", "BackendSpec": "avhb.model.backend", "Capabilities": "avhb.model.backend",
     "Request": "avhb.model.messages", "Response": "avhb.model.messages", "Message": "avhb.model.messages",
     "TextPart": "avhb.model.messages", "ImagePart": "avhb.model.messages", "VideoPart": "avhb.model.messages",
-    "AudioPart": "avhb.model.messages", "Caller": "avhb.model.caller", "Call": "avhb.model.caller",
+    "AudioPart": "avhb.model.messages", "Caller": "avhb.call.caller", "Call": "avhb.call.caller",
     # scoring
     "Metric": "avhb.score.metric", "Filter": "avhb.score.metric", "SampleRecord": "avhb.score.metric",
     "ScoreContext": "avhb.score.metric", "Aggregate": "avhb.score.aggregate", "mean_stderr": "avhb.score.aggregate",

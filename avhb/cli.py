@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         for folder in getattr(args, "include_path", None) or []:
-            from avhb.taskdef.include import add_include_path
+            from avhb.taskdef.include_path import add_include_path
 
             add_include_path(folder)
         code = COMMANDS[args.command](args, argv)
@@ -343,8 +343,8 @@ def _cmd_run(args, argv) -> int:
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
     from avhb.run.options import check_gen_kwargs, parse_ablations, parse_error_budget
-    from avhb.run.executor import parse_executor
-    from avhb.run.shard import Shard
+    from avhb.cluster.executor import parse_executor
+    from avhb.cluster.shard import Shard
 
     if not args.tasks:
         raise UserError("--tasks is required (comma-separated tasks, groups or tags; `avhb list tasks` names them)")
@@ -586,7 +586,7 @@ def _cmd_validate(args, argv) -> int:
     from avhb.taskdef.config import ConfigErrors
     from avhb.taskdef.index import build_index, known_names
 
-    from avhb.taskdef.metric_check import task_problems
+    from avhb.score.metric_check import task_problems
 
     registry = get_registry()
     if not args.paths:
@@ -638,7 +638,7 @@ def _cmd_score(args, argv) -> int:
     results = evaluate(options)
     _print_results(results, Path(args.run_dir))
     if args.pool:
-        from avhb.score.pooling import pool_runs
+        from avhb.report.pooling import pool_runs
 
         pooled = pool_runs([Path(args.run_dir), *map(Path, args.pool)])
         for task, cells in pooled["results"].items():
@@ -674,7 +674,7 @@ def _cmd_report(args, argv) -> int:
 
 
 def _cmd_merge(args, argv) -> int:
-    from avhb.run.merge import merge
+    from avhb.cluster.merge import merge
     from avhb.run.options import parse_error_budget, read_manifest
 
     results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
@@ -698,7 +698,7 @@ def _cmd_export(args, argv) -> int:
 
 
 def _cmd_prepare(args, argv) -> int:
-    from avhb.data.prepare import prepare_tasks
+    from avhb.run.prepare import prepare_tasks
 
     return prepare_tasks([t.strip() for t in args.tasks.split(",") if t.strip()], args.data_dir)
 

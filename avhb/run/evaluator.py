@@ -23,9 +23,9 @@ from typing import Any
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
-from avhb.model.caller import Caller, NotInJournal, SpendLimit
+from avhb.call.caller import Caller, NotInJournal, SpendLimit
 from avhb.registry import get_registry
-from avhb.run.executor import backend_factory
+from avhb.cluster.executor import backend_factory
 from avhb.run.finished import file_stamp, fingerprint, inputs, why_not
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
@@ -38,11 +38,11 @@ from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.settings import CALLS, HOW, SCORING, SELECTION, compare, invocation, keep_previous, refusal
 from avhb.run.scoring import score, summarize
-from avhb.run.shard import select as select_shard
+from avhb.cluster.shard import select as select_shard
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.index import TaskIndex, build_index, load_task
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 
 class NotInRunJournal(UserError):
@@ -404,7 +404,7 @@ class Evaluator:
         they replace in ``previous/``, record this invocation."""
         from datetime import datetime, timezone
 
-        from avhb.model.caller import KEY_SCHEME
+        from avhb.call.caller import KEY_SCHEME
 
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         root = self.folder.root

@@ -120,7 +120,7 @@ def inputs(task: Any, source: Any, plan: Any, options: Any, model: dict[str, Any
     they cannot be taken (a data folder too large to list, media allowed
     outside the data folder)."""
     from avhb import __version__
-    from avhb.model.caller import KEY_SCHEME
+    from avhb.call.caller import KEY_SCHEME
     from avhb.run.manifest import task_hash
 
     if task.cfg.get("allow_outside_root", False):

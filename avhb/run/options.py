@@ -30,8 +30,8 @@ class RunOptions:
     score_only: bool = False  # `avhb score`: no model calls, every answer replayed from the journal
     command: list[str] = field(default_factory=list)
     write_report: bool = True
-    shard: Any = None  # avhb.run.shard.Shard: this process runs one slice of every task (--shard I/N)
-    executor: Any = None  # avhb.run.executor.ExecutorSpec: where backends run (--executor; None: in this process)
+    shard: Any = None  # avhb.cluster.shard.Shard: this process runs one slice of every task (--shard I/N)
+    executor: Any = None  # avhb.cluster.executor.ExecutorSpec: where backends run (--executor; None: in this process)
     replay_judges: bool = False  # every judge answer from the journal too (`avhb merge`): no call at all
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
@@ -130,10 +130,10 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
     from avhb.model.backend import parse_backend_spec
     from avhb.score.judges import parse_judge_bindings
 
-    from avhb.run.shard import Shard
+    from avhb.cluster.shard import Shard
 
     run = read_manifest(run_dir)
-    from avhb.taskdef.include import add_include_path
+    from avhb.taskdef.include_path import add_include_path
 
     for folder in run.get("include_paths") or []:  # the run's --include_path folders, again
         add_include_path(folder)

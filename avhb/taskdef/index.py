@@ -223,7 +223,7 @@ def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
             print(f"avhb: warning: task package {package!r} not found", file=sys.stderr)
             continue
         roots.append((namespace, package, Path(folder)))
-    from avhb.taskdef.include import include_roots
+    from avhb.taskdef.include_path import include_roots
 
     return roots + include_roots()
 

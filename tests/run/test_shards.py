@@ -26,7 +26,7 @@ import pytest
 
 from avhb.cli import main
 from avhb.errors import UserError
-from avhb.run.shard import Shard, select, shard_of
+from avhb.cluster.shard import Shard, select, shard_of
 from avhb.score.metric import Metric, SampleRecord
 from tests.tasks.test_vidpair_e2e import BINARY, JUDGE, MCQ, OPEN
 
@@ -302,7 +302,7 @@ class _Holder:
 
 
 def test_merge_holds_the_locks_and_refuses_folders_in_use(tmp_path, testpack, capsys, monkeypatch):
-    from avhb.run import merge as merge_module
+    from avhb.cluster import merge as merge_module
     from avhb.run.lock import RunFolderLocked, RunLock, holder
 
     flags = ["--tasks", "testpack/qa_all", "--model", "testpack/echo", "--sample-data", "--no-report"]
@@ -358,7 +358,7 @@ def test_merged_journal_keeps_a_retried_calls_last_line(tmp_path):
     """A call that failed and was retried on resume has two lines under one
     key; the shard reads the last one, and so must the merged run."""
     from avhb.run.journal import Journal
-    from avhb.run.merge import merge_journals
+    from avhb.cluster.merge import merge_journals
 
     shard = tmp_path / "shard-0"
     (shard / "journal").mkdir(parents=True)

@@ -212,7 +212,7 @@ def test_validate_command_reports_each_bad_file(pack, capsys):
 def test_two_include_paths_that_would_share_a_hook_package_are_refused(tmp_path):
     """``my-tasks`` and ``my_tasks`` are two names but one hook package:
     the second folder's hooks would silently replace the first's."""
-    from avhb.taskdef import include
+    from avhb.taskdef import include_path as include
 
     first, second = tmp_path / "a" / "my-tasks", tmp_path / "b" / "my_tasks"
     for folder in (first, second):
@@ -299,7 +299,7 @@ def test_declared_options_pass_validate_and_build(pack, capsys):
 
 def test_the_run_refuses_an_unknown_metric_option_naming_file_metric_and_options(pack):
     from avhb.registry import get_registry
-    from avhb.taskdef.task import Task
+    from avhb.run.task import Task
 
     path = write(pack, "t.yaml", 'task: t\ndoc_to_text: "{{q}}"\nmetric_list:\n  - {metric: exact_match, ignroe_case: 1}\n')
     cfg = resolve_file(path, pack.parent, "mypack", "")[0][0]

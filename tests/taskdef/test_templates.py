@@ -13,7 +13,7 @@ from avhb.errors import SampleError
 from avhb.media.spec import MediaSpec
 from avhb.taskdef.config import ConfigErrors, KnownNames, resolve_file
 from avhb.taskdef.requests import build_request
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 from avhb.taskdef.templates import check_template, render
 
 from tests.conftest import run_cli

@@ -1,6 +1,6 @@
 """Where a run's backends run: ``--executor local`` (default: in this
 process) or ``--executor ray[:ADDRESS][,workers=N]`` (a Ray cluster; see
-:mod:`avhb.run.ray_pool`).
+:mod:`avhb.cluster.ray_pool`).
 
 The executor only changes where each backend's calls happen.  The run
 folder, the journal, the request keys and the samples stay on the process
@@ -22,7 +22,7 @@ KINDS = ("local", "ray")
 class ExecutorSpec:
     kind: str = "local"
     address: str | None = None  # ray: "auto", "HOST:PORT", "ray://HOST:10001"; None: RAY_ADDRESS or a new local cluster
-    workers: int | None = None  # ray: actors per backend (default: see avhb.run.ray_pool)
+    workers: int | None = None  # ray: actors per backend (default: see avhb.cluster.ray_pool)
 
     @property
     def label(self) -> str:
@@ -58,7 +58,7 @@ def backend_factory(executor: ExecutorSpec | None) -> Callable[[BackendSpec], Ba
     from avhb.requirements import check_requirements
 
     check_requirements(f"--executor {executor.label}", (("ray", "ray"),))
-    from avhb.run.ray_pool import RayPool, connect
+    from avhb.cluster.ray_pool import RayPool, connect
 
     cluster = connect(executor)
 

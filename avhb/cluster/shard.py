@@ -19,7 +19,7 @@ of them, so its videos are decoded and cached on one machine.  The slice is
 taken after ``--limit`` and ``--samples``, which every shard applies alike.
 
 Each shard writes its own run folder (its own lock, journal and results);
-``avhb merge`` (:mod:`avhb.run.merge`) combines them.
+``avhb merge`` (:mod:`avhb.cluster.merge`) combines them.
 """
 from __future__ import annotations
 

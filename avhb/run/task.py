@@ -21,7 +21,7 @@ from avhb.score.metric import Filter, Metric
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
-from avhb.taskdef.metric_check import entry_options
+from avhb.score.metric_check import entry_options
 from avhb.taskdef.templates import is_field_name, is_template, lookup, render
 
 

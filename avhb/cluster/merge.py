@@ -55,7 +55,7 @@ from avhb.run.folder import RunFolder, samples_path, write_json_atomic
 from avhb.run.lock import RunFolderLocked, RunLock
 from avhb.run.options import read_manifest
 from avhb.run.settings import HOW, Difference, compare
-from avhb.run.shard import Shard
+from avhb.cluster.shard import Shard
 
 
 def _describe(shard: Shard | None, folder: Path) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from avhb.errors import UserError
 from avhb.registry import get_registry
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 from avhb.taskdef.index import build_index, load_task
 
 
