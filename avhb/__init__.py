@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from avhb.version import __version__
 
 _EXPORTS = {
     # errors

@@ -205,7 +205,7 @@ def _seeds(text: str) -> tuple[int | None, ...]:
 
 
 def _version() -> str:
-    from avhb import __version__
+    from avhb.version import __version__
 
     return f"avhb {__version__} (python {sys.version.split()[0]})"
 
