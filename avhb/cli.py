@@ -336,7 +336,8 @@ def _plugin_command(argv: list[str]) -> int:
 
 
 def _cmd_run(args, argv) -> int:
-    from avhb.run.lmeval_flags import Publishing, lm_eval_notes, seed_globals
+    from avhb.report.publish import Publishing
+    from avhb.run.lmeval_flags import lm_eval_notes, seed_globals
     from avhb.model.backend import parse_backend_spec, parse_kv
     from avhb.data.sources import parse_data_flags
     from avhb.run.evaluator import evaluate
