@@ -34,7 +34,7 @@ _EXPORTS = {
     "MediaSpec": "avhb.media.spec",
     # runs
     "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "RunOptions": "avhb.run.options",
-    "evaluate": "avhb.run.evaluator", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
+    "evaluate": "avhb.api", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

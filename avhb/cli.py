@@ -340,7 +340,7 @@ def _cmd_run(args, argv) -> int:
     from avhb.run.lmeval_flags import lm_eval_notes, seed_globals
     from avhb.model.backend import parse_backend_spec, parse_kv
     from avhb.data.sources import parse_data_flags
-    from avhb.run.evaluator import evaluate
+    from avhb.api import evaluate
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
     from avhb.run.options import check_gen_kwargs, parse_ablations, parse_error_budget
@@ -631,7 +631,7 @@ def _cmd_validate(args, argv) -> int:
 
 
 def _cmd_score(args, argv) -> int:
-    from avhb.run.evaluator import evaluate
+    from avhb.api import evaluate
     from avhb.run.options import options_from_run
 
     options = options_from_run(Path(args.run_dir), judge_args=args.judge)
@@ -676,10 +676,11 @@ def _cmd_report(args, argv) -> int:
 
 def _cmd_merge(args, argv) -> int:
     from avhb.cluster.merge import merge
+    from avhb.report.html import write_report
     from avhb.run.options import parse_error_budget, read_manifest
 
     results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
-                    write_report=not args.no_report, max_errors=args.max_errors)
+                    report=None if args.no_report else write_report, max_errors=args.max_errors)
     _print_results(results, Path(args.out))
     print(f"\nmerged run folder: {args.out}", file=sys.stderr)
     flag = read_manifest(Path(args.out))["max_errors"]  # the shards' budget, applied to the merged counts

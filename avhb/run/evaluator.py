@@ -8,6 +8,11 @@
 ``avhb score`` is the same run with a replaying model caller: every model
 answer comes from the journal, and no backend is built for the model.
 
+The report is not drawn here (run/ never imports report/): ``report``, a
+function of the run folder (the CLI and :func:`avhb.evaluate` pass
+:func:`avhb.report.html.write_report`), is called once results.json is
+written, under the lock.
+
 The run holds its folder's lock throughout (:mod:`avhb.run.lock`).  When a
 backend's circuit breaker opens (the model's or a judge's), the task in
 progress finishes with its remaining samples recorded as not attempted,
@@ -16,10 +21,9 @@ its results are written, later tasks are not started, and the run raises
 """
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
@@ -57,8 +61,10 @@ class NotInRunJournal(UserError):
 
 
 class Evaluator:
-    def __init__(self, options: RunOptions, index: TaskIndex | None = None):
+    def __init__(self, options: RunOptions, index: TaskIndex | None = None,
+                 report: Callable[[Path], object] | None = None):
         self.o = options
+        self.report = report  # writes report.html from the run folder (None: no report)
         self.registry = get_registry()
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
@@ -519,12 +525,10 @@ class Evaluator:
         self.folder.write_results(self.results.to_json())
 
     def _write_report(self) -> None:
-        try:
-            from avhb.report.html import write_report
-        except ImportError:
+        if self.report is None:
             return
         try:
-            write_report(self.folder.root)
+            self.report(self.folder.root)
         except Exception as exc:  # a report bug must not lose a finished run
             print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)
 
@@ -542,6 +546,3 @@ def _spelling_hint(name: str, known: set[str], tasks: list[Task]) -> str:
     close = same or hub or difflib.get_close_matches(name, sorted(known), n=3)
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
-
-def evaluate(options: RunOptions) -> dict[str, Any]:
-    return asyncio.run(Evaluator(options).run())

@@ -1,0 +1,23 @@
+"""The Python API's entry point to a run, at the top of the layers (it
+joins run/ and report/, which run/ never imports)::
+
+    from avhb import RunOptions, evaluate
+
+    results = evaluate(RunOptions(tasks=["vidpair_binary"], model=spec, output_dir=Path("runs/x")))
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from avhb.report.html import write_report
+from avhb.run.evaluator import Evaluator
+from avhb.run.options import RunOptions
+
+
+def evaluate(options: RunOptions) -> dict[str, Any]:
+    """A run as ``avhb run`` makes it: the run folder, and its report.html
+    unless ``options.write_report`` is off.  Returns results.json's content;
+    a run stopped early (an open circuit breaker, a spending limit) raises
+    ``RunStopped`` with the results it wrote."""
+    return asyncio.run(Evaluator(options, report=write_report).run())
