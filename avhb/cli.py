@@ -632,9 +632,10 @@ def _cmd_validate(args, argv) -> int:
 
 def _cmd_score(args, argv) -> int:
     from avhb.api import evaluate
+    from avhb.cluster.shard import Shard
     from avhb.run.options import options_from_run
 
-    options = options_from_run(Path(args.run_dir), judge_args=args.judge)
+    options = options_from_run(Path(args.run_dir), judge_args=args.judge, shard_from_json=Shard.from_json)
     options.write_report = not args.no_report
     results = evaluate(options)
     _print_results(results, Path(args.run_dir))

@@ -28,6 +28,22 @@ class ExecutorSpec:
     def label(self) -> str:
         return self.kind + (f":{self.address}" if self.address else "")
 
+    def backend_factory(self) -> Callable[[BackendSpec], Backend]:
+        """What builds each backend of the run (the model's and every judge's)."""
+        if self.kind == "local":
+            return create_backend
+        from avhb.requirements import check_requirements
+
+        check_requirements(f"--executor {self.label}", (("ray", "ray"),))
+        from avhb.cluster.ray_pool import RayPool, connect
+
+        cluster = connect(self)
+
+        def make(spec: BackendSpec) -> Any:
+            return RayPool(spec, cluster)
+
+        return make
+
 
 def parse_executor(text: str | None) -> ExecutorSpec | None:
     """``local``, ``ray``, ``ray:127.0.0.1:6379``, ``ray:auto,workers=4``."""
@@ -50,19 +66,3 @@ def parse_executor(text: str | None) -> ExecutorSpec | None:
         return None
     return ExecutorSpec(kind, address.strip() or None, workers)
 
-
-def backend_factory(executor: ExecutorSpec | None) -> Callable[[BackendSpec], Backend]:
-    """What builds each backend of the run (the model's and every judge's)."""
-    if executor is None or executor.kind == "local":
-        return create_backend
-    from avhb.requirements import check_requirements
-
-    check_requirements(f"--executor {executor.label}", (("ray", "ray"),))
-    from avhb.cluster.ray_pool import RayPool, connect
-
-    cluster = connect(executor)
-
-    def make(spec: BackendSpec) -> Any:
-        return RayPool(spec, cluster)
-
-    return make

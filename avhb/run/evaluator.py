@@ -27,9 +27,9 @@ from typing import Any, Callable
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
+from avhb.model.backend import create_backend
 from avhb.call.caller import Caller, NotInJournal, SpendLimit
 from avhb.registry import get_registry
-from avhb.cluster.executor import backend_factory
 from avhb.run.finished import file_stamp, fingerprint, inputs, why_not
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
@@ -42,7 +42,6 @@ from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.settings import CALLS, HOW, SCORING, SELECTION, compare, invocation, keep_previous, refusal
 from avhb.run.scoring import score, summarize
-from avhb.cluster.shard import select as select_shard
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.index import TaskIndex, build_index, load_task
@@ -96,7 +95,7 @@ class Evaluator:
         tasks = [t for t in tasks if t.name in records]
         notes = list(self.o.notes) + absent_note + samples_notes(self.o.samples, self._matched)
         recorded = self.folder.read_json("run.json") or {}
-        make_backend = backend_factory(self.o.executor)
+        make_backend = create_backend if self.o.executor is None else self.o.executor.backend_factory()
         backend = None if self.o.score_only else make_backend(self.o.model)
         if backend is not None:
             notes += self._backend_notes(backend, tasks, plans, sources, records)
@@ -392,7 +391,7 @@ class Evaluator:
                     record.error = str(exc)
                 records.append(record)
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
-            records = select_shard(records, task.metrics(), self.o.shard, task.name)
+            records = self.o.shard.select(records, task.metrics(), task.name)
         return records
 
     def _judge_identities(self, task: Task, judges: Judges) -> dict[str, list[Any]]:

@@ -3,11 +3,38 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from avhb.errors import UserError
 from avhb.media.materialize import ABLATIONS
 from avhb.model.backend import BackendSpec
+
+if TYPE_CHECKING:
+    from avhb.model.backend import Backend
+    from avhb.score.metric import Metric, SampleRecord
+
+
+class SampleSlice(Protocol):
+    """The slice of every task's samples this process runs (``--shard I/N``:
+    :class:`avhb.cluster.shard.Shard`, which cluster/ builds; run/ only
+    asks it)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def to_json(self) -> dict[str, int]: ...
+
+    def select(self, records: list[SampleRecord], metrics: Iterable[Metric], task: str = "") -> list[SampleRecord]: ...
+
+
+class Executor(Protocol):
+    """Where the run's backends run (``--executor``:
+    :class:`avhb.cluster.executor.ExecutorSpec`; None: in this process)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def backend_factory(self) -> Callable[[BackendSpec], Backend]: ...
 
 
 @dataclass
@@ -30,8 +57,8 @@ class RunOptions:
     score_only: bool = False  # `avhb score`: no model calls, every answer replayed from the journal
     command: list[str] = field(default_factory=list)
     write_report: bool = True
-    shard: Any = None  # avhb.cluster.shard.Shard: this process runs one slice of every task (--shard I/N)
-    executor: Any = None  # avhb.cluster.executor.ExecutorSpec: where backends run (--executor; None: in this process)
+    shard: SampleSlice | None = None  # this process runs one slice of every task (--shard I/N)
+    executor: Executor | None = None  # where backends run (--executor; None: in this process)
     replay_judges: bool = False  # every judge answer from the journal too (`avhb merge`): no call at all
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
@@ -123,14 +150,17 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return run
 
 
-def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_only: bool = True) -> RunOptions:
+def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_only: bool = True,
+                     shard_from_json: Callable[[Any], SampleSlice | None] | None = None) -> RunOptions:
     """The options a finished run was made with, as its run.json records
     them (``judge_args`` replaces its ``--judge`` flags when given): what
-    ``avhb score`` and pack commands (CURVE's diagnosis) run under."""
+    ``avhb score`` and pack commands (CURVE's diagnosis) run under.
+    ``shard_from_json`` reads the recorded ``--shard`` back
+    (:meth:`avhb.cluster.shard.Shard.from_json`, given by ``avhb score``);
+    without it the options have none, and a run into a shard's folder is
+    refused (:func:`avhb.run.manifest.build_manifest`)."""
     from avhb.model.backend import parse_backend_spec
     from avhb.score.judges import parse_judge_bindings
-
-    from avhb.cluster.shard import Shard
 
     run = read_manifest(run_dir)
     from avhb.taskdef.include_path import add_include_path
@@ -146,7 +176,7 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
         score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
-        shard=Shard.from_json(run.get("shard")), system_instruction=run.get("system_instruction"),
+        shard=shard_from_json(run.get("shard")) if shard_from_json else None, system_instruction=run.get("system_instruction"),
         seeds=tuple(run["seeds"]) if isinstance(run.get("seeds"), list) else None,
         max_errors=str(run.get("max_errors") or "5%"))
 
