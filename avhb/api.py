@@ -13,11 +13,15 @@ from typing import Any
 from avhb.report.html import write_report
 from avhb.run.evaluator import Evaluator
 from avhb.run.options import RunOptions
+from avhb.taskdef.include_path import add_include_path
 
 
 def evaluate(options: RunOptions) -> dict[str, Any]:
-    """A run as ``avhb run`` makes it: the run folder, and its report.html
-    unless ``options.write_report`` is off.  Returns results.json's content;
-    a run stopped early (an open circuit breaker, a spending limit) raises
-    ``RunStopped`` with the results it wrote."""
+    """A run as ``avhb run`` makes it: the tasks of ``options.include_paths``
+    found as ``--include_path`` finds them, the run folder, and its
+    report.html unless ``options.write_report`` is off.  Returns
+    results.json's content; a run stopped early (an open circuit breaker, a
+    spending limit) raises ``RunStopped`` with the results it wrote."""
+    for folder in options.include_paths:
+        add_include_path(folder)
     return asyncio.run(Evaluator(options, report=write_report).run())

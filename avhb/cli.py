@@ -371,7 +371,7 @@ def _cmd_run(args, argv) -> int:
         judges=parse_judge_bindings(args.judge), judge_args=list(args.judge), data=parse_data_flags(args.data), sample_data=args.sample_data,
         limit=args.limit, samples=_sample_ids(args.samples), seed=1234 if seeds[2] is None else seeds[2],
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
-        media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
+        media=parse_kv(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
         shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
@@ -409,21 +409,6 @@ def _over_budget(results: dict, budget: float, flag: str) -> str | None:
                     for name, cell in judges.items() if isinstance(cell, dict))
     return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}){named}; "
             "they are excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
-
-
-def _media_overrides(text: str | None) -> dict:
-    from avhb.model.backend import parse_kv
-
-    overrides = parse_kv(text)
-    if overrides:
-        from avhb.media import MediaSpec
-
-        MediaSpec.from_dict(overrides, where="--media")  # validates keys and types
-        if "frames" in overrides:
-            overrides.setdefault("fps", None)
-        if "fps" in overrides and overrides["fps"] is not None:
-            overrides.setdefault("frames", None)
-    return overrides
 
 
 def _default_run_name(tasks: str, model: str) -> str:

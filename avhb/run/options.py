@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from avhb.errors import UserError
 from avhb.media.materialize import ABLATIONS
+from avhb.media.spec import media_overrides, merged_media
 from avhb.model.backend import BackendSpec
 
 if TYPE_CHECKING:
@@ -70,6 +71,11 @@ class RunOptions:
     write_out: bool = False  # --write_out: print each task's first prompt before the first call
     max_cost: float | None = None  # --max-cost USD: refuse above the estimate, stop once spent
     max_errors: str = "5%"  # --max-errors as given (run.json: what `avhb merge` applies to the merged counts)
+
+    def __post_init__(self) -> None:
+        # --media as it lies over every task's block (frames replaces fps, fps frames), checked now and
+        # recorded in that form: the CLI, the Python API and run.json read back all hold the same
+        self.media = media_overrides(self.media)
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
@@ -185,8 +191,6 @@ def media_plan(task: Any, options: RunOptions):
     """The task's media settings (its YAML block merged with ``--media``),
     parsed once; request building and materialisation both read it."""
     from avhb.media.materialize import MediaPlan
-    from avhb.media.spec import MediaSpec
 
-    merged = {**(task.cfg.get("media") or {}), **options.media}
-    spec = MediaSpec.from_dict(merged, where=f"task {task.name}: media")
+    spec = merged_media(task.cfg.get("media"), options.media, where=f"task {task.name}: media")
     return MediaPlan(spec, tuple(options.ablations), task.name, language=None if "{" in (spec.asr_language or "") else spec.asr_language)
