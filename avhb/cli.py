@@ -569,8 +569,8 @@ def _cmd_validate(args, argv) -> int:
     """Every error of every file (schema, templates, hooks read by AST,
     metric and filter names), one line each."""
     from avhb.registry import get_registry
-    from avhb.taskdef.config import ConfigErrors
     from avhb.taskdef.index import build_index, known_names
+    from avhb.taskdef.yaml_file import ConfigErrors
 
     from avhb.score.metric_check import task_problems
 
@@ -587,7 +587,8 @@ def _cmd_validate(args, argv) -> int:
             print(err)
         print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(errors_all)} errors")
         return 1 if errors_all else 0
-    from avhb.taskdef.config import load_with_includes, resolve_file
+    from avhb.taskdef.config import resolve_file
+    from avhb.taskdef.yaml_include import load_with_includes
 
     known = known_names(registry)
     files: list[Path] = []

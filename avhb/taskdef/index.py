@@ -275,7 +275,7 @@ _COLUMNS = ("rels", "mtimes", "sizes", "folders", "deps", "depsets", "file_depse
 def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
     registry = registry or get_registry()
     stats = FileStats()
-    sources: list = []  # the one config.Sources of this build, made at the first file to read (warm: none)
+    sources: list = []  # the one filestats.Sources of this build, made at the first file to read (warm: none)
     parts = []
     refreshed: list[str] = []
     for namespace, package, root in _roots(registry):
@@ -291,7 +291,7 @@ def build_index(registry: Registry | None = None, use_cache: bool = True) -> Tas
 
 def known_names(registry: Registry):
     """The registered metric and filter names a task file may name."""
-    from avhb.taskdef.config import KnownNames
+    from avhb.taskdef.task_checks import KnownNames
 
     return KnownNames(frozenset(registry.entries.get("metrics", {})), frozenset(registry.entries.get("filters", {})))
 
@@ -434,7 +434,9 @@ def _resolve(path: str, root: Path, package: str, namespace: str, stats: FileSta
              registry: Registry):
     """Resolve one file: (the bases and hook modules it consulted, its task
     columns, its groups, its errors)."""
-    from avhb.taskdef.config import ConfigErrors, Sources, resolve_file
+    from avhb.taskdef.config import resolve_file
+    from avhb.taskdef.filestats import Sources
+    from avhb.taskdef.yaml_file import ConfigErrors
 
     if not sources:
         sources.append(Sources(stats=stats))
@@ -527,7 +529,7 @@ def _first_definitions(names: list[str], fids: list[int], entries: list[dict], p
 
 def _file_error(messages: list[str]) -> str:
     """A broken file's one-line error: its first problem, with a count of the others."""
-    from avhb.taskdef.config import ConfigErrors
+    from avhb.taskdef.yaml_file import ConfigErrors
 
     return str(ConfigErrors(messages))
 

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from avhb.errors import UserError
-from avhb.taskdef.config import expand_family, load_with_includes, read_yaml, resolve_file
+from avhb.taskdef.config import resolve_file
+from avhb.taskdef.yaml_file import read_yaml
+from avhb.taskdef.yaml_include import expand_family, load_with_includes
 
 
 def write(folder: Path, name: str, text: str) -> Path:
