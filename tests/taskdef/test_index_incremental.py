@@ -424,3 +424,32 @@ def test_a_task_defined_twice_keeps_its_first_definition_and_names_both_files(te
     with pytest.raises(UserError, match="'testpack/qa_easy' is defined twice"):
         index.resolve(["testpack/qa_easy"])
     assert build_index().tasks["testpack/qa_easy"] == kept  # the same from the cached part
+
+
+def test_the_index_cache_is_keyed_on_every_module_the_index_runs():
+    """Editing a module whose verdicts the cached index holds re-validates:
+    every taskdef module the index imports, directly or through another
+    (imports inside functions too), is one of the files it is keyed on."""
+    import ast
+    import os
+
+    from avhb.taskdef import index
+
+    here = Path(index.__file__).parent
+    listed = {os.path.relpath(f, here) for f in index._VALIDATOR_FILES}
+
+    def imported(name: str) -> set[str]:
+        out = set()
+        for node in ast.walk(ast.parse((here / name).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("avhb.taskdef"):
+                sub = node.module.removeprefix("avhb.taskdef").lstrip(".")
+                out |= {sub.replace(".", "/") + ".py"} if sub else {a.name + ".py" for a in node.names}
+        return {f for f in out if (here / f).is_file()}
+
+    seen, todo = set(), ["index.py"]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += imported(name)
+    assert sorted(seen - listed) == [] and "schema/task.schema.json" in listed
