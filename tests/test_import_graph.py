@@ -21,20 +21,28 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(name: str, path: Path) -> set[str]:
+def _import_statements(name: str, path: Path):
+    """(module, names) of every import statement of module ``name``
+    (relative ones resolved); ``names`` is None for ``import x.y``."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
+            for a in node.names:
+                yield a.name, None
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            found.add(module)
-            found.update(f"{module}.{a.name}" for a in node.names)
+            yield module, [a.name for a in node.names]
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    found: set[str] = set()
+    for module, names in _import_statements(name, path):
+        found.add(module)
+        found.update(f"{module}.{n}" for n in names or ())
     return found
 
 
@@ -69,18 +77,10 @@ def _part(module: str) -> str:
 def _targets(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """The core modules ``name`` imports (``from avhb import hookspecs`` is
     the module avhb.hookspecs, not the package)."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            module = node.module or ""
-            if node.level:
-                base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                module = ".".join(base + ([node.module] if node.module else []))
-            subs = {f"{module}.{a.name}" for a in node.names} & set(modules)
-            found.update(subs if len(subs) == len(node.names) else subs | {module})
+    for module, names in _import_statements(name, path):
+        subs = {f"{module}.{n}" for n in names or ()} & set(modules)
+        found.update(subs if names and len(subs) == len(names) else subs | {module})
     return {m for m in found if m in modules}
 
 
