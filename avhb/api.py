@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from avhb.report.html import write_report
 from avhb.run.evaluator import Evaluator
 from avhb.run.options import RunOptions
 from avhb.taskdef.include_path import add_include_path
@@ -24,4 +23,7 @@ def evaluate(options: RunOptions) -> dict[str, Any]:
     spending limit) raises ``RunStopped`` with the results it wrote."""
     for folder in options.include_paths:
         add_include_path(folder)
-    return asyncio.run(Evaluator(options, report=write_report).run())
+    report = None
+    if options.write_report:  # the report's modules load only for a run that writes one
+        from avhb.report.html import write_report as report
+    return asyncio.run(Evaluator(options, report=report).run())

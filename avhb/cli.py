@@ -663,11 +663,13 @@ def _cmd_report(args, argv) -> int:
 
 def _cmd_merge(args, argv) -> int:
     from avhb.cluster.merge import merge
-    from avhb.report.html import write_report
     from avhb.run.options import parse_error_budget, read_manifest
 
+    report = None
+    if not args.no_report:
+        from avhb.report.html import write_report as report
     results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
-                    report=None if args.no_report else write_report, max_errors=args.max_errors)
+                    report=report, max_errors=args.max_errors)
     _print_results(results, Path(args.out))
     print(f"\nmerged run folder: {args.out}", file=sys.stderr)
     flag = read_manifest(Path(args.out))["max_errors"]  # the shards' budget, applied to the merged counts
