@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__version__ = "0.1.0"
+from avhb.version import __version__
 
 # public name -> "module" (the same name there) or "module:attr" (another name there)
 _EXPORTS = {
@@ -36,12 +36,12 @@ _EXPORTS = {
     "Prices": "avhb.model.prices", "FREE": "avhb.model.prices",
     "Request": "avhb.model.messages", "Response": "avhb.model.messages", "Message": "avhb.model.messages",
     "TextPart": "avhb.model.messages", "ImagePart": "avhb.model.messages", "VideoPart": "avhb.model.messages",
-    "AudioPart": "avhb.model.messages", "Caller": "avhb.model.caller", "Call": "avhb.model.caller",
+    "AudioPart": "avhb.model.messages", "prompt_text": "avhb.model.messages", "Caller": "avhb.call.caller", "Call": "avhb.call.caller",
     # scoring
     "Metric": "avhb.score.metric", "Filter": "avhb.score.metric", "SampleRecord": "avhb.score.metric",
     "ScoreContext": "avhb.score.metric", "HEADLINE": "avhb.score.metric", "DIAGNOSTIC": "avhb.score.metric",
     "COUNT": "avhb.score.metric", "Aggregate": "avhb.score.aggregate", "mean_stderr": "avhb.score.aggregate",
-    "bootstrap_stderr": "avhb.score.aggregate",
+    "bootstrap_stderr": "avhb.score.aggregate", "Aggregation": "avhb.score.aggregations",
     # judges
     "JudgeRole": "avhb.score.judges", "Verdict": "avhb.score.judges", "JudgeError": "avhb.score.judges",
     "Judges": "avhb.score.judges", "TaskJudges": "avhb.score.judges", "parse_judge_bindings": "avhb.score.judges",
@@ -54,7 +54,7 @@ _EXPORTS = {
     "MediaSpec": "avhb.media.spec",
     # runs, and pack commands over a finished one
     "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "RunOptions": "avhb.run.options",
-    "evaluate": "avhb.run.evaluator", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
+    "evaluate": "avhb.api", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
     "ReopenedRun": "avhb.run.reopen", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
     "write_json_atomic": "avhb.run.folder",
 }

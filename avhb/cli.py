@@ -234,7 +234,7 @@ def _seeds(text: str) -> tuple[int | None, ...]:
 
 
 def _version() -> str:
-    from avhb import __version__
+    from avhb.version import __version__
 
     return f"avhb {__version__} (python {sys.version.split()[0]})"
 
@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         for folder in getattr(args, "include_path", None) or []:
-            from avhb.taskdef.include import add_include_path
+            from avhb.taskdef.include_path import add_include_path
 
             add_include_path(folder)
         code = COMMANDS[args.command](args, argv)
@@ -366,15 +366,16 @@ def _plugin_command(argv: list[str]) -> int:
 
 
 def _cmd_run(args, argv) -> int:
-    from avhb.run.lmeval_flags import Publishing, lm_eval_notes, seed_globals
+    from avhb.report.publish import Publishing
+    from avhb.run.lmeval_flags import lm_eval_notes, seed_globals
     from avhb.model.backend import parse_backend_spec, parse_kv
     from avhb.data.sources import parse_data_flags
-    from avhb.run.evaluator import evaluate
+    from avhb.api import evaluate
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
     from avhb.run.options import check_gen_kwargs, parse_ablations, parse_error_budget
-    from avhb.run.executor import parse_executor
-    from avhb.run.shard import Shard
+    from avhb.cluster.executor import parse_executor
+    from avhb.cluster.shard import Shard
 
     if not args.tasks:
         raise UserError("--tasks is required (comma-separated tasks, groups or tags; `avhb list tasks` names them)")
@@ -400,7 +401,7 @@ def _cmd_run(args, argv) -> int:
         judges=parse_judge_bindings(args.judge), judge_args=list(args.judge), data=parse_data_flags(args.data), sample_data=args.sample_data,
         limit=args.limit, samples=_sample_ids(args.samples), seed=1234 if seeds[2] is None else seeds[2],
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
-        media=_media_overrides(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
+        media=parse_kv(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
         include_paths=[str(Path(p).resolve()) for p in args.include_path], batch_size=args.batch_size, notes=notes,
         shard=Shard.parse(args.shard) if args.shard else None, executor=parse_executor(args.executor),
@@ -439,21 +440,6 @@ def _over_budget(results: dict, budget: float, flag: str) -> str | None:
                     for name, cell in judges.items() if isinstance(cell, dict))
     return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}){named}; "
             "they are excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
-
-
-def _media_overrides(text: str | None) -> dict:
-    from avhb.model.backend import parse_kv
-
-    overrides = parse_kv(text)
-    if overrides:
-        from avhb.media import MediaSpec
-
-        MediaSpec.from_dict(overrides, where="--media")  # validates keys and types
-        if "frames" in overrides:
-            overrides.setdefault("fps", None)
-        if "fps" in overrides and overrides["fps"] is not None:
-            overrides.setdefault("frames", None)
-    return overrides
 
 
 def _default_run_name(tasks: str, model: str) -> str:
@@ -614,10 +600,10 @@ def _cmd_validate(args, argv) -> int:
     """Every error of every file (schema, templates, hooks read by AST,
     metric and filter names), one line each."""
     from avhb.registry import get_registry
-    from avhb.taskdef.config import ConfigErrors
     from avhb.taskdef.index import build_index, known_names
+    from avhb.taskdef.yaml_file import ConfigErrors
 
-    from avhb.taskdef.metric_check import task_problems
+    from avhb.score.metric_check import task_problems
 
     registry = get_registry()
     if not args.paths:
@@ -632,7 +618,8 @@ def _cmd_validate(args, argv) -> int:
             print(err)
         print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(errors_all)} errors")
         return 1 if errors_all else 0
-    from avhb.taskdef.config import load_with_includes, resolve_file
+    from avhb.taskdef.config import resolve_file
+    from avhb.taskdef.yaml_include import load_with_includes
 
     known = known_names(registry)
     files: list[Path] = []
@@ -661,15 +648,16 @@ def _cmd_validate(args, argv) -> int:
 
 
 def _cmd_score(args, argv) -> int:
-    from avhb.run.evaluator import evaluate
+    from avhb.api import evaluate
+    from avhb.cluster.shard import Shard
     from avhb.run.options import options_from_run
 
-    options = options_from_run(Path(args.run_dir), judge_args=args.judge)
+    options = options_from_run(Path(args.run_dir), judge_args=args.judge, shard_from_json=Shard.from_json)
     options.write_report = not args.no_report
     results = evaluate(options)
     _print_results(results, Path(args.run_dir))
     if args.pool:
-        from avhb.score.pooling import pool_runs
+        from avhb.report.pooling import pool_runs
 
         pooled = pool_runs([Path(args.run_dir), *map(Path, args.pool)])
         for task, cells in pooled["results"].items():
@@ -705,11 +693,14 @@ def _cmd_report(args, argv) -> int:
 
 
 def _cmd_merge(args, argv) -> int:
-    from avhb.run.merge import merge
+    from avhb.cluster.merge import merge
     from avhb.run.options import parse_error_budget, read_manifest
 
+    report = None
+    if not args.no_report:
+        from avhb.report.html import write_report as report
     results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],
-                    write_report=not args.no_report, max_errors=args.max_errors)
+                    report=report, max_errors=args.max_errors)
     _print_results(results, Path(args.out))
     print(f"\nmerged run folder: {args.out}", file=sys.stderr)
     flag = read_manifest(Path(args.out))["max_errors"]  # the shards' budget, applied to the merged counts
@@ -729,7 +720,7 @@ def _cmd_export(args, argv) -> int:
 
 
 def _cmd_prepare(args, argv) -> int:
-    from avhb.data.prepare import prepare_tasks
+    from avhb.run.prepare import prepare_tasks
 
     return prepare_tasks([t.strip() for t in args.tasks.split(",") if t.strip()], args.data_dir)
 

@@ -91,7 +91,7 @@ MODULES: dict[str, Target] = {
     "journal": Target("avhb/run/journal.py", (
         "tests/model/test_caller.py", "tests/run/test_redact.py",
         "tests/run/test_shards.py", "tests/run/test_resume_decisions.py", "tests/run/test_run_folder.py")),
-    "caller": Target("avhb/model/caller.py", (
+    "caller": Target("avhb/call/caller.py", (
         "tests/model/test_caller.py", "tests/run/test_stale_media.py",
         "tests/model/test_breaker.py", "tests/run/test_multistep.py", "tests/run/test_resume_decisions.py"),
         scope=("_file_content", "_image_content", "part_reference", "media_files", "request_key", "Caller.call",

@@ -60,7 +60,7 @@ def bench(model: str, n: int, max_tokens: int, engine: dict, rounds: int) -> dic
     from vllm import SamplingParams
 
     from avhb.model.backend import BackendSpec
-    from avhb.model.caller import Caller
+    from avhb.call.caller import Caller
     from avhb.model.messages import text_request
     from avhb.model_backends.vllm_backend import VLLMBackend, build_inputs
     from avhb.run.journal import Journal

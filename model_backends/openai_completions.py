@@ -36,9 +36,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from avhb.errors import SampleError, UserError
-from avhb.model.backend import BackendSpec, Capabilities
-from avhb.model.messages import Request, Response, prompt_text
+from avhb import BackendSpec, Capabilities, Request, Response, SampleError, UserError, prompt_text
 from avhb.model.resilience import MalformedReply
 from avhb.redact import redact
 

@@ -25,11 +25,11 @@ def isolated_cache(tmp_path_factory, monkeypatch):
 def _clear_registry():
     from avhb import registry
     from avhb.model import presets
-    from avhb.taskdef import config as task_config
+    from avhb.taskdef import schema_check
 
     registry.get_registry.cache_clear()
     presets._load.cache_clear()
-    task_config._validator.cache_clear()
+    schema_check._validator.cache_clear()
     importlib.invalidate_caches()
 
 

@@ -25,7 +25,9 @@ Every number is bounded by what media can hold (:data:`LIMITS`: e.g. at
 most 1000 frames per second, 100,000 frames, 16,384 pixels a side); a
 value past its bound is a ``UserError`` naming the key, never a hang.
 
-A task's media settings are its YAML block merged with ``--media``, parsed
+A task's media settings are its YAML block merged with ``--media``
+(:func:`media_overrides` says how an override lies over the block: the
+CLI, ``RunOptions.media`` and pack commands all go through it), parsed
 once per task into a :class:`MediaSpec` that both request building and
 materialisation read.  :meth:`MediaSpec.frame_spec` builds the
 ``FrameSpec`` once the segment is known.
@@ -165,6 +167,32 @@ class MediaSpec:
         return FrameSpec(frames=n, fps=fps, max_frames=self.max_frames, segment=segment,
                          include_last=self.include_last_frame, max_side=self.max_side,
                          max_pixels=self.max_pixels, decoder=self.decoder, size=size)  # type: ignore[arg-type]
+
+
+def media_overrides(overrides: Mapping[str, Any] | None, where: str = "--media") -> dict[str, Any]:
+    """``--media`` (``RunOptions.media``) as it lies over a task's media
+    block: checked like a block (keys, types, bounds), and with ``frames``
+    and ``fps`` replacing each other: an override that gives one sets the
+    other to None, so ``frames=8`` over a block with ``fps: 5`` samples 8
+    frames (the block's ``fps`` cleared), and ``fps=2`` over ``frames: 16``
+    samples at 2 per second.  Giving both is an error.  Applying it twice
+    changes nothing."""
+    out = dict(overrides or {})
+    if not out:
+        return out
+    MediaSpec.from_dict(out, where=where)
+    if "frames" in out:
+        out.setdefault("fps", None)
+    if out.get("fps") is not None:
+        out.setdefault("frames", None)
+    return out
+
+
+def merged_media(block: Mapping[str, Any] | None, overrides: Mapping[str, Any] | None,
+                 where: str = "media") -> MediaSpec:
+    """A task's media settings: its ``media`` block with the overrides over
+    it (:func:`media_overrides`)."""
+    return MediaSpec.from_dict({**(block or {}), **media_overrides(overrides)}, where=where)
 
 
 def whisper_language(value: str, where: str = "media") -> str:

@@ -24,7 +24,7 @@ from avhb.report.htmlkit import esc, page
 from avhb.report.numbers import fmt_cell
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import DIAGNOSTIC, HEADLINE
-from avhb.report.plots import Chart, Panel, Series, render_svg
+from avhb.report.svg_charts import Chart, Panel, Series, render_svg
 from avhb.report.rundata import load_run
 
 COMPARE_NAME = "compare.html"  # default file name, in the current folder (never inside a run folder)

@@ -25,7 +25,7 @@ _FINGERPRINT = re.compile(rb'<meta name="avhb-inputs" content="([0-9a-f]{64})">'
 def inputs_fingerprint(run_dir: Path, max_samples_per_task: int | None) -> str:
     """What the report shows is made of: run.json and results.json (bytes),
     the samples files (name, size, mtime), the cap, the report code."""
-    from avhb import __version__
+    from avhb.version import __version__
 
     h = hashlib.sha256(f"report-v1|{__version__}|{max_samples_per_task}".encode())
     for path in _REPORT_CODE:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from avhb.report.browser import browser_section
-from avhb.report.charts import breakdown_charts, family_charts
+from avhb.report.result_charts import breakdown_charts, family_charts
 from avhb.report.fingerprint import current_fingerprint, inputs_fingerprint
 from avhb.report.htmlkit import BROWSER_JS, esc, page
 from avhb.report.rundata import RunData, load_run

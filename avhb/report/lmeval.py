@@ -327,7 +327,7 @@ def _group_members(run: dict[str, Any], groups: list[str]) -> dict[str, list[str
     ``--include_path`` folders added first)."""
     if not groups:
         return {}
-    from avhb.taskdef.include import add_include_path
+    from avhb.taskdef.include_path import add_include_path
     from avhb.taskdef.index import build_index
 
     for folder in run.get("include_paths") or []:

@@ -10,7 +10,7 @@ from avhb.report.numbers import fmt_number
 from avhb.run.results import TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import DIAGNOSTIC
-from avhb.report.plots import Chart, render_svg
+from avhb.report.svg_charts import Chart, render_svg
 from avhb.report.rundata import RunData
 
 def _kv(pairs: list[tuple[str, Any]]) -> str:

@@ -7,7 +7,7 @@
         return final_text            # or (final_text, {"turns": 3, ...})
 
 ``ctx.ask(messages_or_request, step=...)`` calls the model under test through
-the run's one call path (:mod:`avhb.model.caller`): each step is journaled
+the run's one call path (:mod:`avhb.call.caller`): each step is journaled
 under a key made of the sample (task, id, repeat), the step name and the
 conversation so far, so a resumed run replays finished steps with zero
 calls and continues at the first unfinished one, and ``avhb score`` replays
@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from avhb.errors import SampleError
-from avhb.model.caller import Call
+from avhb.call.caller import Call
 from avhb.model.messages import Message, Request, VideoPart
 
 

@@ -8,6 +8,11 @@
 ``avhb score`` is the same run with a replaying model caller: every model
 answer comes from the journal, and no backend is built for the model.
 
+The report is not drawn here (run/ never imports report/): ``report``, a
+function of the run folder (the CLI and :func:`avhb.evaluate` pass
+:func:`avhb.report.html.write_report`), is called once results.json is
+written, under the lock.
+
 The run holds its folder's lock throughout (:mod:`avhb.run.lock`).  When a
 backend's circuit breaker opens (the model's or a judge's), the task in
 progress finishes with its remaining samples recorded as not attempted,
@@ -16,16 +21,15 @@ its results are written, later tasks are not started, and the run raises
 """
 from __future__ import annotations
 
-import asyncio
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
-from avhb.model.caller import Caller, NotInJournal, SpendLimit
+from avhb.model.backend import create_backend
+from avhb.call.caller import Caller, NotInJournal, SpendLimit
 from avhb.registry import get_registry
-from avhb.run.executor import backend_factory
 from avhb.run.finished import file_stamp, fingerprint, inputs, why_not
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
@@ -38,13 +42,12 @@ from avhb.run.options import RunOptions, limit_for, media_plan
 from avhb.run.results import RunResults
 from avhb.run.settings import CALLS, HOW, SCORING, SELECTION, compare, invocation, keep_previous, refusal
 from avhb.run.scoring import score, summarize
-from avhb.run.shard import select as select_shard
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.fewshot import examples_for
 from avhb.taskdef.index import TaskIndex, build_index, load_task
 from avhb.taskdef.requests import LOGLIKELIHOOD_TYPES
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 
 class NotInRunJournal(UserError):
@@ -59,8 +62,10 @@ class NotInRunJournal(UserError):
 
 
 class Evaluator:
-    def __init__(self, options: RunOptions, index: TaskIndex | None = None):
+    def __init__(self, options: RunOptions, index: TaskIndex | None = None,
+                 report: Callable[[Path], object] | None = None):
         self.o = options
+        self.report = report  # writes report.html from the run folder (None: no report)
         self.registry = get_registry()
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
@@ -95,7 +100,7 @@ class Evaluator:
         records, absent_note = self._all_records(tasks, sources)  # data read before any model call
         tasks = [t for t in tasks if t.name in records]
         notes = list(self.o.notes) + absent_note + samples_notes(self.o.samples, self._matched) + task_key_notes(tasks)
-        make_backend = backend_factory(self.o.executor)
+        make_backend = create_backend if self.o.executor is None else self.o.executor.backend_factory()
         backend = None if self.o.score_only else make_backend(self.o.model)
         if backend is not None:
             notes += self._backend_notes(backend, tasks, plans, sources, records)
@@ -418,7 +423,7 @@ class Evaluator:
                     record.error = str(exc)
                 records.append(record)
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
-            records = select_shard(records, task.metrics(), self.o.shard, task.name)
+            records = self.o.shard.select(records, task.metrics(), task.name)
         return records
 
     def _examples(self, task: Task, source: DataSource, docs: list[dict[str, Any]],
@@ -455,7 +460,7 @@ class Evaluator:
         they replace in ``previous/``, record this invocation."""
         from datetime import datetime, timezone
 
-        from avhb.model.caller import KEY_SCHEME
+        from avhb.call.caller import KEY_SCHEME
 
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         root = self.folder.root
@@ -570,12 +575,10 @@ class Evaluator:
         self.folder.write_results(self.results.to_json())
 
     def _write_report(self) -> None:
-        try:
-            from avhb.report.html import write_report
-        except ImportError:
+        if self.report is None:
             return
         try:
-            write_report(self.folder.root)
+            self.report(self.folder.root)
         except Exception as exc:  # a report bug must not lose a finished run
             print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)
 
@@ -593,6 +596,3 @@ def _spelling_hint(name: str, known: set[str], tasks: list[Task]) -> str:
     close = same or hub or difflib.get_close_matches(name, sorted(known), n=3)
     return f"; did you mean {' or '.join(close)}?" if close else ""
 
-
-def evaluate(options: RunOptions) -> dict[str, Any]:
-    return asyncio.run(Evaluator(options).run())

@@ -119,8 +119,8 @@ def inputs(task: Any, source: Any, plan: Any, options: Any, model: dict[str, Any
     """The task's inputs, one digest per part (module docstring); None when
     they cannot be taken (a data folder too large to list, media allowed
     outside the data folder)."""
-    from avhb import __version__
-    from avhb.model.caller import KEY_SCHEME
+    from avhb.version import __version__
+    from avhb.call.caller import KEY_SCHEME
     from avhb.run.manifest import task_hash
 
     if task.cfg.get("allow_outside_root", False):

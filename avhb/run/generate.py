@@ -15,12 +15,12 @@ from typing import Any, Awaitable, Callable, Iterable, TypeVar
 from avhb.data.sources import DataSource
 from avhb.errors import EnvironmentFailure, SampleError, UserError
 from avhb.media.materialize import MediaPlan
-from avhb.model.caller import Caller, NotInJournal
+from avhb.call.caller import Caller, NotInJournal
 from avhb.run.driver import SampleContext, single_step
 from avhb.run.progress import Progress
 from avhb.score.judges import TaskJudges
 from avhb.score.metric import SampleRecord
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 DRIVERS_IN_FLIGHT = 256  # samples whose driver runs at once (the backend's own limit applies within)
 T = TypeVar("T")

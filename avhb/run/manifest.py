@@ -9,7 +9,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-from avhb import __version__
+from avhb.version import __version__
 from avhb.errors import UserError
 
 

@@ -48,7 +48,7 @@ def media_of_spec(spec: Any) -> dict[str, bool]:
 
 def task_key_notes(tasks: Iterable[Any]) -> list[str]:
     """What a task's lm-eval keys ask that avhb does not do."""
-    from avhb.taskdef.task import lm_generation
+    from avhb.run.task import lm_generation
 
     out = []
     for t in tasks:

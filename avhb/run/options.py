@@ -3,11 +3,39 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Protocol
 
 from avhb.errors import UserError
 from avhb.media.materialize import ABLATIONS
+from avhb.media.spec import media_overrides, merged_media
 from avhb.model.backend import BackendSpec
+
+if TYPE_CHECKING:
+    from avhb.model.backend import Backend
+    from avhb.score.metric import Metric, SampleRecord
+
+
+class SampleSlice(Protocol):
+    """The slice of every task's samples this process runs (``--shard I/N``:
+    :class:`avhb.cluster.shard.Shard`, which cluster/ builds; run/ only
+    asks it)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def to_json(self) -> dict[str, int]: ...
+
+    def select(self, records: list[SampleRecord], metrics: Iterable[Metric], task: str = "") -> list[SampleRecord]: ...
+
+
+class Executor(Protocol):
+    """Where the run's backends run (``--executor``:
+    :class:`avhb.cluster.executor.ExecutorSpec`; None: in this process)."""
+
+    @property
+    def label(self) -> str: ...
+
+    def backend_factory(self) -> Callable[[BackendSpec], Backend]: ...
 
 
 @dataclass
@@ -30,8 +58,8 @@ class RunOptions:
     score_only: bool = False  # `avhb score`: no model calls, every answer replayed from the journal
     command: list[str] = field(default_factory=list)
     write_report: bool = True
-    shard: Any = None  # avhb.run.shard.Shard: this process runs one slice of every task (--shard I/N)
-    executor: Any = None  # avhb.run.executor.ExecutorSpec: where backends run (--executor; None: in this process)
+    shard: SampleSlice | None = None  # this process runs one slice of every task (--shard I/N)
+    executor: Executor | None = None  # where backends run (--executor; None: in this process)
     replay_judges: bool = False  # every judge answer from the journal too (`avhb merge`): no call at all
     include_paths: list[str] = field(default_factory=list)  # --include_path folders (task YAML + hooks)
     batch_size: int | str | None = None  # --batch_size: requests in flight ("auto": the backend's own)
@@ -46,6 +74,11 @@ class RunOptions:
     num_fewshot: int | None = None  # --num_fewshot: over each task's num_fewshot (except a task's 0, as lm-eval)
     fewshot_as_multiturn: bool = True  # --fewshot_as_multiturn (lm-eval's default with a chat template)
     fewshot_seed: int | None = None  # the few-shot sampler's seed (None: --seed)
+
+    def __post_init__(self) -> None:
+        # --media as it lies over every task's block (frames replaces fps, fps frames), checked now and
+        # recorded in that form: the CLI, the Python API and run.json read back all hold the same
+        self.media = media_overrides(self.media)
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
@@ -126,17 +159,20 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     return run
 
 
-def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_only: bool = True) -> RunOptions:
+def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_only: bool = True,
+                     shard_from_json: Callable[[Any], SampleSlice | None] | None = None) -> RunOptions:
     """The options a finished run was made with, as its run.json records
     them (``judge_args`` replaces its ``--judge`` flags when given): what
-    ``avhb score`` and pack commands (CURVE's diagnosis) run under."""
+    ``avhb score`` and pack commands (CURVE's diagnosis) run under.
+    ``shard_from_json`` reads the recorded ``--shard`` back
+    (:meth:`avhb.cluster.shard.Shard.from_json`, given by ``avhb score``);
+    without it the options have none, and a run into a shard's folder is
+    refused (:func:`avhb.run.manifest.build_manifest`)."""
     from avhb.model.backend import parse_backend_spec
     from avhb.score.judges import parse_judge_bindings
 
-    from avhb.run.shard import Shard
-
     run = read_manifest(run_dir)
-    from avhb.taskdef.include import add_include_path
+    from avhb.taskdef.include_path import add_include_path
 
     for folder in run.get("include_paths") or []:  # the run's --include_path folders, again
         add_include_path(folder)
@@ -149,7 +185,7 @@ def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_o
         limit=run.get("limit"), samples=run.get("samples"), seed=int(run.get("seed", 1234)), repeats=run.get("repeats"),
         ablations=tuple(run.get("ablations") or ()), media=run.get("media") or {}, gen_kwargs=run.get("gen_kwargs") or {},
         score_only=score_only, command=run.get("command", []), include_paths=list(run.get("include_paths") or []),
-        shard=Shard.from_json(run.get("shard")), system_instruction=run.get("system_instruction"),
+        shard=shard_from_json(run.get("shard")) if shard_from_json else None, system_instruction=run.get("system_instruction"),
         seeds=tuple(run["seeds"]) if isinstance(run.get("seeds"), list) else None,
         max_errors=str(run.get("max_errors") or "5%"), num_fewshot=run.get("num_fewshot"),
         fewshot_as_multiturn=run.get("fewshot_as_multiturn", True), fewshot_seed=run.get("fewshot_seed"))
@@ -159,8 +195,6 @@ def media_plan(task: Any, options: RunOptions):
     """The task's media settings (its YAML block merged with ``--media``),
     parsed once; request building and materialisation both read it."""
     from avhb.media.materialize import MediaPlan
-    from avhb.media.spec import MediaSpec
 
-    merged = {**(task.cfg.get("media") or {}), **options.media}
-    spec = MediaSpec.from_dict(merged, where=f"task {task.name}: media")
+    spec = merged_media(task.cfg.get("media"), options.media, where=f"task {task.name}: media")
     return MediaPlan(spec, tuple(options.ablations), task.name, language=None if "{" in (spec.asr_language or "") else spec.asr_language)

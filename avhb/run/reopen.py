@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from avhb.data.sources import DataSource
 from avhb.model.backend import Backend, BackendSpec, create_backend
-from avhb.model.caller import Caller
+from avhb.call.caller import Caller
 from avhb.registry import get_registry
 from avhb.run.driver import SampleContext
 from avhb.run.folder import samples_path
@@ -29,7 +29,7 @@ from avhb.run.journal import Journal
 from avhb.run.options import media_plan, options_from_run, read_manifest
 from avhb.score.judges import JudgeRole, Judges
 from avhb.taskdef.index import build_index, load_task
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 
 class ReopenedRun:

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from avhb.errors import EnvironmentFailure, SampleError, UserError
-from avhb.model.caller import NotInJournal
+from avhb.call.caller import NotInJournal
 from avhb.run.generate import run_bounded
 from avhb.run.progress import Progress
 from avhb.run.results import TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.judges import TaskJudges
 from avhb.score.metric import Metric, SampleRecord, ScoreContext
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 SCORING_IN_FLIGHT = 64
 

@@ -1,6 +1,6 @@
 """The one-configuration rule: which run settings change the model's calls,
 and which only change how they are made.  Resume (:mod:`avhb.run.evaluator`)
-and ``avhb merge`` (:mod:`avhb.run.merge`) both compare two ``run.json``
+and ``avhb merge`` (:mod:`avhb.cluster.merge`) both compare two ``run.json``
 documents with :func:`compare`; this module is the only place that sorts a
 setting into a kind.
 

@@ -7,7 +7,7 @@ reply parser, a default judge, the media its requests carry (``media:
 (``in_loop``).  ``--judge ROLE=BACKEND:NAME[,k=v]`` (repeatable; several
 for one role form a panel; ``*=SPEC`` binds every role) rebinds them.
 
-Every judge call is a :class:`avhb.model.caller.Caller` call (journal kind
+Every judge call is a :class:`avhb.call.caller.Caller` call (journal kind
 ``judges``): the same key function, journal, concurrency limit, media
 materialisation, backend retries and circuit breaker as the model's.
 Re-scoring therefore makes no calls.  A reply that never parses is a judge
@@ -43,7 +43,7 @@ from typing import Any, Callable, Sequence
 
 from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, BackendSpec, parse_backend_spec
-from avhb.model.caller import Caller, Usage
+from avhb.call.caller import Caller, Usage
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
 from avhb.score.parsers import answer_space, format_hint, get_parser
 from avhb.taskdef.templates import render
@@ -177,7 +177,7 @@ class Judges:
         # every answer from the journal and no backend built
         self.replay_identities = replay_identities
         self.usage = Usage()
-        self.spend: Any = None  # the run's --max-cost (avhb.model.caller.SpendLimit), given to every judge caller
+        self.spend: Any = None  # the run's --max-cost (avhb.call.caller.SpendLimit), given to every judge caller
         self._callers: dict[str, Caller] = {}
 
     def panel(self, role: JudgeRole) -> list[BackendSpec]:

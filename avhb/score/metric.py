@@ -208,7 +208,7 @@ class Metric:
         """The unit (pair, group) this metric scores ``record`` in, for a
         metric whose aggregate needs every member of a unit together:
         ``--shard`` keeps the samples of one key in one shard
-        (:mod:`avhb.run.shard`).  Read only ``record.id``, ``record.doc``
+        (:mod:`avhb.cluster.shard`).  Read only ``record.id``, ``record.doc``
         and ``record.target``: it is asked before any model call.  None
         (the default): the sample is scored on its own."""
         return None

@@ -130,8 +130,9 @@ class TaskIndex:
 _SKIP_DIRS = ("sample", "sample_data", "data")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # the code and schema whose verdicts the entries hold: editing them (a checkout) re-validates
-_VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "checker.py", "templates.py",
-                                                     "schema/task.schema.json")]
+_VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "yaml_file.py", "schema_check.py",
+                                                     "yaml_include.py", "task_checks.py", "filestats.py", "checker.py",
+                                                     "templates.py", "include_path.py", "schema/task.schema.json")]
 _NCOLS = 2  # task columns: name, profile id (a profile: benchmark, tags, output_type, dataset_path, judge roles)
 
 
@@ -223,7 +224,7 @@ def _roots(registry: Registry) -> list[tuple[str, str, Path]]:
             print(f"avhb: warning: task package {package!r} not found", file=sys.stderr)
             continue
         roots.append((namespace, package, Path(folder)))
-    from avhb.taskdef.include import include_roots
+    from avhb.taskdef.include_path import include_roots
 
     return roots + include_roots()
 
@@ -275,7 +276,7 @@ _COLUMNS = ("rels", "mtimes", "sizes", "folders", "deps", "depsets", "file_depse
 def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
     registry = registry or get_registry()
     stats = FileStats()
-    sources: list = []  # the one config.Sources of this build, made at the first file to read (warm: none)
+    sources: list = []  # the one filestats.Sources of this build, made at the first file to read (warm: none)
     parts = []
     refreshed: list[str] = []
     for namespace, package, root in _roots(registry):
@@ -291,7 +292,7 @@ def build_index(registry: Registry | None = None, use_cache: bool = True) -> Tas
 
 def known_names(registry: Registry):
     """The registered metric and filter names a task file may name."""
-    from avhb.taskdef.config import KnownNames
+    from avhb.taskdef.task_checks import KnownNames
 
     return KnownNames(frozenset(registry.entries.get("metrics", {})), frozenset(registry.entries.get("filters", {})))
 
@@ -434,7 +435,9 @@ def _resolve(path: str, root: Path, package: str, namespace: str, stats: FileSta
              registry: Registry):
     """Resolve one file: (the bases and hook modules it consulted, its task
     columns, its groups, its errors)."""
-    from avhb.taskdef.config import ConfigErrors, Sources, resolve_file
+    from avhb.taskdef.config import resolve_file
+    from avhb.taskdef.filestats import Sources
+    from avhb.taskdef.yaml_file import ConfigErrors
 
     if not sources:
         sources.append(Sources(stats=stats))
@@ -527,7 +530,7 @@ def _first_definitions(names: list[str], fids: list[int], entries: list[dict], p
 
 def _file_error(messages: list[str]) -> str:
     """A broken file's one-line error: its first problem, with a count of the others."""
-    from avhb.taskdef.config import ConfigErrors
+    from avhb.taskdef.yaml_file import ConfigErrors
 
     return str(ConfigErrors(messages))
 

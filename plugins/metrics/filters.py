@@ -176,7 +176,7 @@ class TakeFirstK(Filter):
         return [value][: self.k]
 
     async def apply_all(self, values: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
-        from avhb.errors import UserError
+        from avhb import UserError
 
         if len(values) < self.k:
             raise UserError(f"take_first_k filter: k={self.k} needs at least {self.k} answers per sample, "

@@ -3,7 +3,7 @@
 A ``metric_list`` entry naming a metric avhb does not register (``metric:
 rouge``), or naming one explicitly (``metric: evaluate/sacrebleu``,
 ``metric: evaluate/metrics/my_metric.py``), is this metric with ``module``
-set to that name (``avhb.taskdef.task.Task.metrics`` resolves it through the
+set to that name (``avhb.run.task.Task.metrics`` resolves it through the
 registry under the name ``evaluate``).  ``module`` is, in this order:
 
 1. a local metric module: a ``.py`` file or a folder holding ``NAME.py``,

@@ -36,9 +36,7 @@ import math
 import re
 from typing import Any
 
-from avhb.errors import SampleError
-from avhb.score.aggregations import Aggregation
-from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb import Aggregation, Metric, SampleError, SampleRecord, ScoreContext
 
 
 def _argmax(values: list[float]) -> int:

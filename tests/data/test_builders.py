@@ -159,7 +159,7 @@ def test_imagefolder_rows_reach_doc_to_visual_as_pixels(tmp_path):
     from avhb.model.messages import ImagePart
     from avhb.taskdef.config import TaskConfig
     from avhb.taskdef.requests import build_request
-    from avhb.taskdef.task import Task
+    from avhb.run.task import Task
 
     folder = tmp_path / "imgs"
     (folder / "test").mkdir(parents=True)

@@ -114,7 +114,7 @@ def test_unknown_switch_is_a_user_error():
 
 def _task(tmp_path, media):
     from avhb.registry import get_registry
-    from avhb.taskdef.task import Task
+    from avhb.run.task import Task
     from avhb.taskdef.config import TaskConfig
 
     cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "bench", {"task": "t", "doc_to_text": "{{q}}", "media": media})

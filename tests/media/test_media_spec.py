@@ -51,3 +51,28 @@ def test_frame_size():
     for bad in ([512], [0, 384], "512x384", [512, 20000]):
         with pytest.raises(UserError, match="frame_size"):
             MediaSpec.from_dict({"frame_size": bad})
+
+
+def test_an_override_of_frames_or_fps_replaces_the_other_in_the_block():
+    """``--media`` / ``RunOptions.media`` over a task's block: frames
+    replaces the block's fps and fps its frames; the other settings merge
+    key by key; both at once is an error; applying the rule twice is the
+    same as once."""
+    from avhb.media.spec import media_overrides, merged_media
+
+    block = {"video": "{{v}}", "fps": 5, "max_frames": 64, "max_side": 448}
+    over_fps = merged_media(block, {"frames": 8})
+    assert (over_fps.frames, over_fps.fps, over_fps.max_frames, over_fps.max_side) == (8, None, 64, 448)
+    over_frames = merged_media({"video": "{{v}}", "frames": 16}, {"fps": 2})
+    assert (over_frames.frames, over_frames.fps) == (None, 2.0)
+    assert merged_media(block, {"max_side": 224}).fps == 5.0  # no frames/fps given: the block's rate stays
+    assert merged_media(block, None) == merged_media(block, {}) == MediaSpec.from_dict(block)
+    assert media_overrides({"frames": 8}) == {"frames": 8, "fps": None}
+    assert media_overrides({"fps": 2}) == {"fps": 2, "frames": None}
+    assert media_overrides(media_overrides({"frames": 8})) == media_overrides({"frames": 8})
+    with pytest.raises(UserError, match=r"--media: give frames or fps, not both"):
+        media_overrides({"frames": 8, "fps": 2})
+    with pytest.raises(UserError, match=r"--media: unknown key\(s\) frame"):
+        media_overrides({"frame": 8})
+    with pytest.raises(UserError, match=r"--media.frames: must be a positive integer"):
+        merged_media(block, {"frames": 0})

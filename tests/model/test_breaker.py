@@ -10,7 +10,7 @@ import socket
 import time
 
 from avhb.model.backend import Backend, BackendSpec
-from avhb.model.caller import Caller
+from avhb.call.caller import Caller
 from avhb.model.messages import Message, Request, Response, TextPart
 from avhb.model.resilience import (BREAKER_THRESHOLD, AdaptiveLimiter, CallProbe, CircuitBreaker, Resilient,
                                    RetryPolicy, current_probe, failure_kind)

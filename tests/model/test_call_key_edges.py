@@ -1,4 +1,4 @@
-"""The call key's pieces and the journal-hit decision (avhb/model/caller.py),
+"""The call key's pieces and the journal-hit decision (avhb/call/caller.py),
 each pinned by a case its mutation run left open: every field of the key
 moves it, a media part's segment, sampling, transcript, language and label
 do, a part without a file and a file that cannot be read have keys of
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from avhb.model.backend import Backend, BackendSpec, Capabilities
-from avhb.model.caller import Caller, NotInJournal, SpendLimit, media_files, part_reference, request_key
+from avhb.call.caller import Caller, NotInJournal, SpendLimit, media_files, part_reference, request_key
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, Response, TextPart, VideoPart
 from avhb.model.prices import Prices
 from avhb.run.journal import Journal

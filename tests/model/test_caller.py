@@ -13,7 +13,7 @@ from avhb.errors import UserError
 from avhb.media.materialize import MediaPlan
 from avhb.media.spec import MediaSpec
 from avhb.model.backend import Backend, BackendSpec, Capabilities
-from avhb.model.caller import Caller, NotInJournal, request_key
+from avhb.call.caller import Caller, NotInJournal, request_key
 from avhb.model.messages import ImagePart, Message, Request, Response, TextPart
 from avhb.run.journal import Journal
 from avhb.score.judges import JudgeRole, Judges

@@ -29,7 +29,7 @@ def test_every_shipped_metric_has_a_real_one_line_description():
     "Options: ``...``" or "(module docstring)"."""
     from avhb.registry import get_registry
     from avhb.taskdef.index import build_index, load_task
-    from avhb.taskdef.task import Task
+    from avhb.run.task import Task
 
     registry = get_registry()
     index = build_index(registry)

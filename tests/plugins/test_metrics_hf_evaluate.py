@@ -15,7 +15,7 @@ from avhb.plugins.metrics.hf_evaluate import EvaluateMetric
 from avhb.registry import get_registry
 from avhb.score.aggregate import bootstrap_stderr, mean_stderr
 from avhb.score.metric import SampleRecord
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 from tests.plugins.hf_metric_modules import token_f1, write_modules
 
 PAIRS = [("the cat sat", "the cat sat on the mat"), ("a dog", "the dog"), ("", "hello world"),

@@ -2,9 +2,9 @@
 import math
 import xml.etree.ElementTree as ET
 
-from avhb.report.charts import breakdown_charts, families, family_charts
+from avhb.report.result_charts import breakdown_charts, families, family_charts
 from avhb.run.results import RunResults
-from avhb.report.plots import Chart, Panel, Series, render_svg
+from avhb.report.svg_charts import Chart, Panel, Series, render_svg
 
 
 def _m(**metrics):

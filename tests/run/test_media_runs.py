@@ -1,9 +1,13 @@
 """Media through whole runs: an over-budget image sample fails alone; a
 judge role that sends images refuses a judge that sees none, before any
-model call."""
+model call; ``--media`` lies over a task's block alike through the Python
+API, the CLI and a reopened run."""
 from __future__ import annotations
 
 import json
+import textwrap
+
+import pytest
 
 from tests.conftest import run_cli
 
@@ -111,3 +115,85 @@ def test_the_whisper_transcriber_declares_its_package():
     from avhb.media.materialize import load_transcriber
 
     assert load_transcriber("whisper").requires == (("faster_whisper", "asr"),)
+
+
+@pytest.fixture
+def clips(tmp_path):
+    """A task folder (``--include_path``) whose media block samples its
+    clip at ``fps: 5``: a real 4-second H.264 clip of 40 frames."""
+    from avhb.taskdef import include_path
+    from tests.fixtures.make_test_media import make_video
+
+    folder = tmp_path / "clips"
+    (folder / "sample").mkdir(parents=True)
+    make_video(str(folder / "sample" / "c.mp4"), seconds=4, fps=10)
+    (folder / "sample" / "clips.jsonl").write_text(json.dumps({"id": "c", "video": "c.mp4", "q": "ANSWER: yes",
+                                                              "a": "yes"}) + "\n")
+    (folder / "clips.yaml").write_text(textwrap.dedent('''
+        task: clip
+        sample_data: sample
+        dataset_kwargs: {data_files: clips.jsonl}
+        doc_id: id
+        doc_to_text: "{{q}}"
+        doc_to_target: a
+        media:
+          video: "{{video}}"
+          fps: 5
+        metric_list:
+          - metric: exact_match
+        '''))
+    yield folder
+    include_path.clear()
+
+
+def _sample(out):
+    return json.loads((out / "samples" / "clips__clip.jsonl").read_text().splitlines()[0])
+
+
+def test_media_frames_over_a_blocks_fps_the_same_through_the_api_the_cli_and_a_pack_command(testpack, clips, tmp_path):
+    """``RunOptions(media={"frames": 8})`` on a task whose YAML sets
+    ``fps: 5`` samples 8 frames (it failed with "give frames or fps, not
+    both"), as ``avhb run --media frames=8`` does: the same run.json
+    settings, the same request keys, a resume by the CLI of the API's
+    folder finds it finished; a reopened run (pack commands) plans 8
+    frames; without the override the block's 5 per second sample 20."""
+    import avhb
+    from avhb.model.backend import parse_backend_spec
+    from avhb.run.reopen import ReopenedRun
+
+    api = tmp_path / "api"
+    options = avhb.RunOptions(tasks=["clips/clip"], model=parse_backend_spec("testpack/echo"), output_dir=api,
+                              sample_data=True, media={"frames": 8}, include_paths=[str(clips)])
+    results = avhb.evaluate(options)
+    assert results["results"]["clips/clip"]["exact_match"] == 1.0 and (api / "report.html").is_file()
+    assert len(_sample(api)["media"]["video"]["frame_indices"]) == 8
+    recorded = json.loads((api / "run.json").read_text())
+    assert recorded["media"] == {"frames": 8, "fps": None}
+    assert (recorded["tasks"]["clips/clip"]["media"]["frames"], recorded["tasks"]["clips/clip"]["media"]["fps"]) == (8, None)
+    # the CLI: the same settings recorded, the same call (request key), the same frames
+    flags = ["--tasks", "clips/clip", "--include_path", str(clips), "--model", "testpack/echo", "--sample-data",
+             "--media", "frames=8", "--no-report"]
+    cli = tmp_path / "cli"
+    proc = run_cli(*flags, "--output-dir", str(cli))
+    assert proc.returncode == 0, proc.stderr
+    made = json.loads((cli / "run.json").read_text())
+    assert (made["media"], made["tasks"]["clips/clip"]["media"]) == (recorded["media"], recorded["tasks"]["clips/clip"]["media"])
+    assert _sample(cli)["prompt_hash"] == _sample(api)["prompt_hash"]
+    assert _sample(cli)["media"]["video"]["frame_indices"] == _sample(api)["media"]["video"]["frame_indices"]
+    # the CLI resuming the API's folder: one configuration, finished, nothing refused
+    again = run_cli(*flags, "--output-dir", str(api))
+    assert again.returncode == 0 and "finished earlier with the same settings" in again.stderr, again.stderr
+    # a pack command reopens the run with the same plan
+    run = ReopenedRun(api)
+    try:
+        spec = run.task_run("clips/clip").plan.spec
+    finally:
+        import asyncio
+
+        asyncio.run(run.aclose())
+    assert (spec.frames, spec.fps) == (8, None)
+    # without the override, the block's fps: 5 over 4 seconds
+    plain = tmp_path / "plain"
+    avhb.evaluate(avhb.RunOptions(tasks=["clips/clip"], model=parse_backend_spec("testpack/echo"), output_dir=plain,
+                                  sample_data=True, include_paths=[str(clips)], write_report=False))
+    assert len(_sample(plain)["media"]["video"]["frame_indices"]) == 20 and not (plain / "report.html").exists()

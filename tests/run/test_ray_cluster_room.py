@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from avhb.errors import UserError
-from avhb.run.ray_pool import Cluster
+from avhb.cluster.ray_pool import Cluster
 
 CPU = {"num_cpus": 1}
 

@@ -130,7 +130,7 @@ def test_a_killed_driver_resumes_with_the_same_command(tmp_path, testpack):
     mid-run takes the local Ray cluster it started with it (agents, raylet,
     workers: nothing left running), and the same command finishes the run
     with what was journaled kept, its result equal to a one-process run's."""
-    from avhb.run.ray_reaper import _alive, descendants
+    from avhb.cluster.ray_reaper import _alive, descendants
 
     with ScriptedServer(reply=_answer, delay=0.2) as server:
         base, env = _one_process_run(server, tmp_path)

@@ -8,7 +8,7 @@ from avhb.run.results import RunResults, TaskResult, cells_of
 from avhb.run.scoring import summarize
 from avhb.score.aggregate import Aggregate, mean_stderr, pooled_mean
 from avhb.score.metric import Metric, SampleRecord
-from avhb.taskdef.task import Breakdown
+from avhb.run.task import Breakdown
 
 
 class Right(Metric):

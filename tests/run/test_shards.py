@@ -26,7 +26,7 @@ import pytest
 
 from avhb.cli import main
 from avhb.errors import UserError
-from avhb.run.shard import Shard, select, shard_of
+from avhb.cluster.shard import Shard, shard_of
 from avhb.score.metric import Metric, SampleRecord
 from tests.tasks.test_vidpair_e2e import BINARY, JUDGE, MCQ, OPEN
 
@@ -139,7 +139,7 @@ class PairKey(Metric):
 def test_shards_partition_keep_pairs_and_repeats_and_ignore_order():
     ids = [f"p{k}-{side}" for k in range(40) for side in ("a", "b")]
     records = _records(ids, repeats=3)
-    slices = [select(records, [PairKey()], Shard(i, N)) for i in range(N)]
+    slices = [Shard(i, N).select(records, [PairKey()]) for i in range(N)]
     seen = [(r.id, r.repeat) for s in slices for r in s]
     assert sorted(seen) == sorted((r.id, r.repeat) for r in records)  # every record in exactly one shard
     assert all(len(s) > 0 for s in slices)
@@ -148,13 +148,13 @@ def test_shards_partition_keep_pairs_and_repeats_and_ignore_order():
         assert len({owner[(f"p{k}-{side}", rep)] for side in "ab" for rep in range(3)}) == 1
     shuffled = list(records)
     random.Random(7).shuffle(shuffled)
-    again = [select(shuffled, [PairKey()], Shard(i, N)) for i in range(N)]
+    again = [Shard(i, N).select(shuffled, [PairKey()]) for i in range(N)]
     assert [sorted((r.id, r.repeat) for r in s) for s in again] == [sorted((r.id, r.repeat) for r in s) for s in slices]
     # a unit goes where the hash of its grouping key says; an ungrouped sample, of its id
     assert owner[("p3-b", 0)] == shard_of("key:'p3'", N)
-    assert [r.id for r in select(_records(["solo"]), [], Shard(shard_of("id:solo", N), N))] == ["solo"]
+    assert [r.id for r in Shard(shard_of("id:solo", N), N).select(_records(["solo"]), [])] == ["solo"]
     # without a grouping key, sides of a pair may part
-    alone = [select(records, [], Shard(i, N)) for i in range(N)]
+    alone = [Shard(i, N).select(records, []) for i in range(N)]
     parted = sum(len({i for i, s in enumerate(alone) for r in s if r.id in (f"p{k}-a", f"p{k}-b")}) > 1
                  for k in range(40))
     assert parted > 0
@@ -169,9 +169,9 @@ def test_shard_flag_and_key_errors():
 
     late = UnitAccuracy(key=["doc.pair", "scores.exact"])
     with pytest.raises(UserError, match="scores.exact.*known only after the model answers"):
-        select(_records(["p1-a", "p1-b"]), [late], Shard(0, 2), "t")
+        Shard(0, 2).select(_records(["p1-a", "p1-b"]), [late], "t")
     early = UnitAccuracy(key=["doc.pair"])
-    halves = [select(_records(["p1-a", "p1-b", "p2-a", "p2-b"]), [early], Shard(i, 2)) for i in range(2)]
+    halves = [Shard(i, 2).select(_records(["p1-a", "p1-b", "p2-a", "p2-b"]), [early]) for i in range(2)]
     assert sorted(len(h) for h in halves) in ([0, 4], [2, 2]) and all(
         len({r.doc["pair"] for r in h}) == len(h) // 2 for h in halves)
 
@@ -238,6 +238,17 @@ def test_conciseness_and_groups_merge_and_pool_like_the_unsharded_run(tmp_path, 
     assert pooled[0][0]["conciseness_pooled_n"] == 12 and pooled[0][0]["conciseness_pooled"] != c["conciseness"]
 
 
+def test_score_of_a_shard_folder_scores_its_slice_again(tmp_path, testpack):
+    """``avhb score`` of a shard's folder reads the ``--shard`` its run.json
+    recorded and scores that slice again: the same samples and results."""
+    shard = tmp_path / "s1"
+    _avhb("--tasks", "testpack/qa_all", "--model", "testpack/echo", "--sample-data", "--no-report",
+          "--shard", "1/2", "--output-dir", str(shard))
+    before = (_files(shard), json.loads((shard / "results.json").read_text()))
+    _avhb("score", str(shard), "--no-report")
+    after = (_files(shard), json.loads((shard / "results.json").read_text()))
+    assert after == before and after[1]["shard"] == "1/2" and after[0]
+
 def test_merge_refuses_missing_duplicate_mismatched_and_unfinished_shards(tmp_path, testpack, capsys):
     flags = ["--tasks", "testpack/qa_all", "--model", "testpack/echo", "--sample-data", "--no-report"]
     shards = [tmp_path / f"s{i}" for i in range(3)]
@@ -302,7 +313,7 @@ class _Holder:
 
 
 def test_merge_holds_the_locks_and_refuses_folders_in_use(tmp_path, testpack, capsys, monkeypatch):
-    from avhb.run import merge as merge_module
+    from avhb.cluster import merge as merge_module
     from avhb.run.lock import RunFolderLocked, RunLock, holder
 
     flags = ["--tasks", "testpack/qa_all", "--model", "testpack/echo", "--sample-data", "--no-report"]
@@ -358,7 +369,7 @@ def test_merged_journal_keeps_a_retried_calls_last_line(tmp_path):
     """A call that failed and was retried on resume has two lines under one
     key; the shard reads the last one, and so must the merged run."""
     from avhb.run.journal import Journal
-    from avhb.run.merge import merge_journals
+    from avhb.cluster.merge import merge_journals
 
     shard = tmp_path / "shard-0"
     (shard / "journal").mkdir(parents=True)

@@ -17,7 +17,7 @@ from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.fewshot import Sampler, examples_for, settings
 from avhb.taskdef.prompt import as_chat, as_text
 from avhb.taskdef.requests import build_request, context_turns
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 
 def _task(config: dict, tmp_path: Path | None = None) -> Task:

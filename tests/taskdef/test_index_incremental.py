@@ -304,7 +304,7 @@ def test_index_api_in_process(site, monkeypatch):
 
 
 def test_family_members_share_no_mutable_part(tmp_path):
-    from avhb.taskdef.config import expand_family
+    from avhb.taskdef.yaml_include import expand_family
 
     members = expand_family({"task": "t_${a}", "expand": {"a": ["1", "2"]}, "dataset_kwargs": {"k": ["v"]},
                              "generation_kwargs": {"max_tokens": 4}})
@@ -315,22 +315,23 @@ def test_family_members_share_no_mutable_part(tmp_path):
 
 def test_base_read_once_per_build_but_afresh_without_sources(tmp_path):
     """Within one build a base is parsed once; a plain resolve_file (a run's load_task) always reads afresh."""
-    from avhb.taskdef import config
+    from avhb.taskdef import config, yaml_include
+    from avhb.taskdef.filestats import Sources
 
     pack = tmp_path / "pack"
     _write(pack / "_base.yaml", 'doc_to_text: "{{q}}"\n')
     for i in range(3):
         _write(pack / f"t{i}.yaml", f"include: _base.yaml\ntask: t{i}\n")
     reads: list[str] = []
-    real = config.read_yaml
+    real = yaml_include.read_yaml
 
     def counting(path):
         reads.append(Path(path).name)
         return real(path)
 
-    config.read_yaml = counting
+    yaml_include.read_yaml = counting
     try:
-        sources = config.Sources()
+        sources = Sources()
         for i in range(3):
             config.resolve_file(pack / f"t{i}.yaml", pack, "pack", "", sources=sources)
         assert sorted(reads) == ["_base.yaml", "t0.yaml", "t1.yaml", "t2.yaml"]
@@ -339,11 +340,11 @@ def test_base_read_once_per_build_but_afresh_without_sources(tmp_path):
         config.resolve_file(pack / "t1.yaml", pack, "pack", "")
         assert sorted(reads) == ["_base.yaml", "_base.yaml", "t0.yaml", "t1.yaml"]
     finally:
-        config.read_yaml = real
+        yaml_include.read_yaml = real
 
 
 def test_yaml_error_line_comes_from_the_marked_parse(tmp_path):
-    from avhb.taskdef.config import read_yaml
+    from avhb.taskdef.yaml_file import read_yaml
 
     path = _write(tmp_path / "t.yaml", "task: t1\ndoc_to_text: x\nmetric_list:\n  - metric: a\n   bad: [\n")
     with pytest.raises(UserError) as exc:
@@ -423,3 +424,32 @@ def test_a_task_defined_twice_keeps_its_first_definition_and_names_both_files(te
     with pytest.raises(UserError, match="'testpack/qa_easy' is defined twice"):
         index.resolve(["testpack/qa_easy"])
     assert build_index().tasks["testpack/qa_easy"] == kept  # the same from the cached part
+
+
+def test_the_index_cache_is_keyed_on_every_module_the_index_runs():
+    """Editing a module whose verdicts the cached index holds re-validates:
+    every taskdef module the index imports, directly or through another
+    (imports inside functions too), is one of the files it is keyed on."""
+    import ast
+    import os
+
+    from avhb.taskdef import index
+
+    here = Path(index.__file__).parent
+    listed = {os.path.relpath(f, here) for f in index._VALIDATOR_FILES}
+
+    def imported(name: str) -> set[str]:
+        out = set()
+        for node in ast.walk(ast.parse((here / name).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("avhb.taskdef"):
+                sub = node.module.removeprefix("avhb.taskdef").lstrip(".")
+                out |= {sub.replace(".", "/") + ".py"} if sub else {a.name + ".py" for a in node.names}
+        return {f for f in out if (here / f).is_file()}
+
+    seen, todo = set(), ["index.py"]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo += imported(name)
+    assert sorted(seen - listed) == [] and "schema/task.schema.json" in listed

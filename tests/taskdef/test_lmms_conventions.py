@@ -19,7 +19,7 @@ from avhb.taskdef import include
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.lmms import chat_messages, resolve_kwargs, visual_part, visual_parts
 from avhb.taskdef.requests import build_request
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 
 def test_kwargs_resolve_as_lmms_eval():

@@ -8,7 +8,7 @@ from avhb.registry import get_registry
 from avhb.run.options import RunOptions, media_plan
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.requests import build_request
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 
 
 def _task(tmp_path, media, **extra):

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from avhb.taskdef import config
+from avhb.taskdef import schema_check, yaml_file
 from avhb.taskdef.checker import Unsupported, compile_schema
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,7 +25,7 @@ def _corpus() -> list[dict]:
     docs = []
     for path in sorted(itertools.chain(ROOT.glob("tasks/**/*.yaml"), ROOT.glob("tests/fixtures/**/*.yaml"))):
         try:
-            docs.append(config.read_yaml(path).data)
+            docs.append(yaml_file.read_yaml(path).data)
         except Exception:
             continue
     return docs
@@ -64,11 +64,11 @@ def _variants(doc: dict):
 
 
 def test_shipped_schema_compiles():
-    assert config._fast_check() is not None
+    assert schema_check._fast_check() is not None
 
 
 def test_checker_agrees_with_jsonschema_on_the_corpus_and_its_variants():
-    schema = json.loads(config.SCHEMA_FILE.read_text())
+    schema = json.loads(schema_check.SCHEMA_FILE.read_text())
     reference = jsonschema.Draft202012Validator(schema)
     check = compile_schema(schema)
     docs = _corpus()
@@ -121,7 +121,7 @@ def test_validate_doc_falls_back_to_jsonschema_without_the_checker(tmp_path, mon
     """With a schema the checker cannot compile, every document goes to jsonschema: same verdicts."""
     path = tmp_path / "t.yaml"
     path.write_text("task: t1\ndoc_to_text: x\nmedia:\n  frames: 0\n")
-    doc = config.read_yaml(path)
-    monkeypatch.setattr(config, "_fast_check", lambda: None)
+    doc = yaml_file.read_yaml(path)
+    monkeypatch.setattr(schema_check, "_fast_check", lambda: None)
     with pytest.raises(Exception, match=r"t.yaml:4: media.frames: "):
-        config.validate_doc(doc)
+        schema_check.validate_doc(doc)

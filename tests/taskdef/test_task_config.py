@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from avhb.errors import UserError
-from avhb.taskdef.config import expand_family, load_with_includes, read_yaml, resolve_file
+from avhb.taskdef.config import resolve_file
+from avhb.taskdef.yaml_file import read_yaml
+from avhb.taskdef.yaml_include import expand_family, load_with_includes
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -212,7 +214,7 @@ def test_validate_command_reports_each_bad_file(pack, capsys):
 def test_two_include_paths_that_would_share_a_hook_package_are_refused(tmp_path):
     """``my-tasks`` and ``my_tasks`` are two names but one hook package:
     the second folder's hooks would silently replace the first's."""
-    from avhb.taskdef import include
+    from avhb.taskdef import include_path as include
 
     first, second = tmp_path / "a" / "my-tasks", tmp_path / "b" / "my_tasks"
     for folder in (first, second):
@@ -299,7 +301,7 @@ def test_declared_options_pass_validate_and_build(pack, capsys):
 
 def test_the_run_refuses_an_unknown_metric_option_naming_file_metric_and_options(pack):
     from avhb.registry import get_registry
-    from avhb.taskdef.task import Task
+    from avhb.run.task import Task
 
     path = write(pack, "t.yaml", 'task: t\ndoc_to_text: "{{q}}"\nmetric_list:\n  - {metric: exact_match, ignroe_case: 1}\n')
     cfg = resolve_file(path, pack.parent, "mypack", "")[0][0]

@@ -11,9 +11,11 @@ import pytest
 
 from avhb.errors import SampleError
 from avhb.media.spec import MediaSpec
-from avhb.taskdef.config import ConfigErrors, KnownNames, resolve_file
+from avhb.taskdef.config import resolve_file
+from avhb.taskdef.task_checks import KnownNames
+from avhb.taskdef.yaml_file import ConfigErrors
 from avhb.taskdef.requests import build_request
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 from avhb.taskdef.templates import check_template, render
 
 from tests.conftest import run_cli

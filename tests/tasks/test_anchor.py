@@ -24,7 +24,7 @@ from avhb.score.judges import Judges, parse_judge_bindings
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.taskdef.index import build_index, load_task
 from avhb.taskdef.requests import build_request
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 from avhb.tasks.anchor import data, difficulty, hooks
 from avhb.plugins.metrics.conciseness import count_tokens
 from tests.conftest import ROOT

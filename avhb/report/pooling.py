@@ -11,7 +11,7 @@ from avhb.errors import UserError
 from avhb.score.metric import SampleRecord
 from avhb.registry import get_registry
 from avhb.run.folder import write_json_atomic
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 from avhb.taskdef.index import build_index, load_task
 
 

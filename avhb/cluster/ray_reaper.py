@@ -110,7 +110,7 @@ def start() -> subprocess.Popen | None:
     global _started
     if _started is not None or not (PROC / str(os.getpid()) / "stat").exists():
         return _started
-    _started = subprocess.Popen([sys.executable, "-m", "avhb.run.ray_reaper", str(os.getpid())],
+    _started = subprocess.Popen([sys.executable, "-m", "avhb.cluster.ray_reaper", str(os.getpid())],
                                 stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
     return _started

@@ -19,7 +19,7 @@ of them, so its videos are decoded and cached on one machine.  The slice is
 taken after ``--limit`` and ``--samples``, which every shard applies alike.
 
 Each shard writes its own run folder (its own lock, journal and results);
-``avhb merge`` (:mod:`avhb.run.merge`) combines them.
+``avhb merge`` (:mod:`avhb.cluster.merge`) combines them.
 """
 from __future__ import annotations
 
@@ -64,6 +64,22 @@ class Shard:
     @property
     def label(self) -> str:
         return f"{self.index}/{self.count}"
+
+    def select(self, records: list[SampleRecord], metrics: Iterable[Metric], task: str = "") -> list[SampleRecord]:
+        """The records of this shard (every repeat of a sample, every member
+        of a unit), in their original order."""
+        if self.count == 1:
+            return list(records)
+        unit_of = units(records, metrics, task)
+        cache: dict[str, int] = {}
+        out = []
+        for r in records:
+            head = unit_of[str(r.id)]
+            if head not in cache:
+                cache[head] = shard_of(head, self.count)
+            if cache[head] == self.index:
+                out.append(r)
+        return out
 
 
 def shard_of(name: str, count: int) -> int:
@@ -121,19 +137,3 @@ def _frozen(value: Any) -> Hashable:
         return tuple(sorted((str(k), _frozen(v)) for k, v in value.items()))
     return value if isinstance(value, Hashable) else repr(value)
 
-
-def select(records: list[SampleRecord], metrics: Iterable[Metric], shard: Shard, task: str = "") -> list[SampleRecord]:
-    """The records of ``shard`` (every repeat of a sample, every member of a
-    unit), in their original order."""
-    if shard.count == 1:
-        return list(records)
-    unit_of = units(records, metrics, task)
-    cache: dict[str, int] = {}
-    out = []
-    for r in records:
-        head = unit_of[str(r.id)]
-        if head not in cache:
-            cache[head] = shard_of(head, shard.count)
-        if cache[head] == shard.index:
-            out.append(r)
-    return out

@@ -2,7 +2,7 @@
 
 Every backend of the run (the model's, each judge's) becomes a
 :class:`RayPool`: a :class:`~avhb.model.backend.Backend` whose calls run on
-Ray actors.  The caller on the driver (:mod:`avhb.model.caller`) is
+Ray actors.  The caller on the driver (:mod:`avhb.call.caller`) is
 unchanged: it computes each request's key, finds finished calls in the
 journal, decodes media, and journals every answer as it comes back.  So:
 
@@ -30,7 +30,7 @@ journal, decodes media, and journals every answer as it comes back.  So:
 * **the driver is the single truth.**  Actors write nothing; a killed
   driver resumes with the same command (with or without Ray).  A local
   cluster the driver started dies with it, SIGKILL included
-  (:mod:`avhb.run.ray_reaper`).
+  (:mod:`avhb.cluster.ray_reaper`).
 * **progress.**  Every ``REPORT_S`` seconds and at the end the pool prints
   one line with each worker's calls and calls per second.
 
@@ -128,8 +128,8 @@ def connect(executor: Any) -> Cluster:
     import ray
 
     address = executor.address or os.environ.get("RAY_ADDRESS") or None
-    if address is None:  # a cluster of our own: it goes when this process goes, however (avhb.run.ray_reaper)
-        from avhb.run.ray_reaper import start
+    if address is None:  # a cluster of our own: it goes when this process goes, however (avhb.cluster.ray_reaper)
+        from avhb.cluster.ray_reaper import start
 
         start()
     try:

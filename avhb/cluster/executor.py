@@ -1,6 +1,6 @@
 """Where a run's backends run: ``--executor local`` (default: in this
 process) or ``--executor ray[:ADDRESS][,workers=N]`` (a Ray cluster; see
-:mod:`avhb.run.ray_pool`).
+:mod:`avhb.cluster.ray_pool`).
 
 The executor only changes where each backend's calls happen.  The run
 folder, the journal, the request keys and the samples stay on the process
@@ -22,11 +22,27 @@ KINDS = ("local", "ray")
 class ExecutorSpec:
     kind: str = "local"
     address: str | None = None  # ray: "auto", "HOST:PORT", "ray://HOST:10001"; None: RAY_ADDRESS or a new local cluster
-    workers: int | None = None  # ray: actors per backend (default: see avhb.run.ray_pool)
+    workers: int | None = None  # ray: actors per backend (default: see avhb.cluster.ray_pool)
 
     @property
     def label(self) -> str:
         return self.kind + (f":{self.address}" if self.address else "")
+
+    def backend_factory(self) -> Callable[[BackendSpec], Backend]:
+        """What builds each backend of the run (the model's and every judge's)."""
+        if self.kind == "local":
+            return create_backend
+        from avhb.requirements import check_requirements
+
+        check_requirements(f"--executor {self.label}", (("ray", "ray"),))
+        from avhb.cluster.ray_pool import RayPool, connect
+
+        cluster = connect(self)
+
+        def make(spec: BackendSpec) -> Any:
+            return RayPool(spec, cluster)
+
+        return make
 
 
 def parse_executor(text: str | None) -> ExecutorSpec | None:
@@ -50,19 +66,3 @@ def parse_executor(text: str | None) -> ExecutorSpec | None:
         return None
     return ExecutorSpec(kind, address.strip() or None, workers)
 
-
-def backend_factory(executor: ExecutorSpec | None) -> Callable[[BackendSpec], Backend]:
-    """What builds each backend of the run (the model's and every judge's)."""
-    if executor is None or executor.kind == "local":
-        return create_backend
-    from avhb.requirements import check_requirements
-
-    check_requirements(f"--executor {executor.label}", (("ray", "ray"),))
-    from avhb.run.ray_pool import RayPool, connect
-
-    cluster = connect(executor)
-
-    def make(spec: BackendSpec) -> Any:
-        return RayPool(spec, cluster)
-
-    return make

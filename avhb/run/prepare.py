@@ -11,7 +11,7 @@ from pathlib import Path
 from avhb.data.sources import BUILDERS
 from avhb.errors import UserError
 from avhb.registry import get_registry
-from avhb.taskdef.task import Task
+from avhb.run.task import Task
 from avhb.taskdef.index import build_index, load_task
 
 

@@ -24,7 +24,7 @@ from avhb.score.process_results import ProcessResults, Reported
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
 from avhb.taskdef.config import TaskConfig
-from avhb.taskdef.metric_check import entry_options
+from avhb.score.metric_check import entry_options
 from avhb.taskdef import lmms
 from avhb.taskdef.fewshot import FewshotSettings, settings as fewshot_settings
 from avhb.taskdef.prompt import OWN

@@ -173,7 +173,7 @@ class _SourceReader:
 def task_problems(cfg: Any, registry: Any) -> list[str]:
     """``file:line: key: message`` lines for one resolved task (a
     ``TaskConfig``), as ``avhb validate`` prints them."""
-    from avhb.taskdef.config import YamlDoc
+    from avhb.taskdef.yaml_file import YamlDoc
 
     doc = YamlDoc(cfg.file, cfg.config, cfg.lines)
     return [str(doc.error(keypath, f"task {cfg.name!r}: {message}"))

@@ -48,14 +48,14 @@ import shutil
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from avhb.errors import UserError
 from avhb.run.folder import RunFolder, samples_path, write_json_atomic
 from avhb.run.lock import RunFolderLocked, RunLock
 from avhb.run.options import read_manifest
 from avhb.run.settings import HOW, Difference, compare
-from avhb.run.shard import Shard
+from avhb.cluster.shard import Shard
 
 
 def _describe(shard: Shard | None, folder: Path) -> str:
@@ -277,23 +277,25 @@ def error_budget(shards: list[tuple[Shard, Path, dict[str, Any]]], given: str | 
 
 
 def merge(out: Path, folders: list[Path], command: list[str] | None = None,
-          write_report: bool = True, max_errors: str | None = None) -> dict[str, Any]:
+          report: Callable[[Path], object] | None = None, max_errors: str | None = None) -> dict[str, Any]:
     """The merge (module docstring); returns the merged results.json.  Its
     run.json records the error budget the merged counts are held to
-    (:func:`error_budget`)."""
+    (:func:`error_budget`).  ``report`` writes the merged folder's
+    report.html (the CLI passes :func:`avhb.report.html.write_report`;
+    None: no report)."""
     from avhb.run.interrupt import raising
 
     out = Path(out)
     locks: list[RunLock] = []
     try:
         with raising():  # SIGTERM: the locks below are released on the way out
-            return _merge(out, [Path(f) for f in folders], command, write_report, max_errors, locks)
+            return _merge(out, [Path(f) for f in folders], command, report, max_errors, locks)
     finally:
         for lock in locks:
             lock.release()
 
 
-def _merge(out: Path, folders: list[Path], command: list[str] | None, write_report: bool,
+def _merge(out: Path, folders: list[Path], command: list[str] | None, report: Callable[[Path], object] | None,
            max_errors: str | None, locks: list[RunLock]) -> dict[str, Any]:
     import asyncio
 
@@ -322,7 +324,7 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, write_repo
     options.replay_judges = True
     options.write_report = False
     options.notes = [repeats] if repeats else []  # said and kept in run.json notes, under the results table
-    evaluator = Evaluator(options)
+    evaluator = Evaluator(options, report=report)
     evaluator.folder = folder
     try:
         asyncio.run(evaluator._run())
@@ -338,8 +340,7 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, write_repo
     evaluator.results.judge_usage = usage
     results = evaluator.results.to_json()
     folder.write_results(results)
-    if write_report:
-        evaluator._write_report()
+    evaluator._write_report()
     return results
 
 

@@ -1,0 +1,29 @@
+"""The Python API's entry point to a run, at the top of the layers (it
+joins run/ and report/, which run/ never imports)::
+
+    from avhb import RunOptions, evaluate
+
+    results = evaluate(RunOptions(tasks=["vidpair_binary"], model=spec, output_dir=Path("runs/x")))
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from avhb.run.evaluator import Evaluator
+from avhb.run.options import RunOptions
+from avhb.taskdef.include_path import add_include_path
+
+
+def evaluate(options: RunOptions) -> dict[str, Any]:
+    """A run as ``avhb run`` makes it: the tasks of ``options.include_paths``
+    found as ``--include_path`` finds them, the run folder, and its
+    report.html unless ``options.write_report`` is off.  Returns
+    results.json's content; a run stopped early (an open circuit breaker, a
+    spending limit) raises ``RunStopped`` with the results it wrote."""
+    for folder in options.include_paths:
+        add_include_path(folder)
+    report = None
+    if options.write_report:  # the report's modules load only for a run that writes one
+        from avhb.report.html import write_report as report
+    return asyncio.run(Evaluator(options, report=report).run())

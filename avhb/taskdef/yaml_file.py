@@ -1,0 +1,160 @@
+"""Task YAML read safely, with line numbers: PyYAML's safe loader (libyaml
+when built with it) plus lm-eval's ``!function mod.fn`` (kept as data), a
+key given twice refused, and each key path's line worked out only when a
+message needs one (the text is re-parsed with marks).  ``ConfigErrors``:
+every problem of one task file, raised together."""
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from avhb.errors import UserError
+
+
+class _NoDuplicateKeys:
+    """A key given twice in one mapping is an error naming both lines
+    (PyYAML keeps the last one silently).  Both loaders have node marks."""
+
+    def construct_mapping(self, node, deep=False):
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = key_node.value
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} appears twice in one mapping (first at line {seen[key]})",
+                        key_node.start_mark)
+                seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+class _Loader(_NoDuplicateKeys, yaml.SafeLoader):
+    """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data); the
+    pure-Python loader, which keeps line marks: used for messages."""
+
+
+class _FastLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML was built with it
+    """The same constructors over the C parser (node marks carry lines, but no
+    line map is built: LineMap works it out when a message needs it)."""
+
+
+def _function_tag(loader, node):
+    return {"function": loader.construct_scalar(node)}
+
+
+_Loader.add_constructor("!function", _function_tag)
+_FastLoader.add_constructor("!function", _function_tag)
+
+
+class LineMap(Mapping):
+    """Key path -> 1-based line of one YAML text, worked out on first use by
+    re-parsing the text with marks (the fast loader keeps none)."""
+
+    __slots__ = ("_text", "_map")
+
+    def __init__(self, text: str):
+        self._text: str | None = text
+        self._map: dict[tuple, int] | None = None
+
+    def _lines(self) -> dict[tuple, int]:
+        if self._map is None:
+            loader = _Loader(self._text)
+            try:
+                node = loader.get_single_node()
+                self._map = _linemap(node) if node is not None else {}
+            except yaml.YAMLError:
+                self._map = {}
+            finally:
+                loader.dispose()
+            self._text = None
+        return self._map
+
+    def __getitem__(self, keypath: tuple) -> int:
+        return self._lines()[keypath]
+
+    def __contains__(self, keypath: object) -> bool:
+        return keypath in self._lines()
+
+    def __iter__(self) -> Iterator[tuple]:
+        return iter(self._lines())
+
+    def __len__(self) -> int:
+        return len(self._lines())
+
+
+@dataclass
+class YamlDoc:
+    path: Path
+    data: dict[str, Any]
+    lines: Mapping[tuple, int]  # key path -> 1-based line (a LineMap: computed when asked)
+
+    def line(self, keypath: tuple) -> int:
+        while keypath and keypath not in self.lines:
+            keypath = keypath[:-1]
+        return self.lines.get(keypath, 1)
+
+    def error(self, keypath: tuple, message: str) -> UserError:
+        key = ".".join(str(k) for k in keypath) or "(top level)"
+        return UserError(f"{self.path}:{self.line(keypath)}: {key}: {message}")
+
+
+def _linemap(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
+    out = {} if out is None else out
+    out.setdefault(path, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            out[path + (key,)] = key_node.start_mark.line + 1
+            _linemap(value_node, path + (key,), out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _linemap(item, path + (i,), out)
+    return out
+
+
+def read_yaml(path: Path) -> YamlDoc:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    loader = _FastLoader(text)
+    try:
+        data = loader.get_single_data()
+    except yaml.YAMLError:
+        data = _load_marked(path, text)  # the message and line of the marked parse
+    finally:
+        loader.dispose()
+    if not isinstance(data, dict):
+        raise UserError(f"{path}:1: a task file must be a mapping of keys to values")
+    return YamlDoc(path, data, LineMap(text))
+
+
+def _load_marked(path: Path, text: str) -> Any:
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        return loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark else 1
+        raise UserError(f"{path}:{line}: YAML error: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise UserError(f"{path}:1: YAML error: {exc}") from None
+    finally:
+        loader.dispose()
+
+
+class ConfigErrors(UserError):
+    """Every problem found in one task file (``messages``); its text is the
+    first, with a count of the others."""
+
+    def __init__(self, messages: list[str]):
+        self.messages = list(dict.fromkeys(messages))
+        more = len(self.messages) - 1
+        super().__init__(self.messages[0] + (f" (and {more} more; see `avhb validate FILE`)" if more else ""))
