@@ -194,7 +194,7 @@ def test_pool_order_follows_lm_eval(tmp_path):
             return [{"q": "from a hook"}]
         """))
     (folder / "t.yaml").write_text("task: t\ndoc_to_text: x\n")
-    from avhb.taskdef import include
+    from avhb.taskdef import include_path as include
 
     try:
         include.add_include_path(folder)

@@ -15,7 +15,7 @@ import pytest
 from avhb.errors import SampleError, UserError
 from avhb.media.spec import MediaSpec
 from avhb.model.messages import AudioPart, ImagePart, TextPart, VideoPart
-from avhb.taskdef import include
+from avhb.taskdef import include_path as include
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.lmms import chat_messages, resolve_kwargs, visual_part, visual_parts
 from avhb.taskdef.requests import build_request
