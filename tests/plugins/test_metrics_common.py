@@ -55,7 +55,7 @@ def test_options_are_checked_against_the_declaration_and_undeclared_plugins_stil
     from avhb.score.metric import Metric
 
     with pytest.raises(UserError, match=r"metric 'em': unknown option 'ignroe_case'; did you mean 'ignore_case'\? "
-                                        r"\(its options: ignore_case, ignore_punctuation\)"):
+                                        r"\(its options: ignore_case, ignore_numbers, ignore_punctuation, regexes_to_ignore\)"):
         ExactMatch(name="em", ignroe_case=True)
 
     class Legacy(Metric):  # a plugin metric from before Metric.accepts

@@ -267,7 +267,7 @@ mine = Mine
     # a typo of an option the metric has
     ("{metric: exact_match, ignroe_case: true}",
      "metric 'exact_match': unknown option 'ignroe_case'; did you mean 'ignore_case'? "
-     "(its options: ignore_case, ignore_punctuation)"),
+     "(its options: ignore_case, ignore_numbers, ignore_punctuation, regexes_to_ignore)"),
     # an option of another metric, where it is not supported
     ("{metric: choice_accuracy, regexes_to_ignore: [',']}", "metric 'choice_accuracy': unknown option "
      "'regexes_to_ignore' (its options: options_field, parser, question_field, role, use_judge)"),
@@ -308,4 +308,4 @@ def test_the_run_refuses_an_unknown_metric_option_naming_file_metric_and_options
     with pytest.raises(UserError) as exc:
         Task(cfg, get_registry()).metrics()
     assert str(exc.value) == (f"{path}: metric_list: exact_match: metric 'exact_match': unknown option 'ignroe_case'; "
-                              "did you mean 'ignore_case'? (its options: ignore_case, ignore_punctuation)")
+                              "did you mean 'ignore_case'? (its options: ignore_case, ignore_numbers, ignore_punctuation, regexes_to_ignore)")
