@@ -149,7 +149,7 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
           help="accepted for lm-eval users: chat templates are always applied where the backend has one")
 
     # lm-eval's few-shot flags (issue 24; other lm-eval flags are added elsewhere)
-    _flag(p, "--num-fewshot", type=_count, default=None, metavar="N",
+    _flag(p, "--num-fewshot", "-f", type=_count, default=None, metavar="N",
           help="few-shot examples per sample, over each task's num_fewshot (a task that sets 0 keeps 0, as lm-eval)")
     _flag(p, "--fewshot-as-multiturn", type=_truth, nargs="?", const=True, default=True, metavar="true|false",
           help="few-shot examples as turns of their own (default, as lm-eval with a chat template), or with "
@@ -396,10 +396,11 @@ def _cmd_run(args, argv) -> int:
     notes = lm_eval_notes(args, spec)
     publish = Publishing.from_args(args)  # W&B and Hub settings checked before any call
     seeds = args.seed or (None, None, 1234, 1234)
+    seed = 1234 if seeds[2] is None else seeds[2]
     options = RunOptions(
         tasks=[t.strip() for t in tasks.split(",") if t.strip()], model=spec, output_dir=output,
         judges=parse_judge_bindings(args.judge), judge_args=list(args.judge), data=parse_data_flags(args.data), sample_data=args.sample_data,
-        limit=args.limit, samples=_sample_ids(args.samples), seed=1234 if seeds[2] is None else seeds[2],
+        limit=args.limit, samples=_sample_ids(args.samples), seed=seed,
         repeats=args.repeats, predict_only=args.predict_only, ablations=parse_ablations(args.ablate),
         media=parse_kv(args.media), gen_kwargs=check_gen_kwargs(parse_kv(args.gen_kwargs)),
         command=["avhb", *argv[1:]] if argv and argv[0] == "run" else ["avhb", *argv], write_report=not args.no_report,
@@ -408,7 +409,7 @@ def _cmd_run(args, argv) -> int:
         seeds=args.seed, system_instruction=args.system_instruction, write_out=args.write_out,
         max_cost=args.max_cost, allow_config_change=args.allow_config_change,
         max_errors=args.max_errors, num_fewshot=args.num_fewshot, fewshot_as_multiturn=args.fewshot_as_multiturn,
-        fewshot_seed=seeds[3])
+        fewshot_seed=None if seeds[3] == seed else seeds[3])  # None: the run's seed, as RunOptions' default
     seed_globals(seeds)
     results = evaluate(options)
     _print_results(results, output)

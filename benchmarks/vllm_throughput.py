@@ -15,7 +15,10 @@ the cost, so both paths share one engine in one process and alternate
 over ``--rounds`` rounds (raw avhb, avhb raw, ...: benchmarks/pairing.py's
 order; a fresh journal each avhb round); the table gives medians (min-max)
 and the per-round ratio.  Both paths are greedy: their outputs must be
-identical in every round, and the script checks it.
+identical in every round, and the script checks it (vLLM on CPU is not
+batch-invariant: another batch composition can flip a near-tie token of the
+tiny random model, so up to 2 % of the prompts may differ in a round; the
+count is printed, and a larger one fails).
 
 vLLM pins its own torch, so the script re-runs itself in the vLLM venv
 (``AVHB_VLLM_VENV``, default ``.venv-vllm``; made by ``scripts/vllm_env.sh``)
@@ -121,9 +124,13 @@ def bench(model: str, n: int, max_tokens: int, engine: dict, rounds: int) -> dic
             texts[path].append(raw_path() if path == "raw" else avhb_path())
             seconds[path].append(time.perf_counter() - t)
     same = all(t == texts["raw"][0] for t in texts["raw"] + texts["avhb"])
+    # prompts whose text differs from the first raw round's, per later round (vLLM is not batch-invariant on
+    # CPU: another batch composition can flip a near-tie token of a tiny random model; a wrong prompt would
+    # change nearly every answer)
+    differ = [sum(a != b for a, b in zip(t, texts["raw"][0])) for t in texts["raw"][1:] + texts["avhb"]]
     return {"model": model, "n": n, "max_tokens": max_tokens, "engine": engine, "load_s": load_s,
             "raw_s": seconds["raw"], "avhb_s": seconds["avhb"], "raw_tokens": tokens[0], "engine_calls": calls,
-            "errors": errors[:3], "same_outputs": same, "rounds": rounds}
+            "errors": errors[:3], "same_outputs": same, "differ": differ, "rounds": rounds}
 
 
 def use_this_tree() -> None:
@@ -228,7 +235,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nratio avhb / raw throughput per round: {' '.join(f'{x:.2f}' for x in ratios)} "
           f"(median {statistics.median(ratios):.2f}; 1.00 = the engine's ceiling); "
           f"outputs identical in every round: {r['same_outputs']}; errors: {r['errors'] or 'none'}")
-    return 0 if r["same_outputs"] and not r["errors"] else 1
+    if not r["same_outputs"]:
+        print(f"prompts whose answer differs from the first raw round's, per later round (raw rounds, then avhb's): "
+              f"{' '.join(map(str, r['differ']))} of {r['n']} (vLLM on CPU is not batch-invariant; at most "
+              f"{NEAR_TIES:.0%} of the prompts is read as that, more as avhb sending other requests)")
+    near = max(r["differ"], default=0) <= NEAR_TIES * r["n"]
+    return 0 if (r["same_outputs"] or near) and not r["errors"] else 1
+
+
+NEAR_TIES = 0.02  # the share of prompts another batch composition may flip
 
 
 if __name__ == "__main__":

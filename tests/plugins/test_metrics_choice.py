@@ -1,7 +1,7 @@
 """Choice parsing, exact match, choice accuracy and the extraction filters."""
 import pytest
 
-from avhb.errors import SampleError
+from avhb.errors import SampleError, UserError
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.plugins.metrics.choice import (ChoiceAccuracy, ExactMatch, exact_match, inline_options, options_from,
                                          parse_choice, parse_choice_detail, parse_choice_mmmu, resolve_choice)
@@ -122,7 +122,8 @@ def test_exact_match_is_lm_evals():
 
 
 def test_exact_match_metric_refuses_options_it_does_not_take():
-    with pytest.raises(ValueError, match=r"unknown option\(s\) ignore_spaces \(exact_match takes ignore_case, "):
+    with pytest.raises(UserError, match=r"unknown option 'ignore_spaces'; did you mean 'ignore_case'\? \(its options: "
+                                        r"ignore_case, ignore_numbers, ignore_punctuation, regexes_to_ignore\)"):
         ExactMatch(ignore_spaces=True)
     with pytest.raises(ValueError, match="regexes_to_ignore must be a list"):
         ExactMatch(regexes_to_ignore="x")
