@@ -559,7 +559,7 @@ class Evaluator:
     def _note_adaptations(self, task: Task, records: list[SampleRecord]) -> None:
         """Adaptations the plan-time notes did not foresee (a driver's
         requests, samples unlike the first): said once, kept in run.json."""
-        label = self._model.label if self.o.model else "the model"
+        label = self.o.model.label if self.o.model else "the model"
         self._say(adaptation_notes(task.name, records, self._said, label))
 
     def _say(self, new: list[str]) -> None:
@@ -573,7 +573,7 @@ class Evaluator:
 
     # ------------------------------------------------------------------ outputs
     def _write_results(self, judges: Judges, ran: bool = True) -> None:
-        self.results.model = self._model.label if self.o.model else None
+        self.results.model = self.o.model.label if self.o.model else None
         if ran:
             self.results.judge_usage = judges.usage.as_dict()
         if self.o.shard is not None:  # a shard's numbers are a slice's, not the benchmark's
