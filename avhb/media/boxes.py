@@ -81,7 +81,7 @@ def boxes_for_indices(annotations: Mapping[Any, Sequence[Box | Mapping[str, Any]
 def _color(value: str | None) -> tuple[int, int, int]:
     if value and isinstance(value, str) and value.startswith("#") and len(value) == 7:
         try:
-            return tuple(int(value[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+            return int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16)
         except ValueError:
             pass
     return (255, 0, 0)

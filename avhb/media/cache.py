@@ -81,7 +81,7 @@ class MediaCache:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)  # type: ignore[arg-type]  # numpy's stub: a key could be its allow_pickle flag
+                np.savez(f, **arrays)  # type: ignore[arg-type, unused-ignore]  # numpy's stub: a key could be its allow_pickle flag
             os.replace(tmp, p)
         except BaseException:
             try:

@@ -58,7 +58,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from avhb.errors import EnvironmentFailure, UserError
 
@@ -139,8 +139,8 @@ def _current(path: Path) -> LockHolder | None:
     return None
 
 
-def _number(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
+def _number(value: Any) -> float | None:  # a JSON value (float() refuses what is not a number)
+    return None if value is None else float(value)
 
 
 def _parse(text: str) -> LockHolder | None:

@@ -747,6 +747,7 @@ BUILTIN: dict[str, Callable[[str, dict[str, Any]], Any]] = {
     "pairwise": pairwise,
 }
 
+# the re-ask lines, as attributes of the parser functions (the hook's contract); mypy allows no attribute on a function
 rating_json.format_hint = ('Reply with the JSON object {"rating": k}, where k is a whole number '  # type: ignore[attr-defined]
                            'on the scale you were given (no fractions).')
 integer.format_hint = "Reply with one whole number on the scale you were given, first, on its own line."  # type: ignore[attr-defined]

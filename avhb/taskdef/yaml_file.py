@@ -32,7 +32,7 @@ class _NoDuplicateKeys:
                         key_node.start_mark)
                 seen[key] = key_node.start_mark.line + 1
         # a mixin: construct_mapping is the loader's it is mixed into (_Loader, _FastLoader)
-        return super().construct_mapping(node, deep=deep)  # type: ignore[misc]
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc, unused-ignore]
 
 
 class _Loader(_NoDuplicateKeys, yaml.SafeLoader):
@@ -41,7 +41,7 @@ class _Loader(_NoDuplicateKeys, yaml.SafeLoader):
 
 
 # the base is CSafeLoader when PyYAML was built with libyaml (known only at run time: a dynamic base)
-class _FastLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+class _FastLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc, unused-ignore]
     """The same constructors over the C parser (node marks carry lines, but no
     line map is built: LineMap works it out when a message needs it)."""
 
