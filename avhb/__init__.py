@@ -6,7 +6,7 @@ imports nothing heavy, so listing stays fast)::
     from avhb import hookimpl                                    # a plugin's hooks
     from avhb import Backend, Capabilities, Request, Response   # a model backend
     from avhb import Metric, SampleRecord, Aggregate             # a metric
-    from avhb import SampleContext, StepFailed                   # a multi-step driver
+    from avhb import SampleContext, DriverResult, StepFailed     # a multi-step driver
     from avhb import ReopenedRun, write_json_atomic              # a pack command over a finished run
 
 Three public modules complete it: ``avhb.media`` (probing, frames, audio,
@@ -53,7 +53,8 @@ _EXPORTS = {
     # media
     "MediaSpec": "avhb.media.spec",
     # runs, and pack commands over a finished one
-    "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "RunOptions": "avhb.run.options",
+    "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "DriverResult": "avhb.run.driver",
+    "DriverRun": "avhb.run.driver", "RunOptions": "avhb.run.options",
     "evaluate": "avhb.api", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
     "ReopenedRun": "avhb.run.reopen", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
     "write_json_atomic": "avhb.run.folder",

@@ -8,7 +8,8 @@ joins run/ and report/, which run/ never imports)::
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from avhb.run.evaluator import Evaluator
 from avhb.run.options import RunOptions
@@ -23,7 +24,7 @@ def evaluate(options: RunOptions) -> dict[str, Any]:
     spending limit) raises ``RunStopped`` with the results it wrote."""
     for folder in options.include_paths:
         add_include_path(folder)
-    report = None
+    report: Callable[[Path], object] | None = None
     if options.write_report:  # the report's modules load only for a run that writes one
         from avhb.report.html import write_report as report
     return asyncio.run(Evaluator(options, report=report).run())

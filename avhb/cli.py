@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Callable
 
 from avhb.errors import EnvironmentFailure, Interrupted, RunStopped, UserError
 
@@ -22,11 +23,11 @@ SUBCOMMANDS = ("run", "list", "show", "validate", "score", "report", "prepare", 
 class Parser(argparse.ArgumentParser):
     """argparse, plus: an unknown flag names the nearest known one."""
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_args(self, args=None, namespace=None):
         self._argv = list(args) if args is not None else sys.argv[1:]  # for error(): the subcommand asked for
         return super().parse_args(args, namespace)
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str):
         import difflib
         import re
 
@@ -435,7 +436,7 @@ def _over_budget(results: dict, budget: float, flag: str) -> str | None:
     errors = sum(int(r.get("errors") or 0) for r in rows)
     if not samples or errors / samples <= budget:
         return None
-    judges = results.get("judge_errors") if isinstance(results.get("judge_errors"), dict) else {}
+    judges = given if isinstance(given := results.get("judge_errors"), dict) else {}
     named = "".join(f"; judge {name} did not answer {cell.get('failed')} question{'' if cell.get('failed') == 1 else 's'} "
                     f"(last: {' '.join(str(cell.get('last_error') or '').split())[:300]})"
                     for name, cell in judges.items() if isinstance(cell, dict))
@@ -697,7 +698,7 @@ def _cmd_merge(args, argv) -> int:
     from avhb.cluster.merge import merge
     from avhb.run.options import parse_error_budget, read_manifest
 
-    report = None
+    report: Callable[[Path], object] | None = None
     if not args.no_report:
         from avhb.report.html import write_report as report
     results = merge(Path(args.out), [Path(d) for d in args.shard_dirs], command=["avhb", *argv],

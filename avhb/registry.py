@@ -11,7 +11,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import AbstractSet, Any, cast
 
 from avhb.errors import UserError
 
@@ -126,7 +126,7 @@ def get_registry() -> Registry:
     return registry
 
 
-def _save(cache_file, key: str, registry: Registry, loaded: set[str] = frozenset()) -> None:
+def _save(cache_file, key: str, registry: Registry, loaded: AbstractSet[str] = frozenset()) -> None:
     """Write the cache.  It stays fresh while the files it was made from
     keep their mtime: each plugin's entry module, and the modules of the
     plugin's own package that loading it imported (``loaded``; the packs'
@@ -138,8 +138,8 @@ def _save(cache_file, key: str, registry: Registry, loaded: set[str] = frozenset
     names = [p.module for p in registry.plugins] + sorted(n for n in loaded if n.startswith(own))
     for name in names:
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            files[module.__file__] = os.stat(module.__file__).st_mtime_ns
+        if module is not None and (file := getattr(module, "__file__", None)):
+            files[file] = os.stat(file).st_mtime_ns
     for folder in registry.package_dirs.values():
         init = os.path.join(folder, "__init__.py")
         if os.path.exists(init):
@@ -228,11 +228,11 @@ def _load_registry() -> Registry:
                 owner[(kind, name)] = impl.plugin_name
             by_name[impl.plugin_name].provides[kind] = sorted(names)
     for impl in pm.hook.avhb_task_packages.get_hookimpls():
-        pkgs = list(impl.function() or [])
+        pkgs = list(cast("list[str]", impl.function()) or [])  # the hookspec's return type (pluggy: object)
         namespace = prefix(impl.plugin_name).rstrip("/")
         task_packages.extend((namespace, p) for p in pkgs)
         by_name[impl.plugin_name].provides["task_packages"] = pkgs
     for impl in pm.hook.avhb_model_presets.get_hookimpls():
-        presets.extend(impl.function() or [])
+        presets.extend(cast("list[str]", impl.function()) or [])  # the hookspec's return type (pluggy: object)
     package_dirs = {pkg: d for _, pkg in task_packages if (d := _package_dir(pkg))}
     return Registry(plugins, entries, task_packages, presets, failed, package_dirs)

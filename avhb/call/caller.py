@@ -42,12 +42,15 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, Capabilities
 from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart, prompt_text, reference_copy
 from avhb.model.resilience import CallProbe, CircuitBreaker, current_probe, failure_kind
+
+if TYPE_CHECKING:
+    from avhb.media.materialize import MediaPlan
 
 
 @dataclass
@@ -113,6 +116,15 @@ class SpendLimit:
 _SPENT = Response(text="", error="--max-cost reached")  # _send's answer when the spend limit refused the call
 
 
+class CallJournal(Protocol):
+    """Where a caller files its calls: one entry per key and kind
+    (:class:`avhb.run.journal.Journal`, the run's append-only journal)."""
+
+    def get(self, kind: str, key: str) -> dict[str, Any] | None: ...
+
+    def put(self, kind: str, key: str, record: dict[str, Any]) -> dict[str, Any]: ...
+
+
 class NotInJournal(Exception):
     """A replaying caller was asked for a call the journal does not hold."""
 
@@ -159,12 +171,12 @@ def part_reference(part: Any) -> list[Any]:
 def media_files(request: Request) -> list[str]:
     """The paths of the request's media files (video, audio, image parts)."""
     return [p.path for m in request.messages for p in m.parts
-            if isinstance(p, (VideoPart, AudioPart, ImagePart)) and getattr(p, "path", None)]
+            if isinstance(p, (VideoPart, AudioPart, ImagePart)) and p.path]
 
 
 def request_key(identity: dict[str, Any], request: Request, context: dict[str, Any] | None = None) -> str:
     """The journal key of a call (module docstring)."""
-    payload = {
+    payload: dict[str, Any] = {
         "backend": identity,
         "messages": [[m.role, [part_reference(p) for p in m.parts]] for m in request.messages],
         "generation": request.generation,
@@ -186,7 +198,7 @@ class Caller:
     ``backend=None`` with ``identity`` makes a replaying caller: every
     answer comes from the journal and nothing is ever sent."""
 
-    def __init__(self, journal: Any, kind: str, backend: Backend | None = None, *,
+    def __init__(self, journal: CallJournal, kind: str, backend: Backend | None = None, *,
                  identity: dict[str, Any] | None = None, usage: Usage | None = None,
                  decode_limit: asyncio.Semaphore | None = None, label: str = ""):
         if backend is None and identity is None:
@@ -216,7 +228,7 @@ class Caller:
     def capabilities(self) -> Capabilities:
         return self.backend.capabilities if self.backend is not None else Capabilities()
 
-    async def call(self, request: Request, *, plan: Any = None, context: dict[str, Any] | None = None,
+    async def call(self, request: Request, *, plan: MediaPlan | None = None, context: dict[str, Any] | None = None,
                    log: dict[str, Any] | None = None) -> Call:
         """One logged call.  ``plan``: the task's ``MediaPlan`` (media
         settings and ablations; also part of the key); ``context``: more key
@@ -255,7 +267,7 @@ class Caller:
             response = await self._send(sent)
             if response is None or response is _SPENT:  # the breaker opened (or --max-cost was reached) while
                 sent.messages = []                        # this call waited: nothing was sent
-                return self._not_attempted(key, request, self.spend.message() if response is _SPENT else None)
+                return self._not_attempted(key, request, self.spend.message() if response is _SPENT and self.spend else None)
             prices = getattr(self.backend, "prices", None)
             if not response.cost and prices is not None and response.usage:  # usage but no cost: priced here
                 response.cost = prices.cost(int(response.usage.get("prompt_tokens", 0) or 0),
@@ -273,7 +285,7 @@ class Caller:
             call.text, call.error = kept.get("response") or "", kept.get("error")
         return call
 
-    def key(self, request: Request, plan: Any = None, context: dict[str, Any] | None = None) -> str:
+    def key(self, request: Request, plan: MediaPlan | None = None, context: dict[str, Any] | None = None) -> str:
         """The journal key :meth:`call` files this request under."""
         context = dict(context or {})
         if plan is not None:
@@ -286,7 +298,7 @@ class Caller:
         done = self.journal.get(self.kind, key)
         return done is not None and done.get("error") is None
 
-    async def _materialize(self, request: Request, plan: Any) -> dict[str, Any] | None:
+    async def _materialize(self, request: Request, plan: MediaPlan | None) -> dict[str, Any] | None:
         from avhb.media.materialize import MediaPlan, has_media, materialize
         from avhb.media.spec import MediaSpec
 
@@ -340,7 +352,7 @@ class Caller:
         """Where the backend sends (its URL, redacted), else its label."""
         from avhb.redact import redact_text
 
-        args = self.identity.get("args") if isinstance(self.identity.get("args"), dict) else {}
+        args = raw if isinstance(raw := self.identity.get("args"), dict) else {}
         for value in (getattr(self.backend, "base_url", None), getattr(self.backend, "api_base", None),
                       args.get("base_url"), args.get("api_base")):
             if isinstance(value, str) and value:

@@ -135,7 +135,8 @@ def connect(executor: Any) -> Cluster:
     try:
         # no address: a new local cluster, as documented -- Ray's own default would join whatever
         # /tmp/ray/ray_current_cluster names, a stale head left by an earlier `ray start` included
-        ray.init(address=address or "local", include_dashboard=False, ignore_reinit_error=True, logging_level="warning",
+        # Ray annotates logging_level as int; it takes a level's name too (its own default is "info")
+        ray.init(address=address or "local", include_dashboard=False, ignore_reinit_error=True, logging_level="warning",  # type: ignore[arg-type, unused-ignore]
                  namespace="avhb")
     except ConnectionError as exc:
         raise UserError(f"--executor {executor.label}: cannot reach the Ray cluster: {exc}") from None

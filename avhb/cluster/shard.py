@@ -92,9 +92,9 @@ def units(records: Sequence[SampleRecord], metrics: Iterable[Metric], task: str 
     """Sample id -> its unit's name: ``key:<smallest grouping key>``, or
     ``id:<sample id>`` for a sample no metric groups (union-find over the
     metrics' grouping keys; module docstring)."""
-    parent: dict[Hashable, Hashable] = {}
+    parent: dict[tuple[Any, ...], tuple[Any, ...]] = {}  # ("id", sample id) or ("key", metric, grouping key)
 
-    def find(x: Hashable) -> Hashable:
+    def find(x: tuple[Any, ...]) -> tuple[Any, ...]:
         root = x
         while parent.setdefault(root, root) != root:
             root = parent[root]
@@ -102,12 +102,12 @@ def units(records: Sequence[SampleRecord], metrics: Iterable[Metric], task: str 
             parent[x], x = root, parent[x]
         return root
 
-    def union(a: Hashable, b: Hashable) -> None:
+    def union(a: tuple[Any, ...], b: tuple[Any, ...]) -> None:
         ra, rb = find(a), find(b)
         if ra != rb:
             parent[rb] = ra
 
-    ids = [("id", str(r.id)) for r in records]
+    ids: list[tuple[Any, ...]] = [("id", str(r.id)) for r in records]
     for node in ids:
         find(node)
     for i, metric in enumerate(metrics):
@@ -118,7 +118,7 @@ def units(records: Sequence[SampleRecord], metrics: Iterable[Metric], task: str 
                 raise UserError(f"task {task!r}: --shard: {exc}") from None
             if key is not None:
                 union(("id", str(r.id)), ("key", i, _frozen(key)))
-    name: dict[Hashable, str] = {}
+    name: dict[tuple[Any, ...], str] = {}
     for node in list(parent):
         if node[0] == "key":
             root, text = find(node), f"key:{node[2]!r}"

@@ -22,7 +22,7 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from avhb.errors import UserError
 from avhb.taskdef.config import TaskConfig
@@ -72,13 +72,13 @@ def parse_data_flags(items: list[str]) -> dict[str, Path]:
     return out
 
 
-def data_flag_for(task: TaskConfig, data: dict[str, Path], groups: list[str] = ()) -> str | None:
+def data_flag_for(task: TaskConfig, data: dict[str, Path], groups: Sequence[str] = ()) -> str | None:
     """The ``--data`` NAME a task reads: the first of its name, its pack's
     data name, its tags and its groups that was given; None when none was."""
     return next((n for n in [task.name, task.data_name, *task.tags, *groups] if n in data), None)
 
 
-def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: list[str] = (),
+def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: Sequence[str] = (),
                    base: Path | None = None) -> DataSource:
     """Where ``task``'s data is (module docstring); ``base``: the folder a
     builder task's relative paths resolve under (default: the working

@@ -93,6 +93,7 @@ def _load(path, container, rate, segment, on_missing) -> np.ndarray:
 
     def put(frames) -> None:
         nonlocal out, filled, pos
+        assert pos is not None  # set from the first frame, before put is called
         for f in frames:
             data = f.to_ndarray().reshape(-1)
             a = pos

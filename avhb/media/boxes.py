@@ -51,6 +51,7 @@ def nearest_key(keys: Sequence[int], index: int, max_distance: float | None = No
         if 0 <= j < len(keys):
             if best is None or abs(keys[j] - index) < abs(best - index):
                 best = keys[j]
+    assert best is not None  # keys is not empty: one of i - 1, i indexes it
     if max_distance is not None and abs(best - index) > max_distance:
         return None
     return best
@@ -72,15 +73,15 @@ def boxes_for_indices(annotations: Mapping[Any, Sequence[Box | Mapping[str, Any]
     keys = sorted(by_frame)
     out = []
     for idx in indices:
-        k = nearest_key(keys, int(idx), max_distance)
-        out.append(list(by_frame[k]) if k is not None else [])
+        near = nearest_key(keys, int(idx), max_distance)
+        out.append(list(by_frame[near]) if near is not None else [])
     return out
 
 
 def _color(value: str | None) -> tuple[int, int, int]:
     if value and isinstance(value, str) and value.startswith("#") and len(value) == 7:
         try:
-            return tuple(int(value[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+            return int(value[1:3], 16), int(value[3:5], 16), int(value[5:7], 16)
         except ValueError:
             pass
     return (255, 0, 0)

@@ -24,11 +24,14 @@ import json
 import os
 import tempfile
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from avhb.media.fingerprints import fingerprint
+
+if TYPE_CHECKING:
+    from avhb.media.audio import OnMissing
 
 FORMAT_VERSION = 2  # 2: whole-file fingerprints (1: size + three 1 MiB blocks)
 
@@ -56,6 +59,7 @@ class MediaCache:
         return hashlib.blake2b(text.encode(), digest_size=32).hexdigest()
 
     def entry_path(self, kind: str, key: str) -> str:
+        assert self.root is not None  # set by __post_init__
         return os.path.join(self.root, kind, key[:2], key + ".npz")
 
     def load(self, kind: str, key: str) -> dict[str, np.ndarray] | None:
@@ -77,7 +81,7 @@ class MediaCache:
         fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)
+                np.savez(f, **arrays)  # type: ignore[arg-type, unused-ignore]  # numpy's stub: a key could be its allow_pickle flag
             os.replace(tmp, p)
         except BaseException:
             try:
@@ -117,7 +121,7 @@ def cached_sample_frames(path: str, spec, cache: MediaCache | None = None):
 
 
 def cached_load_audio(path: str, rate: int = 16000, segment: tuple[float, float] | None = None,
-                      on_missing: str = "error", cache: MediaCache | None = None) -> np.ndarray:
+                      on_missing: OnMissing = "error", cache: MediaCache | None = None) -> np.ndarray:
     """:func:`avhb.media.audio.load_audio` through the cache."""
     from avhb.media.audio import load_audio
 

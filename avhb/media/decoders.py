@@ -16,7 +16,7 @@ give their distance.
 from __future__ import annotations
 
 import math
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -86,7 +86,7 @@ class PyAVReader:
         except BaseException:
             self.container.close()
             raise
-        self._frames = None  # decode iterator
+        self._frames: Iterator[Any] | None = None  # decode iterator
         self._pos = -1  # index of the last frame decoded
         self._prev = None  # that frame
         self._gop = 0  # lower bound on the key-frame interval, frames
@@ -108,6 +108,7 @@ class PyAVReader:
         self._last_key = None
 
     def _next(self):
+        assert self._frames is not None  # _seek ran first
         frame = next(self._frames, None)
         if frame is None:
             return None

@@ -176,6 +176,6 @@ def _store(path: str, key: tuple[int, ...], value: str) -> None:
         os.replace(tmp, entry)
     except OSError:
         try:
-            os.unlink(tmp)  # type: ignore[possibly-undefined]
+            os.unlink(tmp)
         except (OSError, NameError):
             pass

@@ -115,7 +115,7 @@ def sample_frames(path: str, spec: FrameSpec) -> FrameSample:
     reader = open_reader(path, spec.decoder)
     try:
         indices = choose_indices(path, reader, spec)
-        size = tuple(spec.size) if spec.size else fit_size(reader.width, reader.height, spec.max_side, spec.max_pixels)
+        size = (spec.size[0], spec.size[1]) if spec.size else fit_size(reader.width, reader.height, spec.max_side, spec.max_pixels)
         frames = decode_indices(reader, indices, size)
     finally:
         reader.close()

@@ -166,16 +166,16 @@ def _budget(request: Request, plan: MediaPlan, caps: Capabilities) -> None:
                           "not dropped: they may be numbered units; use a model with a longer context)")
     if not counted:
         return
-    total = sum(planned[id(v)] for v in counted)
+    total = sum(planned[id(v)] or 0 for v in counted)  # counted: the videos with a planned count
     allowed = check_budget(plan.task, total, caps.tokens_per_frame, text_tokens + image_tokens, caps.max_context,
-                           policy=plan.spec.budget)  # type: ignore[arg-type]
+                           policy=plan.spec.budget)
     if allowed < total:
         each = allowed // len(counted)
         if each < 1:
             raise SampleError(f"task {plan.task}: {len(counted)} videos do not fit {caps.max_context} tokens "
                               "with one frame each")
         for v in counted:
-            n = planned[id(v)]
+            n = planned[id(v)] or 0
             if n > each:
                 v.sampling = {**(v.sampling or {}), "frames": each}
                 v.sampling.pop("fps", None)
@@ -207,6 +207,7 @@ def _decode_audio(part: AudioPart, plan: MediaPlan, caps: Capabilities, request:
     from avhb.media.cache import cached_load_audio
 
     spec = plan.spec
+    assert part.path is not None  # an audio part without its array has a file
     part.array = cached_load_audio(part.path, rate=spec.audio_rate, segment=part.segment, on_missing=spec.audio_missing)
     part.rate = spec.audio_rate
     _log_one(log, "audio", {"path": part.path, "seconds": round(len(part.array) / part.rate, 3), "rate": part.rate,
@@ -245,6 +246,7 @@ def _image_size(part: ImagePart) -> list[int] | None:
     try:
         from PIL import Image
 
+        assert part.path is not None  # an image part without its array has a file
         with Image.open(part.path) as im:
             return [int(im.width), int(im.height)]
     except Exception:  # noqa: BLE001 - a missing or broken image: its size is simply unknown

@@ -36,12 +36,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Mapping
 
 from avhb.errors import UserError
 
 if TYPE_CHECKING:  # frames imports numpy: a text-only run never needs it
-    from avhb.media.frames import FrameSpec
+    from avhb.media.audio import OnMissing
+    from avhb.media.frames import Decoder, FrameSpec
 
 
 # upper bounds of the media numbers (inclusive)
@@ -80,12 +81,12 @@ class MediaSpec:
     frame_size: tuple[int, int] | None = None
     audio_rate: int = 16000
     audio_in_video: bool = False
-    audio_missing: str = "error"
-    budget: str = "clamp"
+    audio_missing: OnMissing = "error"
+    budget: Literal["clamp", "refuse"] = "clamp"
     chunks: ChunkSpec | None = None
     boxes: str | None = None
     boxes_key_fps: float | None = None
-    decoder: str = "auto"
+    decoder: Decoder = "auto"
     transcriber: str = "whisper"
     asr_language: str | None = None
 
@@ -166,7 +167,7 @@ class MediaSpec:
 
         return FrameSpec(frames=n, fps=fps, max_frames=self.max_frames, segment=segment,
                          include_last=self.include_last_frame, max_side=self.max_side,
-                         max_pixels=self.max_pixels, decoder=self.decoder, size=size)  # type: ignore[arg-type]
+                         max_pixels=self.max_pixels, decoder=self.decoder, size=size)
 
 
 def media_overrides(overrides: Mapping[str, Any] | None, where: str = "--media") -> dict[str, Any]:

@@ -60,11 +60,12 @@ class AudioPart:
 
 
 Part = Union[TextPart, ImagePart, VideoPart, AudioPart]
+Role = Literal["system", "user", "assistant"]
 
 
 @dataclass
 class Message:
-    role: Literal["system", "user", "assistant"]
+    role: Role
     parts: list[Part]
 
     @property

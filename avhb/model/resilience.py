@@ -151,7 +151,7 @@ def classify_exception(exc: BaseException) -> Failure:
     if isinstance(status, int):
         headers = getattr(exc, "headers", None)
         if not headers and getattr(exc, "response", None) is not None:
-            headers = getattr(exc.response, "headers", None)
+            headers = getattr(getattr(exc, "response", None), "headers", None)
         retry_after = parse_retry_after(_header(headers, "Retry-After"))
         retryable = status in RETRYABLE_STATUS or 500 <= status <= 599
         return Failure(message, retryable, status, retry_after, rate_limited=status == 429)

@@ -64,6 +64,7 @@ class ComparisonTable:
         d = differs(a, b)
         if not d:
             return 0
+        assert a.value is not None and b.value is not None  # differs: both have one
         return 1 if a.value > b.value else -1
 
     def judged(self, row: int, col: int) -> int:
@@ -139,7 +140,7 @@ def settings_of(run: dict) -> dict[str, str]:
     from avhb.redact import redact
 
     run = redact(run) if isinstance(run, dict) else {}
-    model = run.get("model") if isinstance(run.get("model"), dict) else {}
+    model = given if isinstance(given := run.get("model"), dict) else {}
     out = {
         "model": f"{model.get('kind', '?')}:{model.get('name', '?')}",
         "model args": _kv(model.get("args")),
@@ -151,14 +152,14 @@ def settings_of(run: dict) -> dict[str, str]:
         "repeats": str(run.get("repeats")) if run.get("repeats") is not None else "-",
         "avhb version": str(run.get("avhb_version", "-")),
     }
-    judges = run.get("judges") if isinstance(run.get("judges"), dict) else {}
+    judges = given if isinstance(given := run.get("judges"), dict) else {}
     for role, panel in sorted(judges.items()):
         out[f"judge: {role}"] = ", ".join(map(str, panel)) if isinstance(panel, list) else str(panel)
-    tasks = run.get("tasks") if isinstance(run.get("tasks"), dict) else {}
+    tasks = given if isinstance(given := run.get("tasks"), dict) else {}
     for name, info in tasks.items():
         info = info if isinstance(info, dict) else {}
         out[f"task hash: {name}"] = str(info.get("hash", "-"))
-        data = info.get("data") if isinstance(info.get("data"), dict) else {}
+        data = given if isinstance(given := info.get("data"), dict) else {}
         if data:
             out[f"data: {name}"] = f"{data.get('kind', '?')} {data.get('revision') or ''}".strip()
     return out
@@ -223,7 +224,7 @@ def compare_runs(run_dirs: list[Path], baseline: int = 0) -> ComparisonTable:
     meta = []
     for run in runs:
         counts = {name: {**r.counts(), **r.count_cells()} for name, r in run.typed.tasks.items()}
-        model = run.run.get("model") if isinstance(run.run.get("model"), dict) else {}
+        model = given if isinstance(given := run.run.get("model"), dict) else {}
         meta.append({"created": run.run.get("created", ""), "avhb_version": run.run.get("avhb_version", ""),
                      "model": f"{model.get('kind', '')} {model.get('name', '')}".strip(),
                      "problems": run.problems, "counts": counts})
@@ -291,12 +292,12 @@ def to_csv(table: ComparisonTable) -> str:
     w.writerow(header)
     for r, label in enumerate(table.labels):
         row: list[object] = [label, str(table.run_dirs[r])]
-        for i, c in enumerate(table.cells[r]):
-            if c is None:
+        for i, cell in enumerate(table.cells[r]):
+            if cell is None:
                 row += ["", "", "", ""]
             else:
-                row += ["" if c.value is None else repr(c.value), "" if c.stderr is None else repr(c.stderr),
-                        "" if c.n is None else c.n, table.mark(r, i)]
+                row += ["" if cell.value is None else repr(cell.value), "" if cell.stderr is None else repr(cell.stderr),
+                        "" if cell.n is None else cell.n, table.mark(r, i)]
         w.writerow(row)
     return buf.getvalue()
 

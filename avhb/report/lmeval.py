@@ -113,8 +113,8 @@ def build_export(run_dir: Path, with_samples: bool = True) -> LmEvalExport:
     except ValueError:
         raise UserError(f"{path} is not valid JSON") from None
     typed = RunResults.from_json(raw)
-    tasks_info = run.get("tasks") if isinstance(run.get("tasks"), dict) else {}
-    model = run.get("model") if isinstance(run.get("model"), dict) else {}
+    tasks_info = given if isinstance(given := run.get("tasks"), dict) else {}
+    model = given if isinstance(given := run.get("model"), dict) else {}
     name = str(model.get("name") or model.get("kind") or "model")
     gen_kwargs = run.get("gen_kwargs") or {}
 
@@ -175,7 +175,7 @@ def build_export(run_dir: Path, with_samples: bool = True) -> LmEvalExport:
         versions[key] = None
 
     created, updated = _time(run.get("created")), _time(run.get("updated"))
-    seeds = run.get("seeds") if isinstance(run.get("seeds"), list) and len(run["seeds"]) == 4 else [run.get("seed")] * 4
+    seeds = given if isinstance(given := run.get("seeds"), list) and len(given) == 4 else [run.get("seed")] * 4
     system = run.get("system_instruction")
     document: dict[str, Any] = {
         "results": results,
@@ -222,7 +222,7 @@ def write_export(export: LmEvalExport, out: Path, replace: bool = False) -> list
                 old.unlink()
     write_json_atomic(paths["results"], export.results)
     for task, lines in export.samples.items():
-        write_atomic(paths[task], lambda fh, lines=lines: fh.writelines(
+        write_atomic(paths[task], lambda fh: fh.writelines(  # called at once: this task's lines
             json.dumps(redact(line), ensure_ascii=False, default=str) + "\n" for line in lines))
     return list(paths.values())
 
@@ -291,7 +291,7 @@ def _sample_lines(path: Path, config: dict[str, Any], gen_kwargs: dict[str, Any]
         first = rows[0]
         prompt = str(first.get("prompt") or "")
         target = first.get("target")
-        doc = first.get("doc") if isinstance(first.get("doc"), dict) else {}
+        doc = given if isinstance(given := first.get("doc"), dict) else {}
         scores: dict[str, list[float]] = {}
         for r in rows:
             for m, v in (r.get("scores") or {}).items():

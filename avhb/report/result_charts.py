@@ -17,7 +17,7 @@ zero or missing, and any panel with no value at all, is not drawn.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from avhb.report.svg_charts import Chart, Panel, Series
 from avhb.run.results import RunResults, TaskResult
@@ -27,7 +27,7 @@ from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE
 MAX_PANELS = 12
 
 
-def _metrics_union(mappings: list[Mapping[str, Aggregate]], min_count: int = 1) -> list[str]:
+def _metrics_union(mappings: Sequence[Mapping[str, Aggregate]], min_count: int = 1) -> list[str]:
     """Metric names in first-seen order that appear in >= ``min_count`` mappings."""
     names: list[str] = []
     seen: dict[str, int] = {}
@@ -39,7 +39,7 @@ def _metrics_union(mappings: list[Mapping[str, Aggregate]], min_count: int = 1) 
     return [k for k in names if seen[k] >= min_count]
 
 
-def _drawable(metrics: list[str], kinds: list[TaskResult]) -> list[str]:
+def _drawable(metrics: list[str], kinds: Sequence[TaskResult]) -> list[str]:
     """``metrics`` without counts, headline first (kinds read from the tasks)."""
     def kind(m: str) -> str:
         return next((r.kind(m) for r in kinds if m in r.info), HEADLINE)
@@ -48,8 +48,8 @@ def _drawable(metrics: list[str], kinds: list[TaskResult]) -> list[str]:
     return sorted((m for m in metrics if kind(m) != COUNT), key=lambda m: order.get(kind(m), 1))[:MAX_PANELS]
 
 
-def _panels(labels: list[str], rows: list[Mapping[str, Aggregate]], metrics: list[str],
-            kinds: list[TaskResult] = ()) -> list[Panel]:
+def _panels(labels: list[str], rows: Sequence[Mapping[str, Aggregate]], metrics: list[str],
+            kinds: Sequence[TaskResult] = ()) -> list[Panel]:
     panels = []
     for metric in metrics:
         cells = [r.get(metric) for r in rows]

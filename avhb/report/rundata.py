@@ -44,7 +44,7 @@ class RunData:
     @property
     def report_hints(self) -> dict[str, dict[str, Any]]:
         """Each task's YAML ``report`` block (how its charts are drawn), from run.json."""
-        tasks = self.run.get("tasks") if isinstance(self.run.get("tasks"), dict) else {}
+        tasks = given if isinstance(given := self.run.get("tasks"), dict) else {}
         out = {}
         for name, info in tasks.items():
             hint = ((info or {}).get("config") or {}).get("report") if isinstance(info, dict) else None

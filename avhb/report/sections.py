@@ -46,7 +46,7 @@ def _task_rows(name: str, result: TaskResult) -> list[str]:
         unparsed = mine.pop("unparsed", None)
         other = _other({**(rest if i == 0 else {}), **mine})
         about = esc(info.description) if info and info.description else ""
-        arrow = {True: " ↑", False: " ↓"}.get(info.higher_is_better if info else None, "")
+        arrow = {True: " ↑", False: " ↓", None: ""}.get(info.higher_is_better if info else None, "")
         cls = ' class="first"' if i == 0 else (' class="diag"' if diag else "")
         label = esc(metric) + (' <span class="tag">diagnostic</span>' if diag else "")
         rows.append(f"<tr{cls}><td>{esc(name) if i == 0 else ''}</td><td>{label}</td>{num_td(agg)}"
@@ -163,7 +163,7 @@ def judges_section(data: RunData) -> str:
                      f"<th>Unparsable</th></tr>{rows}</table>")
     agreement = data.results.get("agreement")
     if isinstance(agreement, Mapping) and agreement:
-        rows = []
+        agreement_rows = []
         for task, by_role in agreement.items():
             if not isinstance(by_role, Mapping):
                 continue
@@ -173,13 +173,13 @@ def judges_section(data: RunData) -> str:
                 for stat, value in stats.items():
                     if isinstance(value, Mapping):
                         for pair, v in value.items():
-                            rows.append((task, role, stat, pair, v))
+                            agreement_rows.append((task, role, stat, pair, v))
                     else:
-                        rows.append((task, role, stat, "", value))
+                        agreement_rows.append((task, role, stat, "", value))
         body = "".join(
             f"<tr><td>{esc(t)}</td><td>{esc(r)}</td><td>{esc(s)}</td><td>{esc(p)}</td>"
             f'<td class="num">{esc(fmt_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v)}</td></tr>'
-            for t, r, s, p, v in rows
+            for t, r, s, p, v in agreement_rows
         )
         parts.append("<h3>Agreement</h3><table id=\"agreement\"><tr><th>Task</th><th>Role</th><th>Statistic</th>"
                      f"<th>Pair</th><th>Value</th></tr>{body}</table>")

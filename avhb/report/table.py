@@ -52,7 +52,7 @@ def _task_rows(name: str, r: TaskResult) -> list[tuple[str, ...]]:
     task_counts = (str(r.samples), str(r.errors), str(r.judge_failures))
     if not metrics:
         return [(name, "-", "-", "", "", "", *task_counts, "", _other(rest))]
-    rows = []
+    rows: list[tuple[str, ...]] = []
     for i, (metric, c) in enumerate(metrics.items()):
         label = metric + (" (diag)" if r.kind(metric) == DIAGNOSTIC else "")
         mine = dict(own.get(metric, {}))
@@ -81,7 +81,7 @@ def describe_metrics(typed: RunResults) -> list[str]:
         for metric in r.ordered():
             info = r.info.get(metric)
             if info and info.description and metric not in seen:
-                better = {True: " (higher is better)", False: " (lower is better)"}.get(info.higher_is_better, "")
+                better = {True: " (higher is better)", False: " (lower is better)", None: ""}.get(info.higher_is_better, "")
                 seen[metric] = f"{metric}: {info.description}{better}"
     return list(seen.values())
 
@@ -103,7 +103,7 @@ def format_results_table(results: RunResults | Mapping[str, Any], notes: list[st
     else:
         lines = ["(no task results)"]
     if typed.groups:
-        grows = []
+        grows: list[tuple[str, ...]] = []
         for name, cells in typed.groups.items():
             if (typed.group_counts.get(name) or {}).get("errors"):
                 name = f"{name} *"

@@ -1,10 +1,13 @@
 """Multi-step samples.  A task may name a driver hook
 (``driver: !function hooks.drive``)::
 
-    async def drive(ctx, doc):
+    async def drive(ctx: SampleContext, doc: dict) -> DriverResult:
         first = await ctx.ask(ctx.request(), step="look")
         ...
         return final_text            # or (final_text, {"turns": 3, ...})
+
+(``Driver`` is that signature; ``ctx.run`` is the task as it runs,
+:class:`DriverRun`.)
 
 ``ctx.ask(messages_or_request, step=...)`` calls the model under test through
 the run's one call path (:mod:`avhb.call.caller`): each step is journaled
@@ -32,22 +35,70 @@ request.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
 from avhb.errors import SampleError
-from avhb.call.caller import Call
+from avhb.call.caller import Call, Caller
 from avhb.model.messages import Message, Request, VideoPart
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from avhb.data.sources import DataSource
+    from avhb.media.materialize import MediaPlan
+    from avhb.media.spec import MediaSpec
+    from avhb.run.task import Task
+    from avhb.score.judges import TaskJudges, Verdict
 
 
 class StepFailed(SampleError):
     """A driver step whose model call failed (the sample fails with it)."""
 
 
+class DriverRun(Protocol):
+    """The task as a driver sees it while it runs (``ctx.run``): what
+    :class:`avhb.run.generate.TaskRun` holds (read only)."""
+
+    @property
+    def task(self) -> Task: ...
+
+    @property
+    def source(self) -> DataSource: ...
+
+    @property
+    def plan(self) -> MediaPlan: ...
+
+    @property
+    def model(self) -> Caller: ...
+
+    @property
+    def judges(self) -> TaskJudges: ...
+
+    @property
+    def gen_kwargs(self) -> dict[str, Any]: ...
+
+    @property
+    def seed(self) -> int: ...
+
+    @property
+    def system_instruction(self) -> str | None: ...
+
+    @property
+    def fewshot(self) -> dict[str, list[dict[str, Any]]]: ...
+
+    @property
+    def multiturn(self) -> bool: ...
+
+
+# What a driver returns: the final answer, or the answer and outputs for the metrics.
+DriverResult = str | tuple[str, dict[str, Any]]
+
+
 @dataclass
 class SampleContext:
     """What a driver receives for one sample (and repeat)."""
 
-    run: Any  # the task's TaskRun (see avhb.run.generate)
+    run: DriverRun  # the task's TaskRun (avhb.run.generate)
     doc: dict[str, Any]
     sample_id: str
     repeat: int
@@ -60,12 +111,12 @@ class SampleContext:
         return self.run.task.name
 
     @property
-    def media(self):
+    def media(self) -> MediaSpec:
         """The task's media settings (``MediaSpec``)."""
         return self.run.plan.spec
 
     @property
-    def root(self):
+    def root(self) -> Path:
         return self.run.source.media_root
 
     def request(self, doc: dict[str, Any] | None = None) -> Request:
@@ -118,7 +169,7 @@ class SampleContext:
             context["step"] = step
         return context
 
-    async def judge(self, role: str, fields: dict[str, Any], *, media: Sequence[Any] = (), step: str | None = None):
+    async def judge(self, role: str, fields: dict[str, Any], *, media: Sequence[Any] = (), step: str | None = None) -> Verdict:
         """A judge verdict during generation (``Verdict``: value, ok, raw)."""
         verdict = await self.run.judges.ask(role, fields, media, context={
             "task": self.task, "id": self.sample_id, "repeat": self.repeat, "step": step or role})
@@ -161,7 +212,11 @@ def add_system_instruction(request: Request, instruction: str) -> None:
         request.messages.insert(0, Message("system", [TextPart(instruction)]))
 
 
-async def single_step(ctx: SampleContext, doc: dict[str, Any]) -> str | tuple[str, dict[str, Any]]:
+# A driver hook (``driver: !function hooks.drive``; module docstring).
+Driver = Callable[[SampleContext, dict[str, Any]], Awaitable[DriverResult]]
+
+
+async def single_step(ctx: SampleContext, doc: dict[str, Any]) -> DriverResult:
     """The driver of every task that names none: the task's request, once.
     A log-likelihood request's answer reaches the metrics as outputs
     (``loglikelihoods``; for multiple_choice also the ``choices`` and the

@@ -73,7 +73,7 @@ class Estimate:
     @property
     def cost(self) -> float | None:
         costs = [c.cost for c in self.counts]
-        return None if any(c is None for c in costs) else sum(costs)  # type: ignore[misc]
+        return None if any(c is None for c in costs) else sum(c or 0.0 for c in costs)
 
     def unpriced(self) -> list[str]:
         return [c.label for c in self.counts if c.cost is None]

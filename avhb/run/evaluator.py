@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
-from avhb.model.backend import create_backend
+from avhb.model.backend import BackendSpec, create_backend
 from avhb.call.caller import Caller, NotInJournal, SpendLimit
 from avhb.registry import get_registry
 from avhb.run.finished import file_stamp, fingerprint, inputs, why_not
@@ -78,6 +78,12 @@ class Evaluator:
         self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
         self.not_attempted = 0  # samples an open breaker never sent
 
+    @property
+    def _model(self) -> BackendSpec:
+        """The model under test (a run names one: ``--model``, or run.json's)."""
+        assert self.o.model is not None, "a run needs a model"
+        return self.o.model
+
     async def run(self) -> dict[str, Any]:
         self.folder.open()  # the lock: one process writes a run folder
         try:
@@ -101,7 +107,7 @@ class Evaluator:
         tasks = [t for t in tasks if t.name in records]
         notes = list(self.o.notes) + absent_note + samples_notes(self.o.samples, self._matched) + task_key_notes(tasks)
         make_backend = create_backend if self.o.executor is None else self.o.executor.backend_factory()
-        backend = None if self.o.score_only else make_backend(self.o.model)
+        backend = None if self.o.score_only else make_backend(self._model)
         if backend is not None:
             notes += self._backend_notes(backend, tasks, plans, sources, records)
         journal = Journal(self.folder.journal_dir)
@@ -117,14 +123,14 @@ class Evaluator:
             self._check_transcribers(tasks, plans, sources, records, backend, judges)
         replicas = int(getattr(backend, "replicas", 1) or 1)
         if replicas > 1 and self.o.executor is None:
-            raise UserError(f"--model {self.o.model.label}: {replicas} engines (data_parallel_size) run as Ray workers, "
+            raise UserError(f"--model {self._model.label}: {replicas} engines (data_parallel_size) run as Ray workers, "
                             "one engine each: add --executor ray[:ADDRESS]")
         if backend is not None:
             for t in tasks:  # settings the backend can refuse before it loads (vLLM: frames per prompt)
                 backend.check_media(plans[t.name].spec, t.name)
                 self._check_loglikelihood(t, backend)
         if backend is not None:
-            model = Caller(journal, "responses", backend, label=self.o.model.label)
+            model = Caller(journal, "responses", backend, label=self._model.label)
         else:
             rec = recorded.get("model") or {}
             model = Caller(journal, "responses", identity=rec.get("identity") or {k: rec.get(k) for k in ("kind", "name", "args")})
@@ -290,7 +296,7 @@ class Evaluator:
                 if getattr(getattr(cls, "capabilities", None), "loglikelihood", False):
                     able.append(name)
             raise UserError(f"task {task.name!r} (output_type {task.output_type}) needs token log-probabilities, "
-                            f"which {self.o.model.label} does not give; backends that do: "
+                            f"which {self._model.label} does not give; backends that do: "
                             f"{', '.join(able) or 'none installed'}")
 
     def _check_metric_roles(self, task: Task) -> None:
@@ -348,17 +354,17 @@ class Evaluator:
         """What this backend will not get as asked (:mod:`avhb.run.notes`)."""
         notes: list[str] = []
         if self.o.batch_size == "auto":
-            notes.append(f"--batch_size auto: {self.o.model.label} keeps its own concurrency "
+            notes.append(f"--batch_size auto: {self._model.label} keeps its own concurrency "
                          f"({backend.concurrency} requests in flight)")
         elif self.o.batch_size is not None:
             notes.append(f"--batch_size {self.o.batch_size}: at most {self.o.batch_size} requests in flight to "
-                         f"{self.o.model.label} (the backend's concurrency; it was {backend.concurrency})")
+                         f"{self._model.label} (the backend's concurrency; it was {backend.concurrency})")
             backend.concurrency = int(self.o.batch_size)
         notes += gen_kwargs_notes(self.o.gen_kwargs, backend)
         for t in tasks:
             plan = plans[t.name]
             media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec)
-            notes += plan_notes(t.name, media, plan.spec, plan.ablations, backend.capabilities, self.o.model.label,
+            notes += plan_notes(t.name, media, plan.spec, plan.ablations, backend.capabilities, self._model.label,
                                 getattr(backend, "transcribes", None))
         return notes
 
@@ -546,7 +552,7 @@ class Evaluator:
         if failed:
             first = failed[0]
             print(f"avhb: warning: task {task.name}: {len(failed)} of {len(records)} samples failed and are excluded "
-                  f"from its metrics (first: sample {first.id!r}: {' '.join(first.error.split())[:300]}); "
+                  f"from its metrics (first: sample {first.id!r}: {' '.join((first.error or '').split())[:300]}); "
                   f"see {path}", file=sys.stderr)
         return result.errors == 0 and result.judge_failures == 0
 

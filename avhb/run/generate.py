@@ -16,7 +16,7 @@ from avhb.data.sources import DataSource
 from avhb.errors import EnvironmentFailure, SampleError, UserError
 from avhb.media.materialize import MediaPlan
 from avhb.call.caller import Caller, NotInJournal
-from avhb.run.driver import SampleContext, single_step
+from avhb.run.driver import Driver, SampleContext, single_step
 from avhb.run.progress import Progress
 from avhb.score.judges import TaskJudges
 from avhb.score.metric import SampleRecord
@@ -42,7 +42,7 @@ class TaskRun:
     multiturn: bool = True  # few-shot examples as turns of their own (lm-eval's --fewshot_as_multiturn)
 
     @property
-    def driver(self) -> Callable[..., Any]:
+    def driver(self) -> Driver:
         hook = self.task.cfg.get("driver")
         return self.task.hook(hook["function"]) if hook else single_step
 

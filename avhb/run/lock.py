@@ -58,7 +58,7 @@ import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from avhb.errors import EnvironmentFailure, UserError
 
@@ -107,7 +107,7 @@ class RunFolderLocked(UserError):
     def __init__(self, folder: Path, holder: LockHolder | None):
         who = holder.describe() if holder else "another process"
         age = holder.lease_age() if holder else None
-        lease = f", its lease renewed {max(age, 0):.0f} s ago" if age is not None and holder.host != socket.gethostname() else ""
+        lease = f", its lease renewed {max(age, 0):.0f} s ago" if age is not None and holder is not None and holder.host != socket.gethostname() else ""
         super().__init__(f"{folder} is in use by {who}{lease}: wait for it to finish, or use another --output-dir")
         self.holder = holder
 
@@ -139,8 +139,8 @@ def _current(path: Path) -> LockHolder | None:
     return None
 
 
-def _number(value: object) -> float | None:
-    return None if value is None else float(value)  # type: ignore[arg-type]
+def _number(value: Any) -> float | None:  # a JSON value (float() refuses what is not a number)
+    return None if value is None else float(value)
 
 
 def _parse(text: str) -> LockHolder | None:
@@ -168,6 +168,12 @@ class RunLock:
     @property
     def held(self) -> bool:
         return self._fd is not None
+
+    @property
+    def lease_s(self) -> float:
+        """The lease this process holds the lock under (once acquired)."""
+        assert self._record is not None, "the lock is not held"
+        return float(self._record["lease_s"])
 
     def acquire(self) -> LockHolder | None:
         """Take the lock; returns the stale holder taken over (None when the
@@ -300,7 +306,7 @@ class _Renewer:
 
     def add(self, lock: RunLock) -> None:
         with self._wake:
-            self._due[lock] = time.monotonic() + float(lock._record["lease_s"])
+            self._due[lock] = time.monotonic() + lock.lease_s
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="avhb-lock-lease", daemon=True)
                 self._thread.start()
@@ -316,7 +322,7 @@ class _Renewer:
                 now = time.monotonic()
                 due = [lock for lock, at in self._due.items() if at <= now]
                 for lock in due:
-                    self._due[lock] = now + float(lock._record["lease_s"])
+                    self._due[lock] = now + lock.lease_s
                 if not due:
                     self._wake.wait(timeout=min(self._due.values()) - now if self._due else None)
                     continue

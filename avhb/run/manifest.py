@@ -61,7 +61,7 @@ def build_manifest(existing: dict[str, Any] | None, options: Any, tasks: list[An
     if identities:
         info["judge_identities"] = identities
     for key in ("merged_from", "finished", "previous", "invocations"):  # kept across resumes (finished: avhb.run.finished)
-        if key in (existing or {}):
+        if existing is not None and key in existing:
             info[key] = existing[key]
     before_shard = (existing or {}).get("shard")
     if existing and (before_shard or None) != (info.get("shard") or None):

@@ -236,12 +236,13 @@ class RunResults:
         if not (isinstance(inner, Mapping) and all(isinstance(v, Mapping) for v in inner.values())):
             inner, data = data, {}
         tasks: dict[str, TaskResult] = {}
-        breakdowns = data.get("breakdowns") if isinstance(data.get("breakdowns"), Mapping) else {}
+        breakdowns = given if isinstance(given := data.get("breakdowns"), Mapping) else {}
         for name, mapping in inner.items():
             if not isinstance(mapping, Mapping):
                 continue
-            result = TaskResult(cells_of(mapping), *(_count(mapping.get(k)) or 0 for k in BOOKKEEPING))
-            dims = breakdowns.get(name) if isinstance(breakdowns.get(name), Mapping) else {}
+            counts = {k: _count(mapping.get(k)) or 0 for k in BOOKKEEPING}
+            result = TaskResult(cells_of(mapping), counts["samples"], counts["errors"], counts["judge_failures"])
+            dims = given if isinstance(given := breakdowns.get(name), Mapping) else {}
             for dim, values in dims.items():
                 if isinstance(values, Mapping):
                     cells = {str(v): c for v, c in values.items() if isinstance(c, Mapping)}
@@ -253,18 +254,18 @@ class RunResults:
                 if info is not None:
                     result.info[str(key)] = info
             tasks[str(name)] = result
-        groups_raw = data.get("groups") if isinstance(data.get("groups"), Mapping) else {}
+        groups_raw = given if isinstance(given := data.get("groups"), Mapping) else {}
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
         group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
         known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics", "judge_errors",
                  "absent_tasks", "absent_members"}
-        partial = data.get("partial_groups") if isinstance(data.get("partial_groups"), Mapping) else {}
-        usage = data.get("judge_usage") if isinstance(data.get("judge_usage"), Mapping) else {}
-        model = data.get("model") if isinstance(data.get("model"), str) else None
-        raw_errors = data.get("judge_errors") if isinstance(data.get("judge_errors"), Mapping) else {}
+        partial = given if isinstance(given := data.get("partial_groups"), Mapping) else {}
+        usage = given if isinstance(given := data.get("judge_usage"), Mapping) else {}
+        model = given if isinstance(given := data.get("model"), str) else None
+        raw_errors = given if isinstance(given := data.get("judge_errors"), Mapping) else {}
         judge_errors = {str(k): dict(v) for k, v in raw_errors.items() if isinstance(v, Mapping)}
-        absent = data.get("absent_tasks") if isinstance(data.get("absent_tasks"), Mapping) else {}
-        absent_members = data.get("absent_members") if isinstance(data.get("absent_members"), Mapping) else {}
+        absent = given if isinstance(given := data.get("absent_tasks"), Mapping) else {}
+        absent_members = given if isinstance(given := data.get("absent_members"), Mapping) else {}
         return cls(tasks, groups, dict(partial), model, dict(usage),
                    {k: v for k, v in data.items() if k not in known}, group_counts, judge_errors,
                    {str(t): str(why) for t, why in absent.items()},

@@ -116,7 +116,7 @@ def spec_text(identity: dict[str, Any] | None) -> str:
     if not identity:
         return "none"
     head = f"{identity.get('kind')}:{identity.get('name')}" if identity.get("name") else str(identity.get("kind"))
-    args = identity.get("args") if isinstance(identity.get("args"), dict) else {}
+    args = raw if isinstance(raw := identity.get("args"), dict) else {}
     return head + "".join(f",{k}={show(v)}" for k, v in sorted(args.items()))
 
 

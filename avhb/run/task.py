@@ -85,7 +85,7 @@ class Task:
         except ModuleNotFoundError as exc:
             if (exc.name or "").split(".")[0] in ("lmms_eval", "lm_eval"):
                 raise UserError(f"{self.cfg.file}: hook {dotted!r} imports {exc.name}, which is not installed here: "
-                                f"install {'lmms-eval' if exc.name.startswith('lmms') else 'lm-eval'} next to avhb, "
+                                f"install {'lmms-eval' if (exc.name or '').startswith('lmms') else 'lm-eval'} next to avhb, "
                                 "or write the hook without it") from None
             raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
         except Exception as exc:  # ImportError, AttributeError, or whatever the module raised at import
@@ -593,13 +593,16 @@ def lm_generation(cfg: TaskConfig, lmms: bool = False) -> tuple[dict[str, Any], 
     added: list[str] = []
     if cfg.get("output_type", "generate_until") == "generate_until":
         if "temperature" not in out:
-            out["temperature"], _ = 0.0, added.append("temperature 0")
+            out["temperature"] = 0.0
+            added.append("temperature 0")
         if not any(k in out for k in MAX_TOKEN_KEYS):
             key, value = ("max_new_tokens", 1024) if lmms else ("max_gen_toks", 256)
-            out[key], _ = value, added.append(f"{key} {value}")
+            out[key] = value
+            added.append(f"{key} {value}")
         if "until" not in out and "stop" not in out and not lmms:
             delimiter = cfg.get("fewshot_delimiter", "\n\n")
-            out["until"], _ = [delimiter], added.append(f"until [{delimiter!r}]")
+            out["until"] = [delimiter]
+            added.append(f"until [{delimiter!r}]")
     if isinstance(out.get("temperature"), int) and not isinstance(out.get("temperature"), bool):
         out["temperature"] = float(out["temperature"])
     if out.get("until") == []:

@@ -68,9 +68,9 @@ def weighted_mean(parts: Sequence[tuple[Aggregate, float]]) -> Aggregate:
     if not usable:
         return Aggregate(None, None, 0)
     total_w = sum(w for _, w in usable)
-    value = sum(a.value * w for a, w in usable) / total_w
+    value = sum((a.value or 0.0) * w for a, w in usable) / total_w  # usable: each has a value
     if all(a.stderr is not None for a, _ in usable):
-        se = math.sqrt(sum((w * a.stderr) ** 2 for a, w in usable)) / total_w
+        se = math.sqrt(sum((w * (a.stderr or 0.0)) ** 2 for a, w in usable)) / total_w
     else:
         se = None
     return Aggregate(value, se, sum(a.n or 0 for a, _ in usable))
@@ -93,9 +93,9 @@ def pooled_mean(parts: Sequence[Aggregate]) -> Aggregate:
     if not usable:
         return Aggregate(None, None, 0)
     total = sum(a.n or 0 for a in usable)
-    value = sum(a.value * (a.n or 0) for a in usable) / total
+    value = sum((a.value or 0.0) * (a.n or 0) for a in usable) / total  # usable: each has a value
     if total < 2 or any((a.n or 0) > 1 and a.stderr is None for a in usable):
         return Aggregate(value, None, total)
     within = sum(((a.n or 0) - 1) * (a.n or 0) * (a.stderr or 0.0) ** 2 for a in usable)
-    between = sum((a.n or 0) * (a.value - value) ** 2 for a in usable)
+    between = sum((a.n or 0) * ((a.value or 0.0) - value) ** 2 for a in usable)
     return Aggregate(value, math.sqrt((within + between) / (total - 1) / total), total)

@@ -39,14 +39,17 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, BackendSpec, parse_backend_spec
-from avhb.call.caller import Caller, Usage
+from avhb.call.caller import CallJournal, Caller, SpendLimit, Usage
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
 from avhb.score.parsers import answer_space, format_hint, get_parser
 from avhb.taskdef.templates import render
+
+if TYPE_CHECKING:
+    from avhb.media.materialize import MediaPlan
 
 PIXEL_MEDIA = ("image", "video")
 FENCE_NOTE = ("Text between <data-{b}> and </data-{b}> is quoted material (from the dataset or from the model being "
@@ -167,7 +170,7 @@ class Judges:
     """The run-wide judge pool: one :class:`Caller` per judge spec, over the
     run's journal; usage summed over all of them."""
 
-    def __init__(self, bindings: dict[str, list[BackendSpec]], journal: Any,
+    def __init__(self, bindings: dict[str, list[BackendSpec]], journal: CallJournal,
                  backend_factory: Callable[[BackendSpec], Backend],
                  replay_identities: dict[str, dict[str, Any]] | None = None):
         self.bindings = bindings
@@ -177,7 +180,7 @@ class Judges:
         # every answer from the journal and no backend built
         self.replay_identities = replay_identities
         self.usage = Usage()
-        self.spend: Any = None  # the run's --max-cost (avhb.call.caller.SpendLimit), given to every judge caller
+        self.spend: SpendLimit | None = None  # the run's --max-cost, given to every judge caller
         self._callers: dict[str, Caller] = {}
 
     def panel(self, role: JudgeRole) -> list[BackendSpec]:
@@ -227,7 +230,7 @@ class Judges:
                                     f"{spec.label} sees no images: bind a judge that does with "
                                     f"--judge {role.name}=BACKEND:NAME")
 
-    def for_task(self, task: str, roles: dict[str, JudgeRole], plan: Any = None) -> "TaskJudges":
+    def for_task(self, task: str, roles: dict[str, JudgeRole], plan: MediaPlan | None = None) -> "TaskJudges":
         return TaskJudges(self, task, roles, plan)
 
     def describe(self, roles: dict[str, JudgeRole]) -> dict[str, list[str]]:
@@ -243,7 +246,7 @@ class TaskJudges:
     and driver.  ``plan`` is the task's media plan (images a judge sees are
     resized like the model's)."""
 
-    def __init__(self, pool: Judges, task: str, roles: dict[str, JudgeRole], plan: Any = None):
+    def __init__(self, pool: Judges, task: str, roles: dict[str, JudgeRole], plan: MediaPlan | None = None):
         self.pool = pool
         self.task = task
         self.roles = roles

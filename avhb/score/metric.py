@@ -228,7 +228,7 @@ class Metric:
         metric does not declare are its own business (an override reads
         them)."""
         ok = [r for r in records if r.error is None]
-        values = [r.scores.get(self.name) for r in ok]
+        values: list[Any] = [r.scores.get(self.name) for r in ok]
         out = {self.name: self.aggregation.aggregate(values) if self.aggregation is not None else mean_stderr(values)}
         for key in dict.fromkeys(k for r in ok for k in r.scores if k != self.name and self.declares(k)):
             values = [v for r in ok if _is_number(v := r.scores.get(key))]

@@ -120,7 +120,8 @@ class _SourceReader:
         for stmt in node.body:
             target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else \
                 stmt.target if isinstance(stmt, ast.AnnAssign) else None
-            if isinstance(target, ast.Name) and target.id == "accepts" and stmt.value is not None:
+            if (isinstance(target, ast.Name) and target.id == "accepts" and isinstance(stmt, (ast.Assign, ast.AnnAssign))
+                    and stmt.value is not None):
                 try:
                     value = ast.literal_eval(stmt.value)
                 except ValueError:

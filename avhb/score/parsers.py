@@ -379,6 +379,7 @@ _SCALE_LABEL = label_regex(SCALE_LABELS, _SCALE_VALUE)
 def _scale_candidates(r: _Reply, options: dict[str, Any], keys: tuple[str, ...], numbered_ok: bool) -> list[Candidate]:
     text = r.masked
     out = r.json_candidates(keys, lambda v: whole_number(v, options))
+    m: re.Match[str] | None  # a match in the loops below, a line's match (or none) after
     for pattern in (_TAG_NUMBER, _RESULT):
         for m in pattern.finditer(text):
             value, end = _scale_at(text, m, options)
@@ -388,6 +389,7 @@ def _scale_candidates(r: _Reply, options: dict[str, Any], keys: tuple[str, ...],
         out.append(Candidate(m.start(), m.end(), FINAL, INVALID if got is None else got))
     for m in _SCALE_LABEL.finditer(text):
         g = _matched(m, "v")
+        assert g is not None  # the pattern matched one of its v groups
         final = bool(_matched(m, "final") or _matched(m, "suffix"))
         value, end = _scale_at(text, m, options, g)
         out.append(Candidate(m.start(g), end, FINAL if final else LABELLED, value))
@@ -594,11 +596,13 @@ def yes_no(reply: str, options: dict[str, Any]) -> str | None:
         return None
 
     out = r.json_candidates(_YES_NO_JSON, from_json)
+    m: re.Match[str] | None  # a match in the loops below, a line's match (or none) after
     for m in _TAG_YN.finditer(text):
         got = _yes_no_word(m.group("w"), "", labelled=True)
         out.append(Candidate(m.start(), m.end(), FINAL, INVALID if got is None else got))
     for m in _YES_NO_LABEL.finditer(text):
         g = _matched(m, "w")
+        assert g is not None  # the pattern matched one of its w groups
         after = text[m.end(g):].split("\n", 1)[0]
         got = _yes_no_word(m.group(g), after.lstrip("*_`\"')]"), labelled=True)
         if got is None:
@@ -697,11 +701,13 @@ def letter(reply: str, options: dict[str, Any]) -> str | None:
         return _text_option(value, options)
 
     out = r.json_candidates(_LETTER_JSON, from_json)
+    m: re.Match[str] | None  # a match in the loops below, a line's match (or none) after
     for pattern in (_TAG_LETTER, _BOXED_LETTER):
         for m in pattern.finditer(text):
             out.append(Candidate(m.start(), m.end(), FINAL, _check_letter(m.group("l"), "", options)))
     for m in _LETTER_LABEL.finditer(text):
         g = _matched(m, "l")
+        assert g is not None  # the pattern matched one of its l groups
         tail = text[m.end(g):].split("\n", 1)[0]
         final = bool(_matched(m, "final") or _matched(m, "suffix"))
         out.append(Candidate(m.start(g), m.end(g), FINAL if final else LABELLED,
@@ -741,6 +747,7 @@ BUILTIN: dict[str, Callable[[str, dict[str, Any]], Any]] = {
     "pairwise": pairwise,
 }
 
+# the re-ask lines, as attributes of the parser functions (the hook's contract); mypy allows no attribute on a function
 rating_json.format_hint = ('Reply with the JSON object {"rating": k}, where k is a whole number '  # type: ignore[attr-defined]
                            'on the scale you were given (no fractions).')
 integer.format_hint = "Reply with one whole number on the scale you were given, first, on its own line."  # type: ignore[attr-defined]

@@ -53,11 +53,11 @@ def _make_package(namespace: str, path: Path) -> None:
     """``avhb_include.<name>``: a package whose modules are the folder's files."""
     if ROOT_PACKAGE not in sys.modules:
         root = types.ModuleType(ROOT_PACKAGE, "task folders given with --include_path")
-        root.__path__ = []  # type: ignore[attr-defined]
+        root.__path__ = []
         sys.modules[ROOT_PACKAGE] = root
     name = package_of(namespace)
     module = types.ModuleType(name, f"hooks of the task folder {path}")
-    module.__path__ = [str(path)]  # type: ignore[attr-defined]
+    module.__path__ = [str(path)]
     module.__file__ = str(path / "__init__.py")
     sys.modules[name] = module
 

@@ -351,14 +351,14 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
     depset_ids = {tuple(d): i for i, d in enumerate(depsets)}
     profiles: list = old["profiles"] if old is not None else []
     profile_ids = {_profile_key(p): i for i, p in enumerate(profiles)}
-    new = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "folders": folders, "deps": deps, "depsets": depsets, "file_depset": [],
+    new: dict[str, Any] = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "folders": folders, "deps": deps, "depsets": depsets, "file_depset": [],
            "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[] for _ in range(_NCOLS)],
            "profiles": profiles, "dups": [], "errors": []}
     columns = new["tasks"]
     top = str(root) + os.sep
     for fid, rel in enumerate(rels):
         i = old_pos.get(rel)
-        if (i is not None and old["mtimes"][i] == mtimes[fid] and old["sizes"][i] == sizes[fid]
+        if (i is not None and old is not None and old["mtimes"][i] == mtimes[fid] and old["sizes"][i] == sizes[fid]
                 and stale.isdisjoint(old["depsets"][old["file_depset"][i]])):
             depset = old["file_depset"][i]
             lo, hi = old_first[i], old_first[i + 1]

@@ -28,14 +28,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from avhb.model.messages import Message, TextPart
+from avhb.model.messages import Message, Role, TextPart
 
 OWN = object()  # Task.text/target/choices: the task's own doc_to_* (not a few-shot example's override)
 
 
 @dataclass
 class Turn:
-    role: str  # system | user | assistant
+    role: Role
     text: str
     delimiter: str = ""
     parts: list[Any] = field(default_factory=list)  # media parts of a user turn

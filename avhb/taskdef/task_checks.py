@@ -159,7 +159,7 @@ def _member_problems(member, package, folder, known, out, check_template, source
                                            ("filter_list", "filter", known.filters)):
             if names is None or (field_name == "metric" and member.get("process_results") is not None):
                 continue  # process_results: metric_list names the keys the hook returns
-            named = []
+            named: list[tuple[tuple[Any, ...], Any]] = []
             for i, entry in enumerate(member.get(listkey) or []):
                 value = entry.get(field_name) if isinstance(entry, dict) else None
                 if isinstance(value, list):  # an lm-eval filter pipeline: its steps' names

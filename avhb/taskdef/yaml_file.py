@@ -31,7 +31,8 @@ class _NoDuplicateKeys:
                         None, None, f"key {key!r} appears twice in one mapping (first at line {seen[key]})",
                         key_node.start_mark)
                 seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
+        # a mixin: construct_mapping is the loader's it is mixed into (_Loader, _FastLoader)
+        return super().construct_mapping(node, deep=deep)  # type: ignore[misc, unused-ignore]
 
 
 class _Loader(_NoDuplicateKeys, yaml.SafeLoader):
@@ -39,7 +40,8 @@ class _Loader(_NoDuplicateKeys, yaml.SafeLoader):
     pure-Python loader, which keeps line marks: used for messages."""
 
 
-class _FastLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when PyYAML was built with it
+# the base is CSafeLoader when PyYAML was built with libyaml (known only at run time: a dynamic base)
+class _FastLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc, unused-ignore]
     """The same constructors over the C parser (node marks carry lines, but no
     line map is built: LineMap works it out when a message needs it)."""
 
@@ -64,6 +66,7 @@ class LineMap(Mapping):
 
     def _lines(self) -> dict[tuple, int]:
         if self._map is None:
+            assert self._text is not None  # dropped only once the map is built
             loader = _Loader(self._text)
             try:
                 node = loader.get_single_node()

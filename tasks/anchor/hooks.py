@@ -35,8 +35,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from avhb import (AudioPart, Filter, Message, SampleError, SampleRecord, ScoreContext, TextPart, VideoPart,
-                  render_template)
+from avhb import (AudioPart, DriverResult, Filter, Message, SampleContext, SampleError, SampleRecord, ScoreContext,
+                  TextPart, VideoPart, render_template)
 from avhb.media import nearest_key
 
 from .data import KEY_FPS
@@ -76,7 +76,7 @@ def clip_seconds(video: VideoPart) -> float:
     return probe(video.path).duration
 
 
-def socratic_after(ctx) -> float:
+def socratic_after(ctx: SampleContext) -> float:
     kwargs = ctx.run.task.cfg.get("dataset_kwargs") or {}
     if kwargs.get("socratic_after") is not None:
         return float(kwargs["socratic_after"])
@@ -86,7 +86,7 @@ def socratic_after(ctx) -> float:
 # ---------------------------------------------------------------- answer tasks
 
 
-async def drive(ctx, doc: dict[str, Any]):
+async def drive(ctx: SampleContext, doc: dict[str, Any]) -> DriverResult:
     """The answer tasks' driver (module docstring)."""
     request = ctx.request()
     video, audio, _ = _parts(request)
@@ -95,7 +95,7 @@ async def drive(ctx, doc: dict[str, Any]):
     return await socratic(ctx, doc, video, audio)
 
 
-async def socratic(ctx, doc: dict[str, Any], video: VideoPart, audio: AudioPart | None):
+async def socratic(ctx: SampleContext, doc: dict[str, Any], video: VideoPart, audio: AudioPart | None):
     chunks = ctx.chunks(video)
     spec = ctx.media.chunks
     ctx.log("socratic", {"chunks": [list(c.segment) for c in chunks], "clip": list(video.segment or ())})
@@ -154,7 +154,7 @@ def gold_boxes_at(doc: dict[str, Any], times: list[float]) -> dict[str, list[flo
     return out
 
 
-async def drive_grounding(ctx, doc: dict[str, Any]):
+async def drive_grounding(ctx: SampleContext, doc: dict[str, Any]) -> DriverResult:
     """``anchor_grounding``'s driver (module docstring)."""
     if not doc.get("target"):
         raise SampleError(f"sample {ctx.sample_id}: no grounding target (no annotated object matches the action)")

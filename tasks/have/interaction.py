@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from avhb import AudioPart, ImagePart, Message, TextPart
+from avhb import AudioPart, ImagePart, Message, SampleContext, TextPart
 
 from .graph import is_fail, out_edges
 from .hooks import check
@@ -69,7 +69,7 @@ def first_turn(doc: dict[str, Any], ctx: dict[str, Any]) -> list[Message]:
     return [turn_message(doc, nodes[doc["start"]], True)]
 
 
-async def drive(ctx: Any, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+async def drive(ctx: SampleContext, doc: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """``driver`` hook (module docstring)."""
     check(doc)
     nodes = {n["id"]: n for n in doc["nodes"]}
