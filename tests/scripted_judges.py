@@ -57,3 +57,18 @@ class ScriptedJudges:
 
     def count(self, role: str | None = None) -> int:
         return sum(1 for r, _ in self.calls if role is None or r == role)
+
+
+class TableJudges:
+    """Judges that answer from a table keyed by (role, the response field):
+    a missing entry is an unparsed verdict; every ask is kept in ``calls``."""
+
+    def __init__(self, table: dict[tuple[str, Any], Any]):
+        self.table, self.calls = table, []
+
+    async def ask(self, role: str, fields: dict[str, Any], option_texts: Any = None):
+        from avhb import Verdict
+
+        self.calls.append((role, dict(fields)))
+        value = self.table.get((role, fields["response"]))
+        return Verdict(value, value is not None, f"raw {value}", [value])

@@ -102,16 +102,8 @@ class Task:
             raise SampleError(f"{key} hook {dotted} failed: {_describe(exc)}") from None
 
     def _load_hook(self, key: str, *args: Any) -> Any:
-        """Run a load-time hook; an exception is a user error naming the file
-        and the function."""
-        dotted = self.cfg.get(key)["function"]
-        fn = self.hook(dotted)
-        try:
-            return fn(*args)
-        except UserError:
-            raise
-        except Exception as exc:
-            raise UserError(f"{self.cfg.file}: {key} hook {dotted} failed: {_describe(exc)}") from None
+        """Run the load-time hook ``key`` names (see :meth:`_load_hook_at`)."""
+        return self._load_hook_at((key,), self.cfg.get(key)["function"], *args)
 
     def _load_hook_at(self, keypath: tuple, dotted: str, *args: Any) -> Any:
         """Run a load-time hook named at ``keypath``; an exception is a user

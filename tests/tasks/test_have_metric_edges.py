@@ -8,19 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from avhb.score.judges import Verdict
+from tests.scripted_judges import TableJudges as Judges
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.tasks.have.metrics import InteractionScore, StaticScore, mean_of_runs
 
 
-class Judges:
-    def __init__(self, table):
-        self.table, self.calls = table, []
-
-    async def ask(self, role, fields, option_texts=None):
-        self.calls.append((role, dict(fields)))
-        value = self.table.get((role, fields["response"]))
-        return Verdict(value, value is not None, f"raw {value}", [value])
 
 
 def _ctx(table):
