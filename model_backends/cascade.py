@@ -28,6 +28,7 @@ from typing import Any
 
 from avhb import (AudioPart, Backend, BackendSpec, Message, Request, Response, TextPart, UserError, create_backend,
                   parse_backend_spec, parse_kv)
+from avhb.model.resilience import Failure
 
 from .asr import Transcript, transcribe_part
 from .offline_models import asr_model_name
@@ -129,6 +130,10 @@ class CascadeBackend(Backend):
         self.capabilities = dataclasses.replace(inner.capabilities, audio=True)
         self.concurrency = inner.concurrency
         self.prices = inner.prices  # the local ASR is free; the inner model's calls are what cost
+        self.retry_policy, self.limiter = inner.retry_policy, inner.limiter  # the caller retries as the inner's
+
+    def classify(self, exc: BaseException) -> Failure:
+        return self.inner.classify(exc)
 
     @property
     def identity(self) -> dict[str, Any]:
