@@ -11,6 +11,7 @@ import json
 import os
 import random
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -382,6 +383,23 @@ def test_fetch_http_errors(files, tmp_path):
     assert [s for _, s in _gets(files)] == [503, 503, 200]
     with pytest.raises(UserError, match="64 hex"):
         fetch_http(files.url_of, tmp_path / "c.json", "abc")
+
+
+def test_fetch_http_retries_with_the_model_calls_policy_and_honours_retry_after(files, tmp_path):
+    """Issue 25: downloads retry through the one loop (avhb.model.resilience.Resilient):
+    a 429's Retry-After is waited (not the backoff), a 409 is retryable as for a model call,
+    and the attempts are bounded by ``retries``."""
+    files.fail_get("curve.json", status=429, times=1, retry_after="0.5")
+    files.fail_get("curve.json", status=409, times=1)
+    start = time.perf_counter()
+    fetch_http(files.url_of, tmp_path / "a.json", retry_wait=0)
+    assert time.perf_counter() - start >= 0.5
+    assert [s for _, s in _gets(files)] == [429, 409, 200]
+    files.clear_log()
+    files.fail_get("curve.json", status=503, times=5)
+    with pytest.raises(UserError, match="HTTP 503"):
+        fetch_http(files.url_of, tmp_path / "b.json", retries=2, retry_wait=0)
+    assert [s for _, s in _gets(files)] == [503, 503, 503]
 
 
 # ----------------------------------------------------------------- prepare

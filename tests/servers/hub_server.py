@@ -115,6 +115,7 @@ class FakeHub:
         self.requests: list[Logged] = []
         self._drops: dict[str, int] = {}
         self._fails: dict[str, list[int]] = {}
+        self._retry_after: dict[str, str] = {}  # path -> the Retry-After its scripted failures send
         self._lock = threading.Lock()
         self.url = ""
         self.user = "avhb-tester"
@@ -151,9 +152,13 @@ class FakeHub:
         with self._lock:
             self._drops[path] = after
 
-    def fail_get(self, path: str, status: int = 403, times: int = 1) -> None:
+    def fail_get(self, path: str, status: int = 403, times: int = 1, retry_after: str | None = None) -> None:
+        """The next ``times`` GETs of ``path`` answer ``status`` (with a
+        ``Retry-After: retry_after`` header when given)."""
         with self._lock:
             self._fails.setdefault(path, []).extend([status] * times)
+            if retry_after is not None:
+                self._retry_after[path] = retry_after
 
     # -------------------------------------------------------- observation
 
@@ -387,7 +392,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, blob.data, headers, head=True)
             status, drop = hub._take_fault(path)
             if status is not None:
-                return self._json(status, {"error": "scripted failure"}, head=False)
+                ra = hub._retry_after.get(path)
+                return self._json(status, {"error": "scripted failure"}, {"Retry-After": ra} if ra else None, head=False)
             data, code = blob.data, 200
             rng = self.headers.get("Range")
             if_range = self.headers.get("If-Range")
