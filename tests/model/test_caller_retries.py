@@ -29,7 +29,7 @@ class PlainHTTP(Backend):
     def __init__(self, url: str, attempts: int = 4):
         super().__init__(BackendSpec("plainhttp", "m", {"url": url}))
         self.url = url
-        self.retry_policy = RetryPolicy(max_attempts=attempts, base_delay=0.01)
+        self.retry_policy = RetryPolicy(max_attempts=attempts, base_delay=0.01, max_delay=0.05)
         self.calls = 0
 
     async def generate(self, request):
@@ -74,6 +74,11 @@ async def test_retry_after_is_honoured_and_the_limiter_halves_on_429(tmp_path):
         assert call.text == "slow down" and server.count == 2
         assert time.perf_counter() - start >= 0.4  # the server's Retry-After, not the 0.01 s backoff
         assert caller.retrier.limiter.decreases == 1 and caller.retrier.limiter.limit == 2
+        server.fail_next(1, status=503, retry_after="0.4")  # not rate limiting: the policy's own wait
+        start = time.perf_counter()
+        call = await caller.call(text_request("busy"))
+        assert call.text == "busy" and server.count == 4
+        assert time.perf_counter() - start >= 0.4
 
 
 async def test_fatal_failures_and_sample_errors_are_not_retried(tmp_path):
