@@ -34,6 +34,10 @@ _EXPORTS = {
     "Backend": "avhb.model.backend", "BackendSpec": "avhb.model.backend", "Capabilities": "avhb.model.backend",
     "create_backend": "avhb.model.backend", "parse_backend_spec": "avhb.model.backend", "parse_kv": "avhb.model.backend",
     "Prices": "avhb.model.prices", "FREE": "avhb.model.prices",
+    # what a backend says about a failed attempt (the caller retries: avhb.model.resilience)
+    "Failure": "avhb.model.resilience", "RetryPolicy": "avhb.model.resilience",
+    "AdaptiveLimiter": "avhb.model.resilience", "classify_exception": "avhb.model.resilience",
+    "HTTPStatusFailure": "avhb.model.resilience", "MalformedReply": "avhb.model.resilience",
     "Request": "avhb.model.messages", "Response": "avhb.model.messages", "Message": "avhb.model.messages",
     "TextPart": "avhb.model.messages", "ImagePart": "avhb.model.messages", "VideoPart": "avhb.model.messages",
     "AudioPart": "avhb.model.messages", "prompt_text": "avhb.model.messages", "Caller": "avhb.call.caller", "Call": "avhb.call.caller",

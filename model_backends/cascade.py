@@ -26,9 +26,8 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from avhb import (AudioPart, Backend, BackendSpec, Message, Request, Response, TextPart, UserError, create_backend,
+from avhb import (AudioPart, Backend, BackendSpec, Failure, Message, Request, Response, TextPart, UserError, create_backend,
                   parse_backend_spec, parse_kv)
-from avhb.model.resilience import Failure
 
 from .asr import Transcript, transcribe_part
 from .offline_models import asr_model_name

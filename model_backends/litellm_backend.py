@@ -50,9 +50,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from avhb import Backend, BackendSpec, Request, Response, SampleError, UserError
+from avhb import (AdaptiveLimiter, Backend, BackendSpec, Failure, MalformedReply, Request, Response, RetryPolicy,
+                  SampleError, UserError, classify_exception)
 from avhb.model.prices import from_model_info
-from avhb.model.resilience import AdaptiveLimiter, Failure, MalformedReply, RetryPolicy, classify_exception
 from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_litellm_refusal, read_refusal

@@ -57,9 +57,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from avhb import Backend, BackendSpec, Capabilities, Request, Response, SampleError, UserError
-from avhb.model.resilience import (AdaptiveLimiter, Failure, HTTPStatusFailure, MalformedReply, RetryPolicy,
-                                   classify_exception)
+from avhb import (AdaptiveLimiter, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
+                  Request, Response, RetryPolicy, SampleError, UserError, classify_exception)
 from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_refusal

@@ -36,8 +36,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from avhb import BackendSpec, Capabilities, Request, Response, SampleError, UserError, prompt_text
-from avhb.model.resilience import MalformedReply
+from avhb import BackendSpec, Capabilities, MalformedReply, Request, Response, SampleError, UserError, prompt_text
 
 from .lm_eval_tokens import encode_pair, move_spaces, rolling_windows, truncated
 from .openai_backend import _OWN_ARGS, OpenAIBackend, map_generation

@@ -149,9 +149,10 @@ REPO = CORE.parent
 PLUGIN_FOLDERS = {"tasks": "avhb.tasks", "plugins": "avhb.plugins", "model_backends": "avhb.model_backends"}
 EXAMPLES = REPO / "examples"
 PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.score.metric_helpers", "avhb.redact")
-# The built-in backends' toolkit, for model_backends/ alone: retries (until
-# the caller owns them), LiteLLM's price map and the preset catalogue.  Not
-# public yet; a name the public API has must still come from the public API.
+# The built-in backends' toolkit, for model_backends/ alone: LiteLLM's price
+# map and the preset catalogue (and resilience, whose failure vocabulary is
+# public now: the caller owns retries).  Not public yet; a name the public
+# API has must still come from the public API.
 BACKEND_TOOLKIT = ("avhb.model.resilience", "avhb.model.prices", "avhb.model.presets")
 
 

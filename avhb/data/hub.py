@@ -409,7 +409,7 @@ def snapshot(repo_id: str, revision: str, allow_patterns: list[str] | None, loca
         sample = "; ".join(f"{p}: {r}" for p, r in sorted(exc.bad.items())[:3])
         raise UserError(
             f"{len(exc.bad)} file(s) of {repo_type} {repo_id!r} at {revision!r} failed verification after "
-            f"{attempts} attempt(s) ({sample}); rerun `avhb prepare`; " + _how_to_get(repo_id, revision, local_dir))
+            f"{outcome.attempts} attempt(s) ({sample}); rerun `avhb prepare`; " + _how_to_get(repo_id, revision, local_dir))
     if exc is not None and (_is_fatal(exc) or isinstance(exc, OSError) or _is_http_error(exc)):
         raise _hub_error(exc, repo_id, revision, repo_type, url, local_dir) from exc
     assert exc is not None

@@ -1,4 +1,13 @@
-"""Retries and adaptive concurrency for API backends (pure asyncio).
+"""THE retry policy and adaptive concurrency (pure asyncio).
+
+One retry loop, :meth:`Resilient.call`, for everything avhb retries: the
+caller (:mod:`avhb.call.caller`, ``Caller.send``) runs every backend's
+attempts through it, with the backend's :class:`RetryPolicy`, limiter and
+``classify`` and the caller's breaker; a backend makes one attempt per
+``generate`` and retries nothing itself.  ``avhb prepare``'s downloads
+(:func:`avhb.data.download.fetch_http`) and Hub snapshots
+(:func:`avhb.data.hub.snapshot`) run theirs through it too
+(:meth:`Resilient.call_sync`).
 
 Definitions:
 
@@ -23,10 +32,10 @@ Definitions:
   ``quiet`` (5) seconds since the first of them was sent (429s are not
   counted).  Once open, nothing more is
   sent: ``Resilient.call`` stops before its next attempt and the caller
-  records the remaining calls as not attempted.  A backend that retries
-  through :class:`Resilient` reports each attempt to the breaker of the
-  call in progress (a context variable the caller sets), so no backend code
-  has to know about it; backends without it are counted per call.
+  records the remaining calls as not attempted.  Every attempt of every
+  backend is reported to the breaker by the loop (a sample's own error,
+  ``SampleError``, is not); a final error ``Response`` counts as one
+  failed attempt.
 """
 from __future__ import annotations
 
