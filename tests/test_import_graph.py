@@ -58,6 +58,7 @@ def _imports(name: str, path: Path) -> set[str]:
 # public API, whose names load lazily from every layer).
 LAYERS = (
     ("errors", "paths", "redact", "version", "hookspecs"),  # import no other part
+    ("atomic",),  # the atomic file write (errors)
     ("registry", "requirements"),  # plugins (pluggy) and optional packages
     ("model",),  # messages, the backend protocol, failure classes, retries
     ("media",),  # decoding, sampling, cache, budget, the media spec

@@ -202,9 +202,8 @@ def _read_json(path: Path) -> dict:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=1)
+    write_atomic(path, lambda fh: fh.write(text))
 
 
 # ---------------------------------------------------------------- sources

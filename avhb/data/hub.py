@@ -179,12 +179,7 @@ def _write_marker(local_dir: Path, *, repo_id: str, repo_type: str, revision: st
         "total_bytes": sum(f.size for f in files),
         "files": [asdict(f) for f in sorted(files, key=lambda f: f.path)],
     }
-    tmp = Path(local_dir) / (MARKER + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, Path(local_dir) / MARKER)
+    write_atomic(Path(local_dir) / MARKER, lambda f: json.dump(data, f, indent=1))
 
 
 def _marker_matches(marker: dict | None, repo_id: str, revision: str, repo_type: str | None = None,

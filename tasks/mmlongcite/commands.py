@@ -28,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-from avhb import UserError
+from avhb import UserError, write_atomic
 
 from . import build, data
 
@@ -133,8 +133,4 @@ async def _build(args, items, root: Path, count, out: Path):
 
 
 def _write_lines(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, lambda fh: fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
