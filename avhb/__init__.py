@@ -59,7 +59,7 @@ _EXPORTS = {
     # runs, and pack commands over a finished one
     "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "RunOptions": "avhb.run.options",
     "evaluate": "avhb.api", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
-    "ReopenedRun": "avhb.run.reopen", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
+    "ReopenedRun": "avhb.run.reopen", "CallSession": "avhb.run.session", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
     "write_json_atomic": "avhb.run.folder",
 }
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from avhb.atomic import write_atomic
 from avhb.errors import UserError
 
 GROUP = "avhb"

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable
 
+from avhb.atomic import write_atomic
 from avhb.data import hub
 from avhb.errors import UserError
 from avhb.model.resilience import Failure, Resilient, RetryPolicy, classify_exception

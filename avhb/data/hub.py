@@ -27,6 +27,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+from avhb.atomic import write_atomic
 from avhb.errors import UserError
 from avhb.model.resilience import Failure, Resilient, RetryPolicy
 from avhb.paths import data_dir, hf_hub_cache

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from avhb.atomic import write_atomic
 from avhb.errors import EnvironmentFailure, UserError
 from avhb.paths import cache_dir
 from avhb.registry import Registry, get_registry
