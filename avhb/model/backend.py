@@ -137,7 +137,8 @@ class Backend:
     # USD per prompt / completion token (avhb.model.prices); None: unknown.  Read by the estimate a run
     # prints before its first call, by --max-cost, and to cost replies that report usage but no cost.
     prices: Any = None
-    # How the caller retries this backend's failed attempts (avhb.model.resilience).
+    # How the caller retries this backend's failed attempts (avhb.model.resilience); the class default is
+    # shared by every backend that keeps it: assign an instance of its own to change it, never mutate this one.
     retry_policy: RetryPolicy = RetryPolicy()
     # The AIMD concurrency limit every attempt runs under; None: the caller makes one of ``concurrency``.
     # A backend that talks to a rate-limited API keeps its own (shared by every caller of the backend).
