@@ -34,6 +34,10 @@ _EXPORTS = {
     "Backend": "avhb.model.backend", "BackendSpec": "avhb.model.backend", "Capabilities": "avhb.model.backend",
     "create_backend": "avhb.model.backend", "parse_backend_spec": "avhb.model.backend", "parse_kv": "avhb.model.backend",
     "Prices": "avhb.model.prices", "FREE": "avhb.model.prices",
+    # what a backend says about a failed attempt (the caller retries: avhb.model.resilience)
+    "Failure": "avhb.model.resilience", "RetryPolicy": "avhb.model.resilience",
+    "AdaptiveLimiter": "avhb.model.resilience", "classify_exception": "avhb.model.resilience",
+    "HTTPStatusFailure": "avhb.model.resilience", "MalformedReply": "avhb.model.resilience",
     "Request": "avhb.model.messages", "Response": "avhb.model.messages", "Message": "avhb.model.messages",
     "TextPart": "avhb.model.messages", "ImagePart": "avhb.model.messages", "VideoPart": "avhb.model.messages",
     "AudioPart": "avhb.model.messages", "prompt_text": "avhb.model.messages", "Caller": "avhb.call.caller", "Call": "avhb.call.caller",
@@ -56,7 +60,7 @@ _EXPORTS = {
     "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "DriverResult": "avhb.run.driver",
     "DriverRun": "avhb.run.driver", "RunOptions": "avhb.run.options",
     "evaluate": "avhb.api", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
-    "ReopenedRun": "avhb.run.reopen", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
+    "ReopenedRun": "avhb.run.reopen", "CallSession": "avhb.run.session", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
     "write_json_atomic": "avhb.run.folder",
 }
 

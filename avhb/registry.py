@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import AbstractSet, Any, cast
 
+from avhb.atomic import write_atomic
 from avhb.errors import UserError
 
 GROUP = "avhb"
@@ -148,10 +149,8 @@ def _save(cache_file, key: str, registry: Registry, loaded: AbstractSet[str] = f
             "task_packages": registry.task_packages, "preset_files": registry.preset_files,
             "package_dirs": registry.package_dirs, "files": files}
     try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, cache_file)
+        text = json.dumps(data)
+        write_atomic(cache_file, lambda fh: fh.write(text), durable=False)
         stale = sorted(cache_file.parent.glob("registry-*.json"), key=lambda p: p.stat().st_mtime)[:-8]
         for old in stale:  # keep a few: several environments may share one cache folder
             old.unlink(missing_ok=True)

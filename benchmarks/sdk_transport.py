@@ -6,8 +6,8 @@ transport.  Not shipped: the measurement decided against it (docs/design.md,
 ``SdkOpenAIBackend`` is :class:`OpenAIBackend` with one thing replaced: the
 attempt (``_post``) goes through ``AsyncOpenAI`` (``max_retries=0``, the
 backend's timeout, key, organisation/project headers).  Everything above it
-is the backend's: request encoding, avhb's retries/backoff/Retry-After and
-AIMD limiter (``Resilient``), redaction, ``build_response``.  The SDK is used
+is avhb's: request encoding, the caller's retries/backoff/Retry-After and
+AIMD limiter (``Caller.send``), redaction, ``build_response``.  The SDK is used
 in its cheapest form: ``with_raw_response`` (no pydantic model built for the
 reply; the JSON is parsed once, as the aiohttp path does), every parameter
 other than ``model``/``messages`` in ``extra_body`` (sent as given).

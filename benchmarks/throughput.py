@@ -21,7 +21,8 @@ round-robin by benchmarks/pairing.py, ``--rounds`` rounds: wall time from
 spawn to exit, CPU and peak RSS of the process tree from ``wait4``;
 medians with min-max, and each round's ratio to ``cli aiohttp``):
 
-- ``direct``: ``generate_batch`` on the workload's requests in one process
+- ``direct``: the workload's requests sent at once through ``Caller.send`` (the retry loop
+  and limiter, no journal) in one process
   (imports included); also reports the request phase alone, per request;
 - ``cli``: ``avhb run --tasks tputpack/tput_<workload> --model ...`` on a
   generated task pack (a real plugin distribution on PYTHONPATH, which also
@@ -158,6 +159,7 @@ _DIRECT = textwrap.dedent("""
     import asyncio, json, sys, time
     from avhb.model.backend import create_backend, parse_backend_spec
     from avhb.model.messages import ImagePart, Message, Request, TextPart
+    from avhb.call.caller import Caller
     spec, rows_file, root = sys.argv[1], sys.argv[2], sys.argv[3]
     rows = [json.loads(line) for line in open(rows_file)]
     def request(row):
@@ -165,9 +167,10 @@ _DIRECT = textwrap.dedent("""
         return Request(messages=[Message("user", parts)], generation={"max_tokens": 4, "temperature": 0})
     async def main():
         b = create_backend(parse_backend_spec(spec))
+        sender = Caller(None, "responses", b)  # each attempt under the limiter and the retry policy, as a run sends
         reqs = [request(r) for r in rows]
         t = time.perf_counter()
-        rs = await b.generate_batch(reqs)
+        rs = await asyncio.gather(*(sender.send(r) for r in reqs))
         dt = time.perf_counter() - t
         await b.aclose()
         bad = sum(r.error is not None or r.text != "A" for r in rs)

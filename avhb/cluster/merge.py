@@ -43,17 +43,17 @@ the shards recorded in ``samples/``: data changed since is named
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from avhb.errors import UserError
 from avhb.run.folder import RunFolder, samples_path, write_json_atomic
+from avhb.run.journal import Journal, JournalUnion
 from avhb.run.lock import RunFolderLocked, RunLock
 from avhb.run.options import read_manifest
+from avhb.run.results import RunResults
 from avhb.run.settings import HOW, Difference, compare
 from avhb.cluster.shard import Shard
 
@@ -70,26 +70,23 @@ def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> Difference | None
 def check_finished(folder: Path, run: dict[str, Any], label: str) -> None:
     """``UserError`` unless every task of the shard has results and a
     complete samples file."""
-    path = folder / "results.json"
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    results = RunResults.read(folder)
+    if results is None:
         raise UserError(f"{label} is unfinished: no readable results.json; resume it with its original command "
-                        "(the merge refuses partial numbers)") from None
-    done = results.get("results") if isinstance(results, dict) else None
-    if isinstance(results, dict) and results.get("stopped"):  # a breaker or a stop signal ended it early
-        raise UserError(f"{label} is unfinished: it stopped before the end ({results['stopped']}); resume it with "
+                        "(the merge refuses partial numbers)")
+    if results.stopped:  # a breaker or a stop signal ended it early
+        raise UserError(f"{label} is unfinished: it stopped before the end ({results.stopped}); resume it with "
                         "its original command (the merge refuses partial numbers)")
     for task in run.get("tasks") or {}:
-        cell = (done or {}).get(task)
-        if not isinstance(cell, dict):
+        cell = results.tasks.get(task)
+        if cell is None:
             raise UserError(f"{label} is unfinished: task {task!r} has no results; resume it with its original "
                             "command (the merge refuses partial numbers)")
         samples = samples_path(folder, task)
         lines = _count_lines(samples)
-        if lines != int(cell.get("samples") or 0):
+        if lines != cell.samples:
             raise UserError(f"{label} is unfinished: {samples} has {lines} samples, its results say "
-                            f"{cell.get('samples')}; resume it with its original command")
+                            f"{cell.samples}; resume it with its original command")
 
 
 def _count_lines(path: Path) -> int:
@@ -192,65 +189,16 @@ def _check_out(out: Path, merged: dict[str, Any]) -> None:
             raise UserError(f"{out} holds another run; merge into a new folder")
 
 
-@dataclass
-class JournalUnion:
-    """What :func:`merge_journals` wrote: entries per journal file, and per
-    file the calls that repeat a key another shard also holds (the same
-    request asked in two shards: a judge question two shards' samples share)
-    with what they cost."""
-
-    entries: dict[str, int] = field(default_factory=dict)
-    repeated: dict[str, int] = field(default_factory=dict)
-    repeated_cost: dict[str, float] = field(default_factory=dict)
-
-
 def merge_journals(out: Path, folders: list[Path]) -> JournalUnion:
-    """``OUT/journal/<kind>.jsonl`` = the shards' entries, each key once:
-    its last line in its shard, the one the shard's own runs read (a call
-    that failed and was retried on resume has two).  Written to a temp file
-    and renamed, so a killed merge leaves the old journal or the new one."""
-    kinds = sorted({p.name for f in folders for p in (f / "journal").glob("*.jsonl")})
-    target = out / "journal"
-    target.mkdir(parents=True, exist_ok=True)
-    union = JournalUnion()
-    for kind in kinds:
-        lines: dict[str, bytes] = {}  # key -> its line; a key's last line in a shard wins, as Journal reads it
-        repeated, cost = 0, 0.0
-        for folder in folders:
-            path = folder / "journal" / kind
-            if not path.is_file():
-                continue
-            shard: dict[str, bytes] = {}
-            with open(path, "rb") as src:
-                for line in src:
-                    try:
-                        key = json.loads(line).get("key")
-                    except (ValueError, AttributeError):
-                        continue  # a torn line of a killed shard
-                    if isinstance(key, str):
-                        shard[key] = line if line.endswith(b"\n") else line + b"\n"  # a retried call's newer line
-            for key, line in shard.items():
-                if key in lines:  # asked in an earlier shard too: that shard's answer is kept
-                    repeated += 1
-                    cost += float(json.loads(line).get("cost") or 0.0)
-                else:
-                    lines[key] = line
-        tmp = target / f".{kind}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as dst:
-            dst.writelines(lines.values())
-            dst.flush()
-            os.fsync(dst.fileno())
-        os.replace(tmp, target / kind)
-        union.entries[kind] = len(lines)
-        if repeated:
-            union.repeated[kind], union.repeated_cost[kind] = repeated, round(cost, 6)
-    return union
+    """``OUT/journal/`` = the union of the shards' journals (:meth:`Journal.merge`)."""
+    return Journal.merge(out / "journal", [f / "journal" for f in folders])
 
 
 def _summed_usage(shards: list[tuple[Shard, Path, dict[str, Any]]]) -> dict[str, Any]:
     total: dict[str, Any] = {}
     for _, folder, _ in shards:
-        usage = (json.loads((folder / "results.json").read_text(encoding="utf-8")).get("judge_usage") or {})
+        results = RunResults.read(folder)  # check_finished read it already
+        usage = results.judge_usage if results is not None else {}
         for k, v in usage.items():
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 total[k] = total.get(k, 0) + v

@@ -47,9 +47,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from avhb.errors import SampleError, UserError
+from avhb.errors import UserError
 from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.model.messages import Request, Response
+from avhb.model.resilience import Failure
 
 MAX_RESENDS = 3  # a request re-sent this many times after worker deaths fails its sample
 MAX_RESTARTS = 3  # Ray restarts a dead actor this many times
@@ -164,12 +165,7 @@ class _Worker:
         return {"pid": os.getpid(), "host": f"{socket.gethostname()} (node {node[:8]})"}
 
     async def generate(self, request: Request) -> Response:
-        try:
-            return await self.backend.generate(request)
-        except (UserError, SampleError):
-            raise
-        except Exception as exc:  # as the caller would record it
-            return Response(text="", error=f"{type(exc).__name__}: {exc}")
+        return await self.backend.generate(request)  # one attempt; a failure reaches the caller, which retries
 
     async def aclose(self) -> None:
         await self.backend.aclose()
@@ -197,6 +193,7 @@ class RayPool(Backend):
 
         self.local = create_backend(spec)  # identity, capabilities, checks; never called
         self.capabilities = self.local.capabilities
+        self.retry_policy = self.local.retry_policy  # the caller retries the workers' attempts as the backend's
         self.requires = self.local.requires
         resources = dict(self.local.resources())
         count = cluster.default_workers(resources, int(getattr(self.local, "replicas", 1) or 1))
@@ -226,6 +223,9 @@ class RayPool(Backend):
 
     def check_media(self, media: Any, task: str) -> None:
         self.local.check_media(media, task)
+
+    def classify(self, exc: BaseException) -> Failure:
+        return self.local.classify(exc)
 
     def resources(self) -> dict[str, float]:
         return self.local.resources()
@@ -263,9 +263,9 @@ class RayPool(Backend):
                 self._down(slot, exc)
                 self.resent += 1
                 continue
-            except ray.exceptions.RayTaskError as exc:  # a UserError/SampleError raised in the worker
+            except ray.exceptions.RayTaskError as exc:  # the worker's backend raised: the caller classifies it
                 cause = getattr(exc, "cause", None)
-                if isinstance(cause, (UserError, SampleError)):
+                if isinstance(cause, Exception):
                     raise cause from None
                 return Response(text="", error=f"ray worker {slot.index}: {_first_line(exc)}")
             finally:

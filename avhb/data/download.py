@@ -17,7 +17,6 @@ import json
 import os
 import re
 import socket
-import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -25,8 +24,10 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Iterable
 
+from avhb.atomic import write_atomic
 from avhb.data import hub
 from avhb.errors import UserError
+from avhb.model.resilience import Failure, Resilient, RetryPolicy, classify_exception
 
 _CHUNK = 1 << 16
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
@@ -57,6 +58,11 @@ def fetch_http(url: str, dest: Path, sha256: str | None = None, *, retries: int 
     - The result must have the announced total size and, if given, the
       SHA-256; a mismatch after a resumed transfer retries once from byte 0,
       otherwise raises.  Then ``.part`` is fsynced and renamed to ``dest``.
+    - Retries are the model calls' policy (:class:`avhb.model.resilience.Resilient`,
+      ``RetryPolicy(max_attempts=retries + 1, base_delay=retry_wait)``): a
+      retryable HTTP status (408, 409, 425, 429, 5xx; its Retry-After
+      honoured) or a transport error is retried after a full-jitter
+      backoff; a restart from byte 0 is an attempt too, retried at once.
 
     Raises :class:`UserError` (one line) when the file cannot be fetched.
     """
@@ -72,42 +78,27 @@ def fetch_http(url: str, dest: Path, sha256: str | None = None, *, retries: int 
     part = dest.with_name(dest.name + ".part")
     meta = dest.with_name(dest.name + ".part.json")
 
-    restarted = False
-    failures = 0
-    restarts = 0
-    while True:
+    state = {"restarts": 0, "restarted": False}
+
+    def attempt() -> Path:
         resumed = part.is_file() and part.stat().st_size > 0
         try:
             _transfer(url, part, meta, timeout, headers or {})
         except _Restart as exc:
             part.unlink(missing_ok=True)
             meta.unlink(missing_ok=True)
-            restarts += 1
-            if restarts > 2:
+            state["restarts"] += 1
+            if state["restarts"] > 2:
                 raise UserError(f"could not fetch {url}: the server's byte ranges do not add up "
                                 f"({exc or 'inconsistent Content-Range'}); place the file at {dest} by hand") from exc
-            continue
-        except urllib.error.HTTPError as exc:
-            if (exc.code < 500 and exc.code not in (408, 429)) or failures >= retries:
-                raise UserError(f"could not fetch {url}: HTTP {exc.code} {exc.reason}; "
-                                f"check the URL, or place the file at {dest} by hand") from exc
-            failures += 1
-            time.sleep(retry_wait * failures)
-            continue
-        except _TRANSIENT as exc:
-            if failures >= retries:
-                raise UserError(f"could not fetch {url}: {type(exc).__name__}: {exc}; rerun "
-                                f"`avhb prepare` to resume, or place the file at {dest} by hand") from exc
-            failures += 1
-            time.sleep(retry_wait * failures)
-            continue
+            raise
         got = hub.sha256_file(part) if want is not None else None
         if got is not None and got != want:
             part.unlink(missing_ok=True)
             meta.unlink(missing_ok=True)
-            if resumed and not restarted:
-                restarted = True
-                continue
+            if resumed and not state["restarted"]:
+                state["restarted"] = True
+                raise _Restart("the resumed file did not match its sha256")
             raise UserError(f"sha256 mismatch for {url}: expected {want}, got {got}; the file on the "
                             f"server changed or is corrupt (nothing was kept at {dest})")
         with open(part, "rb+") as f:
@@ -115,6 +106,37 @@ def fetch_http(url: str, dest: Path, sha256: str | None = None, *, retries: int 
         os.replace(part, dest)
         meta.unlink(missing_ok=True)
         return dest
+
+    policy = RetryPolicy(max_attempts=max(0, retries) + 1, base_delay=retry_wait)
+    outcome = Resilient(policy, classify=_classify_transfer).call_sync(attempt)
+    if outcome.ok:
+        assert outcome.value is not None  # attempt() returns the destination or raises
+        return outcome.value
+    exc = outcome.exception
+    assert exc is not None  # not ok: the last attempt raised
+    if isinstance(exc, urllib.error.HTTPError):
+        raise UserError(f"could not fetch {url}: HTTP {exc.code} {exc.reason}; "
+                        f"check the URL, or place the file at {dest} by hand") from exc
+    if isinstance(exc, _Restart):
+        raise UserError(f"could not fetch {url}: the server's byte ranges do not add up "
+                        f"({exc or 'inconsistent Content-Range'}); place the file at {dest} by hand") from exc
+    if isinstance(exc, _TRANSIENT):
+        raise UserError(f"could not fetch {url}: {type(exc).__name__}: {exc}; rerun "
+                        f"`avhb prepare` to resume, or place the file at {dest} by hand") from exc
+    raise exc  # not a transfer failure (a bug): as it was raised
+
+
+def _classify_transfer(exc: BaseException) -> Failure:
+    """A failed transfer attempt: HTTP errors by status (a 429's or 503's
+    Retry-After honoured), transport errors retryable, a restart from byte
+    0 retried at once, anything else fatal."""
+    if isinstance(exc, _Restart):
+        return Failure(str(exc) or "restart", True, retry_after=0.0)
+    if isinstance(exc, urllib.error.HTTPError):
+        return classify_exception(exc)
+    if isinstance(exc, _TRANSIENT):
+        return Failure(f"{type(exc).__name__}: {exc}", True)
+    return Failure(f"{type(exc).__name__}: {exc}", False)
 
 
 def _transfer(url: str, part: Path, meta: Path, timeout: float, extra: dict[str, str]) -> None:
@@ -183,9 +205,8 @@ def _read_json(path: Path) -> dict:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=1)
+    write_atomic(path, lambda fh: fh.write(text))
 
 
 # ---------------------------------------------------------------- sources

@@ -22,13 +22,14 @@ import hashlib
 import json
 import os
 import re
-import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterable
 
+from avhb.atomic import write_atomic
 from avhb.errors import UserError
+from avhb.model.resilience import Failure, Resilient, RetryPolicy
 from avhb.paths import data_dir, hf_hub_cache
 
 MARKER = ".avhb-complete.json"
@@ -179,12 +180,7 @@ def _write_marker(local_dir: Path, *, repo_id: str, repo_type: str, revision: st
         "total_bytes": sum(f.size for f in files),
         "files": [asdict(f) for f in sorted(files, key=lambda f: f.path)],
     }
-    tmp = Path(local_dir) / (MARKER + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, Path(local_dir) / MARKER)
+    write_atomic(Path(local_dir) / MARKER, lambda f: json.dump(data, f, indent=1))
 
 
 def _marker_matches(marker: dict | None, repo_id: str, revision: str, repo_type: str | None = None,
@@ -330,8 +326,11 @@ def snapshot(repo_id: str, revision: str, allow_patterns: list[str] | None, loca
     all if None) into ``local_dir``, verify every file, and write the marker.
 
     Returns ``local_dir``.  Already verified files are not fetched again; bad
-    or partial files are deleted and fetched again, up to ``attempts`` rounds
-    (``retry_wait`` seconds times the round number apart).  ``endpoint``
+    or partial files are deleted and fetched again, up to ``attempts`` rounds,
+    retried as model calls are (:class:`avhb.model.resilience.Resilient`,
+    ``RetryPolicy(max_attempts=attempts, base_delay=retry_wait)``: a
+    full-jitter backoff between rounds; a refused or missing repo is not
+    retried).  ``endpoint``
     defaults to ``$HF_ENDPOINT`` read now.  Raises :class:`UserError` with a
     one-line message (what failed and how to get the data) on any failure.
     """
@@ -378,40 +377,56 @@ def snapshot(repo_id: str, revision: str, allow_patterns: list[str] | None, loca
 
     local_dir.mkdir(parents=True, exist_ok=True)
     digests: dict = {}
-    last_error: BaseException | None = None
-    for attempt in range(1, max(1, attempts) + 1):
+
+    def attempt() -> Path:
+        """One round: what is missing or bad is fetched, then every file verified."""
         good, bad = _verify(local_dir, remote, digests)
-        if not bad:
-            _write_marker(local_dir, repo_id=repo_id, repo_type=repo_type, revision=revision,
-                          commit=commit, allow_patterns=patterns, endpoint=url, files=good)
-            return local_dir
-        (local_dir / MARKER).unlink(missing_ok=True)
-        for rel, reason in bad.items():
-            if reason != "missing":
-                _inside(local_dir, rel).unlink(missing_ok=True)
-        if attempt > 1 and retry_wait > 0:
-            time.sleep(retry_wait * (attempt - 1))
-        try:
+        if bad:
+            (local_dir / MARKER).unlink(missing_ok=True)
+            for rel, reason in bad.items():
+                if reason != "missing":
+                    _inside(local_dir, rel).unlink(missing_ok=True)
             snapshot_download(repo_id, repo_type=repo_type, revision=commit, local_dir=str(local_dir),
                               cache_dir=str(hf_hub_cache()), allow_patterns=patterns, endpoint=url,
                               token=token, max_workers=max_workers)
-        except Exception as exc:  # noqa: BLE001
-            if _is_fatal(exc):
-                raise _hub_error(exc, repo_id, revision, repo_type, url, local_dir) from exc
-            if not (isinstance(exc, OSError) or _is_http_error(exc)):
-                raise
-            last_error = exc
-    good, bad = _verify(local_dir, remote, digests)
-    if not bad:
+            good, bad = _verify(local_dir, remote, digests)
+            if bad:
+                raise _Unverified(bad)
         _write_marker(local_dir, repo_id=repo_id, repo_type=repo_type, revision=revision,
                       commit=commit, allow_patterns=patterns, endpoint=url, files=good)
         return local_dir
-    if last_error is not None:
-        raise _hub_error(last_error, repo_id, revision, repo_type, url, local_dir) from last_error
-    sample = "; ".join(f"{p}: {r}" for p, r in sorted(bad.items())[:3])
-    raise UserError(
-        f"{len(bad)} file(s) of {repo_type} {repo_id!r} at {revision!r} failed verification after "
-        f"{attempts} attempt(s) ({sample}); rerun `avhb prepare`; " + _how_to_get(repo_id, revision, local_dir))
+
+    policy = RetryPolicy(max_attempts=max(1, attempts), base_delay=retry_wait)
+    outcome = Resilient(policy, classify=_classify_fetch).call_sync(attempt)
+    if outcome.ok:
+        return local_dir
+    failure = outcome.exception
+    if isinstance(failure, _Unverified):
+        sample = "; ".join(f"{p}: {r}" for p, r in sorted(failure.bad.items())[:3])
+        raise UserError(
+            f"{len(failure.bad)} file(s) of {repo_type} {repo_id!r} at {revision!r} failed verification after "
+            f"{outcome.attempts} attempt(s) ({sample}); rerun `avhb prepare`; " + _how_to_get(repo_id, revision, local_dir))
+    if failure is not None and (_is_fatal(failure) or isinstance(failure, OSError) or _is_http_error(failure)):
+        raise _hub_error(failure, repo_id, revision, repo_type, url, local_dir) from failure
+    assert failure is not None
+    raise failure  # not a Hub failure (a bug): as it was raised
+
+
+class _Unverified(Exception):
+    """Files still missing or wrong after a round of fetching."""
+
+    def __init__(self, bad: dict[str, str]):
+        super().__init__(f"{len(bad)} file(s) failed verification")
+        self.bad = bad
+
+
+def _classify_fetch(exc: BaseException) -> Failure:
+    """A round of :func:`snapshot`: a refused or missing repo is fatal;
+    transport errors and files that failed verification are retried."""
+    message = f"{type(exc).__name__}: {exc}"
+    if _is_fatal(exc):
+        return Failure(message, False)
+    return Failure(message, isinstance(exc, (_Unverified, OSError)) or _is_http_error(exc))
 
 
 def _is_http_error(exc: BaseException) -> bool:

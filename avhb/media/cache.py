@@ -12,7 +12,7 @@ the whole file, computed once per file and cached by its stat, the same
 fingerprint the call keys hold).  It ignores the path and modification
 time, so moved or re-downloaded copies hit.
 
-Writers write a temporary file in the entry's folder and ``os.replace`` it
+Writers write through :func:`avhb.atomic.write_atomic` (a temporary file, then a rename)
 into place, so concurrent writers of one key never expose a partial entry
 (the last one wins; all write the same content).  A corrupt entry is
 treated as a miss.
@@ -22,12 +22,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from avhb.atomic import write_atomic
 from avhb.media.fingerprints import fingerprint
 
 if TYPE_CHECKING:
@@ -76,19 +76,8 @@ class MediaCache:
     def store(self, kind: str, key: str, arrays: dict[str, np.ndarray]) -> str:
         """Atomically write ``arrays`` under ``key``; returns the entry path."""
         p = self.entry_path(kind, key)
-        folder = os.path.dirname(p)
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                np.savez(f, **arrays)  # type: ignore[arg-type, unused-ignore]  # numpy's stub: a key could be its allow_pickle flag
-            os.replace(tmp, p)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        # numpy's stub: a key could be its allow_pickle flag
+        write_atomic(p, lambda f: np.savez(f, **arrays), binary=True, durable=False)  # type: ignore[arg-type, unused-ignore]
         return p
 
 

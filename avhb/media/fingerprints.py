@@ -46,10 +46,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 import threading
 import time
 from pathlib import Path
+
+from avhb.atomic import write_atomic
+from avhb.errors import EnvironmentFailure
 
 RACY_SECONDS = 2.0
 PERSIST_MIN_BYTES = 64 * 1024
@@ -169,13 +171,6 @@ def _store(path: str, key: tuple[int, ...], value: str) -> None:
     a slower next run."""
     entry, record = _entry(path, key)
     try:
-        entry.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=entry.parent)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump({"stat": record, "fingerprint": value}, fh)
-        os.replace(tmp, entry)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except (OSError, NameError):
-            pass
+        write_atomic(entry, lambda fh: json.dump({"stat": record, "fingerprint": value}, fh), durable=False)
+    except EnvironmentFailure:
+        pass

@@ -8,6 +8,7 @@ from typing import Any
 
 from avhb.errors import UserError
 from avhb.model.messages import Request, Response
+from avhb.model.resilience import AdaptiveLimiter, Failure, RetryPolicy, classify_exception
 
 
 @dataclass
@@ -109,6 +110,14 @@ class Backend:
     Subclasses set ``capabilities`` and implement ``generate`` (async, one
     request) or override ``generate_batch`` (engines that batch).  The
     evaluator limits concurrency to ``concurrency`` in-flight requests.
+
+    ``generate`` is *one attempt*: a failed attempt raises (an HTTP error,
+    a time-out, a reply that is not JSON...), and the caller
+    (:mod:`avhb.call.caller`) retries it under ``retry_policy`` and the
+    ``limiter``; a backend never retries by itself.  It only says what a
+    failure is (:meth:`classify`: retryable, rate-limited with its
+    Retry-After, fatal, or this sample's own problem).  A ``Response``
+    with an ``error`` is a final answer (not retried).
     """
 
     capabilities = Capabilities()
@@ -128,6 +137,12 @@ class Backend:
     # USD per prompt / completion token (avhb.model.prices); None: unknown.  Read by the estimate a run
     # prints before its first call, by --max-cost, and to cost replies that report usage but no cost.
     prices: Any = None
+    # How the caller retries this backend's failed attempts (avhb.model.resilience); the class default is
+    # shared by every backend that keeps it: assign an instance of its own to change it, never mutate this one.
+    retry_policy: RetryPolicy = RetryPolicy()
+    # The AIMD concurrency limit every attempt runs under; None: the caller makes one of ``concurrency``.
+    # A backend that talks to a rate-limited API keeps its own (shared by every caller of the backend).
+    limiter: AdaptiveLimiter | None = None
 
     def __init__(self, spec: BackendSpec):
         self.spec = spec
@@ -153,6 +168,14 @@ class Backend:
         this backend cannot take (``UserError``); vLLM checks frames per
         prompt and context.  Default: anything goes."""
         return None
+
+    def classify(self, exc: BaseException) -> Failure:
+        """What a failed attempt (the exception ``generate`` raised) is:
+        retryable, rate-limited (with the server's Retry-After), fatal, or
+        a sample error.  Default: :func:`classify_exception` (HTTP status,
+        time-outs, connection errors, ``SampleError``).  Override to
+        redact the message or to read a client library's errors."""
+        return classify_exception(exc)
 
     async def generate(self, request: Request) -> Response:
         raise NotImplementedError

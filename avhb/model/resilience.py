@@ -1,4 +1,13 @@
-"""Retries and adaptive concurrency for API backends (pure asyncio).
+"""THE retry policy and adaptive concurrency (pure asyncio).
+
+One retry loop, :meth:`Resilient.call`, for everything avhb retries: the
+caller (:mod:`avhb.call.caller`, ``Caller.send``) runs every backend's
+attempts through it, with the backend's :class:`RetryPolicy`, limiter and
+``classify`` and the caller's breaker; a backend makes one attempt per
+``generate`` and retries nothing itself.  ``avhb prepare``'s downloads
+(:func:`avhb.data.download.fetch_http`) and Hub snapshots
+(:func:`avhb.data.hub.snapshot`) run theirs through it too
+(:meth:`Resilient.call_sync`).
 
 Definitions:
 
@@ -23,15 +32,14 @@ Definitions:
   ``quiet`` (5) seconds since the first of them was sent (429s are not
   counted).  Once open, nothing more is
   sent: ``Resilient.call`` stops before its next attempt and the caller
-  records the remaining calls as not attempted.  A backend that retries
-  through :class:`Resilient` reports each attempt to the breaker of the
-  call in progress (a context variable the caller sets), so no backend code
-  has to know about it; backends without it are counted per call.
+  records the remaining calls as not attempted.  Every attempt of every
+  backend is reported to the breaker by the loop (a sample's own error,
+  ``SampleError``, is not); a final error ``Response`` counts as one
+  failed attempt.
 """
 from __future__ import annotations
 
 import asyncio
-import contextvars
 import email.utils
 import random
 import re
@@ -41,6 +49,8 @@ from collections import Counter, deque
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Any, Awaitable, Callable, Generic, TypeVar
+
+from avhb.errors import SampleError, UserError
 
 T = TypeVar("T")
 
@@ -54,6 +64,13 @@ class RetryPolicy:
     max_delay: float = 30.0  # ceiling of any computed backoff
     max_retry_after: float = 120.0  # longest server-requested wait honoured
 
+    def delay(self, retry: int, failure: "Failure", rng: Callable[[], float] = random.random) -> float:
+        """The wait before retry number ``retry`` (1-based) after
+        ``failure``: the server's Retry-After (capped), else full jitter."""
+        if failure.retry_after is not None:
+            return min(failure.retry_after, self.max_retry_after)
+        return backoff_delay(retry, self, rng)
+
 
 @dataclass
 class Failure:
@@ -64,6 +81,7 @@ class Failure:
     status: int | None = None
     retry_after: float | None = None  # seconds, from the server
     rate_limited: bool = False  # 429: shrink the concurrency limit
+    sample: bool = False  # this sample's problem (SampleError), not the backend's: not retried, not counted
 
 
 class HTTPStatusFailure(Exception):
@@ -88,6 +106,9 @@ class Outcome(Generic[T]):
     error: str | None = None
     attempts: int = 0
     retry_wait: float = 0.0  # seconds spent waiting between attempts
+    refused: bool = False  # the breaker was open before the first attempt: nothing was sent
+    failure: Failure | None = None  # how the last attempt failed
+    exception: BaseException | None = None  # what the last attempt raised
 
     @property
     def ok(self) -> bool:
@@ -147,6 +168,8 @@ def classify_exception(exc: BaseException) -> Failure:
     status = getattr(exc, "status_code", None)
     if status is None:
         status = getattr(exc, "status", None) if isinstance(getattr(exc, "status", None), int) else None
+    if isinstance(exc, SampleError):
+        return Failure(str(exc), False, sample=True)
     message = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     if isinstance(status, int):
         headers = getattr(exc, "headers", None)
@@ -357,75 +380,76 @@ def stop_every_breaker(reason: str | None) -> None:
             breaker.stop(reason)
 
 
-class CallProbe:
-    """What one call reports to its backend's breaker; the caller reads
-    ``reported`` to know whether the backend counted attempts itself."""
-
-    def __init__(self, breaker: CircuitBreaker):
-        self.breaker = breaker
-        self.reported = False
-        self.refused = False  # the breaker was open before this call's first attempt: nothing was sent
-
-    def success(self) -> None:
-        self.reported = True
-        self.breaker.success()
-
-    def failure(self, kind: str, message: str, started: float | None = None) -> None:
-        self.reported = True
-        self.breaker.failure(kind, message, started)
-
-
-current_probe: contextvars.ContextVar[CallProbe | None] = contextvars.ContextVar("avhb_call_probe", default=None)
-
-
 class Resilient:
-    """Runs one call with the retry policy under the shared limiter."""
+    """THE retry loop: one call of ``fn`` under ``policy``, each attempt
+    under the limiter, each failed attempt classified by ``classify``.
 
-    @staticmethod
-    def _refused(probe: CallProbe, attempt: int, waited: float) -> Outcome:
-        if attempt == 1:
-            probe.refused = True
-        why = probe.breaker.stopped_by or f"the backend stopped answering ({probe.breaker.opened_with})"
-        return Outcome(error=f"not sent: {why}",
-                       attempts=attempt - 1, retry_wait=waited)
+    The caller (:mod:`avhb.call.caller`) runs every backend's attempts
+    through one of these (with the backend's policy, limiter and
+    ``classify``, and the caller's breaker); ``avhb prepare``'s downloads
+    and Hub fetches run theirs through one too (:meth:`call_sync`, no
+    breaker).  A :class:`~avhb.errors.UserError` is never retried: it
+    propagates at once, as does cancellation.  Any other exception is
+    classified and ends as an :class:`Outcome`'s error (the last exception
+    in ``Outcome.exception``)."""
 
     def __init__(self, policy: RetryPolicy | None = None, limiter: AdaptiveLimiter | None = None, *,
                  classify: Callable[[BaseException], Failure] = classify_exception,
+                 breaker: CircuitBreaker | None = None,
                  sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
                  rng: Callable[[], float] = random.random):
         self.policy = policy or RetryPolicy()
         self.limiter = limiter or AdaptiveLimiter(32)
         self.classify = classify
+        self.breaker = breaker
         self._sleep = sleep
         self._rng = rng
         self.retries = 0  # retries across all calls (for reports)
 
-    async def call(self, fn: Callable[[], Awaitable[T]]) -> Outcome[T]:
+    def _refused(self, attempt: int, waited: float) -> Outcome:
+        assert self.breaker is not None
+        why = self.breaker.stopped_by or f"the backend stopped answering ({self.breaker.opened_with})"
+        return Outcome(error=f"not sent: {why}", attempts=attempt - 1, retry_wait=waited, refused=attempt == 1)
+
+    async def call(self, fn: Callable[[], Awaitable[T]], *,
+                   error_of: Callable[[T], str | None] | None = None) -> Outcome[T]:
+        """Attempts of ``fn`` until one returns, a failure is not
+        retryable, the policy's attempts are spent, or the breaker opens.
+        ``error_of``: the error of a value ``fn`` returned as a final,
+        failed answer (a backend's ``Response.error``): not retried, counted
+        by the breaker as a failed attempt."""
         waited = 0.0
         attempts = max(1, self.policy.max_attempts)
         failure: Failure | None = None
-        probe = current_probe.get()
+        exception: BaseException | None = None
+        breaker = self.breaker
         attempt = 0
         for attempt in range(1, attempts + 1):
-            if probe is not None and probe.breaker.open:
-                return self._refused(probe, attempt, waited)
+            if breaker is not None and breaker.open:
+                return self._refused(attempt, waited)
             epoch = await self.limiter.acquire()
-            if probe is not None and probe.breaker.open:  # opened while this call waited for a slot
+            if breaker is not None and breaker.open:  # opened while this call waited for a slot
                 self.limiter.release()
-                return self._refused(probe, attempt, waited)
+                return self._refused(attempt, waited)
             sent = time.monotonic()
             try:
                 value = await fn()
-            except asyncio.CancelledError:
+            except (asyncio.CancelledError, UserError):
                 raise
             except Exception as exc:  # classified below; never escapes
+                exception = exc
                 failure = self.classify(exc)
-                if probe is not None and not failure.rate_limited:
-                    probe.failure(failure_kind(failure.message, failure.status), failure.message, sent)
+                if breaker is not None and not (failure.rate_limited or failure.sample):
+                    breaker.failure(failure_kind(failure.message, failure.status), failure.message, sent)
             else:
-                self.limiter.on_success()
-                if probe is not None:
-                    probe.success()
+                error = error_of(value) if error_of is not None else None
+                if breaker is not None:
+                    if error is None:
+                        breaker.success()
+                    else:
+                        breaker.failure(failure_kind(error), error, sent)
+                if error is None:
+                    self.limiter.on_success()
                 return Outcome(value=value, attempts=attempt, retry_wait=waited)
             finally:
                 self.limiter.release()
@@ -434,18 +458,32 @@ class Resilient:
                 self.limiter.on_rate_limited(epoch, ra)
             if not failure.retryable or attempt == attempts:
                 break
-            if failure.retry_after is not None:
-                delay = min(failure.retry_after, self.policy.max_retry_after)
-            else:
-                delay = backoff_delay(attempt, self.policy, self._rng)
+            delay = self.policy.delay(attempt, failure, self._rng)
             self.retries += 1
             waited += delay
             if delay > 0:
-                if probe is not None:
-                    await probe.breaker.wait_open(delay, self._sleep)
+                if breaker is not None:
+                    await breaker.wait_open(delay, self._sleep)
                 else:
                     await self._sleep(delay)
         assert failure is not None
         plural = "" if attempt == 1 else "s"
         tail = f" (gave up after {attempt} attempt{plural})" if failure.retryable else ""
-        return Outcome(error=failure.message + tail, attempts=attempt, retry_wait=waited)
+        return Outcome(error=failure.message + tail, attempts=attempt, retry_wait=waited,
+                       failure=failure, exception=exception)
+
+    def call_sync(self, fn: Callable[[], T]) -> Outcome[T]:
+        """:meth:`call` for a blocking ``fn`` (a download): the same loop,
+        on an event loop of its own (in a thread of its own when this
+        thread already runs one); the waits are real sleeps."""
+        async def attempt() -> T:
+            return fn()
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.call(attempt))
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(1) as pool:
+            return pool.submit(asyncio.run, self.call(attempt)).result()

@@ -14,11 +14,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from avhb.atomic import write_atomic
 from avhb.errors import UserError
 from avhb.report.htmlkit import esc, page
 from avhb.report.numbers import fmt_cell
@@ -384,8 +384,6 @@ def write_html(table: ComparisonTable, output: Path | None = None) -> Path:
     in the current folder: a comparison belongs to no one run, and a run
     folder is written only by its own run) and return its path."""
     out = Path(output) if output is not None else Path.cwd() / COMPARE_NAME
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    tmp.write_text(to_html(table), encoding="utf-8")
-    os.replace(tmp, out)
+    html = to_html(table)
+    write_atomic(out, lambda fh: fh.write(html))
     return out

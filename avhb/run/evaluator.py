@@ -28,13 +28,14 @@ from typing import Any, Callable
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import RunStopped, SampleError, UserError
 from avhb.model.backend import BackendSpec, create_backend
-from avhb.call.caller import Caller, NotInJournal, SpendLimit
+from avhb.call.caller import Caller, NotInJournal
 from avhb.registry import get_registry
 from avhb.run.finished import file_stamp, fingerprint, inputs, why_not
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
 from avhb.run.interrupt import stoppable
 from avhb.run.journal import Journal
+from avhb.run.session import CallSession
 from avhb.run.manifest import build_manifest
 from avhb.run.notes import (adaptation_notes, first_request_media, gen_kwargs_notes, judge_adaptation_notes, plan_notes,
                              said_kinds, samples_notes, task_key_notes)
@@ -110,9 +111,9 @@ class Evaluator:
         backend = None if self.o.score_only else make_backend(self._model)
         if backend is not None:
             notes += self._backend_notes(backend, tasks, plans, sources, records)
-        journal = Journal(self.folder.journal_dir)
-        judges = Judges(self.o.judges, journal, make_backend,
-                        replay_identities=(recorded.get("judge_identities") or {}) if self.o.replay_judges else None)
+        session = CallSession(self.folder.journal_dir, self.o.judges, make_backend,
+                              replay_identities=(recorded.get("judge_identities") or {}) if self.o.replay_judges else None)
+        journal, judges = session.journal, session.judges
         for t in tasks:  # a judge that cannot be built (or cannot see what it is sent) fails now
             roles = t.judge_roles()
             if self.o.predict_only:
@@ -130,18 +131,16 @@ class Evaluator:
                 backend.check_media(plans[t.name].spec, t.name)
                 self._check_loglikelihood(t, backend)
         if backend is not None:
-            model = Caller(journal, "responses", backend, label=self._model.label)
+            model = session.model_caller(backend, label=self._model.label)
         else:
             rec = recorded.get("model") or {}
-            model = Caller(journal, "responses", identity=rec.get("identity") or {k: rec.get(k) for k in ("kind", "name", "args")})
+            model = session.model_caller(identity=rec.get("identity") or {k: rec.get(k) for k in ("kind", "name", "args")})
         notes = list(dict.fromkeys([*(getattr(backend, "notes", []) or []), *notes]))
         for note in notes:
             print(f"avhb: note: {note}", file=sys.stderr)
         self._said = {k for t in tasks for k in said_kinds(t.name, notes)}
         if self.o.max_cost is not None:
-            model.spend = judges.spend = SpendLimit(self.o.max_cost, [model.usage, judges.usage])
-            for caller in judges.callers():  # built by judges.prepare above
-                caller.spend = judges.spend
+            session.limit_spend(self.o.max_cost)  # the judges' callers are built (judges.prepare above)
         try:
             runs = {t.name: TaskRun(t, sources[t.name], plans[t.name], model,
                                     judges.for_task(t.name, t.judge_roles(), plans[t.name]), self.o.gen_kwargs,
@@ -196,11 +195,7 @@ class Evaluator:
                 if self.stopped:
                     break
         finally:
-            try:
-                journal.close()
-            finally:
-                await judges.close()
-                await model.aclose()
+            await session.aclose()
         message = None
         if self.stopped:
             done = [t.name for t in tasks if t.name in self.results.tasks]

@@ -1,7 +1,7 @@
 """The run folder: run.json, journal/, samples/<task>.jsonl, results.json,
 report.html, and the ``.lock`` of the process writing it (:mod:`avhb.run.lock`).
-Every file but the journal is rewritten atomically (temp file
-``.NAME.PID.tmp`` + rename), so a crash never leaves a half-written results
+Every file but the journal is rewritten atomically (:mod:`avhb.atomic`: temp
+file ``.NAME.PID.THREAD.tmp`` + rename), so a crash never leaves a half-written results
 file; :meth:`RunFolder.open` takes the lock and then removes the temp files
 a killed run left behind.  A folder that cannot be created or written is a
 one-line error (``UserError``: the path is a file; ``EnvironmentFailure``:
@@ -15,31 +15,21 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from avhb.atomic import write_atomic as _write_atomic
 from avhb.errors import EnvironmentFailure, UserError
 from avhb.run.lock import LOCK_NAME, LockHolder, RunLock
 from avhb.score.metric import SampleRecord
 from avhb.redact import redact
 
 
-def write_atomic(path: Path, write: Callable[[Any], None]) -> None:
-    """Write ``path`` through a temp file and a rename; ``write(fh)`` fills
-    the (text) file.  An OS error (full disk...) removes the temp file and
-    is raised as ``EnvironmentFailure``."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        raise EnvironmentFailure(f"cannot write {path}: {exc.strerror or exc}; the run's finished work is kept, "
-                                 "re-run the command to resume") from None
+RESUME_HINT = "the run's finished work is kept, re-run the command to resume"
+
+
+def write_atomic(path: Path, write: Callable[[Any], None], *, binary: bool = False) -> None:
+    """:func:`avhb.atomic.write_atomic` for a run's files (and pack
+    commands'): ``write(fh)`` fills the file; an OS error is an
+    ``EnvironmentFailure`` that says the finished work is kept."""
+    _write_atomic(path, write, binary=binary, hint=RESUME_HINT)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:

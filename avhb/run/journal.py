@@ -19,9 +19,11 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from avhb.atomic import write_atomic
 from avhb.errors import EnvironmentFailure
 from avhb.redact import redact
 
@@ -43,6 +45,13 @@ class Journal:
         self._readers: dict[str, int] = {}  # read-only descriptors
         self._last_sync = time.monotonic()
         self._failed = False
+
+    @staticmethod
+    def merge(target: Path, sources: list[Path]) -> "JournalUnion":
+        """Write the union of the journal folders ``sources`` into the
+        journal folder ``target`` (``avhb merge``: the shards' journals),
+        each key once (:func:`_merge`)."""
+        return _merge(Path(target), [Path(s) for s in sources])
 
     def _path(self, kind: str) -> Path:
         return self.folder / f"{kind}.jsonl"
@@ -159,3 +168,59 @@ def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as fh:
         fh.seek(-1, os.SEEK_END)
         return fh.read(1) == b"\n"
+
+
+@dataclass
+class JournalUnion:
+    """What :meth:`Journal.merge` wrote: entries per journal file, and per
+    file the calls that repeat a key another source also holds (the same
+    request asked in two shards: a judge question two shards' samples share)
+    with what they cost."""
+
+    entries: dict[str, int] = field(default_factory=dict)
+    repeated: dict[str, int] = field(default_factory=dict)
+    repeated_cost: dict[str, float] = field(default_factory=dict)
+
+
+def _last_lines(path: Path) -> dict[str, bytes]:
+    """key -> the key's last whole line in the journal file ``path``, as
+    :class:`Journal` reads it (a call that failed and was retried on resume
+    has two; a torn line of a killed run is skipped)."""
+    out: dict[str, bytes] = {}
+    with open(path, "rb") as src:
+        for line in src:
+            try:
+                key = json.loads(line).get("key")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(key, str):
+                out[key] = line if line.endswith(b"\n") else line + b"\n"
+    return out
+
+
+def _merge(target: Path, sources: list[Path]) -> JournalUnion:
+    """``target/<kind>.jsonl`` = the sources' entries (journal folders, in
+    order), each key once: its last line in the first source that holds it.
+    Each file is written atomically, so a killed merge leaves the old
+    journal or the new one."""
+    kinds = sorted({p.name for f in sources for p in Path(f).glob("*.jsonl")})
+    union = JournalUnion()
+    for kind in kinds:
+        lines: dict[str, bytes] = {}
+        repeated, cost = 0, 0.0
+        for folder in sources:
+            path = Path(folder) / kind
+            if not path.is_file():
+                continue
+            for key, line in _last_lines(path).items():
+                if key in lines:  # asked in an earlier source too: that source's answer is kept
+                    repeated += 1
+                    cost += float(json.loads(line).get("cost") or 0.0)
+                else:
+                    lines[key] = line
+        write_atomic(Path(target) / kind, lambda fh: fh.writelines(lines.values()), binary=True)
+        union.entries[kind] = len(lines)
+        if repeated:
+            union.repeated[kind], union.repeated_cost[kind] = repeated, round(cost, 6)
+    return union
+

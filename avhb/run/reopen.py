@@ -1,7 +1,8 @@
 """A finished run folder, reopened for a pack command (CURVE's ``avhb
 diagnose``, ANCHOR's difficulty grading...): the run's own resolved
-settings (options from run.json, each task's media plan), its journal, and
-callers for the model and judges, so a command asks through the one call
+settings (options from run.json, each task's media plan) and its call
+session (:class:`avhb.run.session.CallSession`: the journal, callers for the
+model and judges), so a command asks through the one call
 path and its calls are journaled and replayed like the run's own.
 
     run = ReopenedRun(run_dir)
@@ -25,9 +26,9 @@ from avhb.registry import get_registry
 from avhb.run.driver import SampleContext
 from avhb.run.folder import samples_path
 from avhb.run.generate import TaskRun
-from avhb.run.journal import Journal
+from avhb.run.session import CallSession
 from avhb.run.options import media_plan, options_from_run, read_manifest
-from avhb.score.judges import JudgeRole, Judges
+from avhb.score.judges import JudgeRole
 from avhb.taskdef.index import build_index, load_task
 from avhb.run.task import Task
 
@@ -44,17 +45,19 @@ class ReopenedRun:
                                                dict(recorded.get("args") or {}))
         self.registry = get_registry()
         self.index = build_index(self.registry)
-        self.journal = Journal(self.root / "journal")
-        self.judges = Judges(judges if judges is not None else self.options.judges, self.journal, backend_factory)
+        self.session = CallSession(self.root / "journal", judges if judges is not None else self.options.judges,
+                                   backend_factory)
+        self.journal, self.judges = self.session.journal, self.session.judges
         self._factory = backend_factory
-        self._model: Caller | None = None
         self._tasks: dict[str, Task] = {}
 
     @property
     def model(self) -> Caller:
-        if self._model is None:
-            self._model = Caller(self.journal, "responses", self._factory(self.model_spec), label=self.model_spec.label)
-        return self._model
+        """The model's caller, its backend built on first use."""
+        if self.session.model is None:
+            self.session.model_caller(self._factory(self.model_spec), label=self.model_spec.label)
+        assert self.session.model is not None
+        return self.session.model
 
     def task(self, name: str) -> Task:
         if name not in self._tasks:
@@ -84,7 +87,4 @@ class ReopenedRun:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
     async def aclose(self) -> None:
-        self.journal.close()
-        await self.judges.close()
-        if self._model is not None:
-            await self._model.aclose()
+        await self.session.aclose()

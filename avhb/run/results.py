@@ -37,13 +37,16 @@ run) still makes the group partial.
 """
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Mapping
 
 from avhb.score.aggregate import Aggregate, pooled_mean, weighted_mean
 from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, MetricInfo
 
+RESULTS_FILE = "results.json"  # in the run folder; read by RunResults.read, written by RunFolder
 BOOKKEEPING = ("samples", "errors", "judge_failures")
 _COMPANIONS = ("_stderr", "_n", "_runs", "_run_std")
 
@@ -225,6 +228,24 @@ class RunResults:
         for key, value in self.extra.items():
             out.setdefault(key, value)
         return out
+
+    @classmethod
+    def read(cls, run_dir: Path | str) -> "RunResults | None":
+        """``RUN/results.json`` (:meth:`from_json`); None when the folder
+        has none, or one that cannot be read as JSON (a killed write, a
+        hand edit).  With :meth:`from_json`, the one reader of the file."""
+        try:
+            data = json.loads((Path(run_dir) / RESULTS_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        return cls.from_json(data)
+
+    @property
+    def stopped(self) -> str | None:
+        """Why the run ended before its end (a breaker, a stop signal,
+        ``--max-cost``), as results.json records it; None for a whole run."""
+        why = self.extra.get("stopped")
+        return str(why) if why else None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> "RunResults":

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import UserError
+from avhb.atomic import write_atomic
+from avhb.errors import EnvironmentFailure, UserError
 from avhb.paths import cache_dir
 from avhb.registry import Registry, get_registry
 from avhb.taskdef.filestats import FileStats
@@ -538,13 +539,11 @@ def _file_error(messages: list[str]) -> str:
 def _write_part(cache_file: Path, key: str, part: dict) -> None:
     _compact(part)
     try:
-        cache_file.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache_file.with_name(f".{cache_file.name}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"key": key, **part}, separators=(",", ":")))
-        os.replace(tmp, cache_file)
+        text = json.dumps({"key": key, **part}, separators=(",", ":"))
+        write_atomic(cache_file, lambda fh: fh.write(text), durable=False)
         for old in cache_file.parent.parent.glob("task-index-*.json"):  # the single-file index of earlier versions
             old.unlink(missing_ok=True)
-    except OSError:
+    except (OSError, EnvironmentFailure):
         pass  # a read-only home still works, just without the cache
 
 

@@ -38,7 +38,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb import Backend, BackendSpec, JudgeError, JudgeRole, UserError, create_backend
+from avhb import Backend, BackendSpec, JudgeError, JudgeRole, UserError, create_backend, write_atomic
 
 from .hooks import prompt
 
@@ -205,10 +205,8 @@ async def grade_runs_async(run_dirs: list[Path], *, judges: dict[str, list[Backe
                       "(4 models x 4 samples) and the n_mismatch thresholds (10, 5) assume them", file=sys.stderr)
             out_dir.mkdir(parents=True, exist_ok=True)
             path = out_dir / f"{name.replace('/', '__')}.jsonl"
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text("".join(json.dumps(q.to_json(), ensure_ascii=False) + "\n" for q in questions),
-                           encoding="utf-8")
-            tmp.replace(path)
+            text = "".join(json.dumps(q.to_json(), ensure_ascii=False) + "\n" for q in questions)
+            write_atomic(path, lambda fh: fh.write(text))
             summary["tasks"][name] = summarize(questions)
         summary["judges"] = {ROLE: [s.label for s in first.judges.panel(role)]}
         summary["judge_usage"] = first.judges.usage.as_dict()

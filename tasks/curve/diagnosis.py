@@ -34,7 +34,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb import Backend, BackendSpec, Response, SampleError, TextPart, UserError, create_backend
+from avhb import (Backend, BackendSpec, Response, RunResults, SampleError, TextPart, UserError, create_backend,
+                  write_atomic)
 
 from . import hooks, locales
 from .diagnosis_summary import accuracy_by_locale, brief, by_field, resource_split, summarize
@@ -168,10 +169,8 @@ async def diagnose_run_async(run_dir: Path, *, judges: dict[str, list[BackendSpe
             failures.update(task_run.judges.failures)
             out_dir.mkdir(parents=True, exist_ok=True)
             path = out_dir / f"{name.replace('/', '__')}.jsonl"
-            tmp = path.with_name(f".{path.name}.tmp")
-            tmp.write_text("".join(json.dumps(d.to_json(), ensure_ascii=False) + "\n" for d in diagnoses),
-                           encoding="utf-8")
-            tmp.replace(path)
+            text = "".join(json.dumps(d.to_json(), ensure_ascii=False) + "\n" for d in diagnoses)
+            write_atomic(path, lambda fh: fh.write(text))
             all_diagnoses.extend(diagnoses)
     finally:
         await run.aclose()
@@ -179,10 +178,7 @@ async def diagnose_run_async(run_dir: Path, *, judges: dict[str, list[BackendSpe
     by_locale: dict[str, list[SampleDiagnosis]] = {}
     for d in all_diagnoses:
         by_locale.setdefault(d.locale or "(none)", []).append(d)
-    try:
-        results = json.loads((run_dir / "results.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        results = {}
+    results = RunResults.read(run_dir) or RunResults()
     summary = {
         "run": str(run_dir), "model": run.model_spec.label, "max_rounds": max_rounds,
         "items": {"rule": items, "considered": considered, "diagnosed": len(all_diagnoses)},

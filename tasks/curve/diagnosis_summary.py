@@ -112,10 +112,11 @@ def resource_split(diagnoses: list[SampleDiagnosis], low: set[str]) -> dict[str,
     return out
 
 
-def accuracy_by_locale(results: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
-    """Each locale task's ``accuracy`` from the run's results.json, and the
-    lowest and highest locale (the paper reports ta-IN at 31.60 %)."""
-    res = RunResults.from_json(results)
+def accuracy_by_locale(results: RunResults | dict[str, Any], tasks: list[str]) -> dict[str, Any]:
+    """Each locale task's ``accuracy`` from the run's results
+    (``RunResults.read``, or a results.json document), and the lowest and
+    highest locale (the paper reports ta-IN at 31.60 %)."""
+    res = results if isinstance(results, RunResults) else RunResults.from_json(results)
     per: dict[str, float] = {}
     for name in tasks:
         agg = res.tasks.get(name).metrics.get("accuracy") if name in res.tasks else None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from avhb import PrepareResult, UserError, fetch_http, run_items
+from avhb import PrepareResult, UserError, fetch_http, run_items, write_atomic
 
 from . import hooks
 
@@ -143,9 +143,8 @@ def _write_manifest(path: Path, result: PrepareResult, jobs: list[VideoJob], loc
                        "url": by_id[item[6:]].url if item[6:] in by_id else None,
                        "keys": by_id[item[6:]].keys if item[6:] in by_id else []}
                       for item, reason in result.failed]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False), encoding="utf-8")
-    os.replace(tmp, path)
+    text = json.dumps(data, indent=1, ensure_ascii=False)
+    write_atomic(path, lambda fh: fh.write(text))
 
 
 def prepare_task(dest: Path, config: dict) -> PrepareResult:

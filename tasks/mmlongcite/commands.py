@@ -28,7 +28,7 @@ import os
 import sys
 from pathlib import Path
 
-from avhb import UserError
+from avhb import UserError, write_atomic
 
 from . import build, data
 
@@ -100,7 +100,7 @@ async def _build(args, items, root: Path, count, out: Path):
     if not args.pool:
         raise UserError("--mode distract needs --pool POOL (distractor documents)")
     pool = _read(Path(args.pool), "pool")
-    from avhb import Journal, Judges, create_backend, parse_judge_bindings
+    from avhb import CallSession, parse_judge_bindings
 
     bindings = parse_judge_bindings(args.judge)
     unknown = sorted(set(bindings) - {ROLE, "*"})
@@ -108,8 +108,8 @@ async def _build(args, items, root: Path, count, out: Path):
         raise UserError(f"--judge {unknown[0]}=...: this command has one judge role, {ROLE}")
     with_images = any(u.get("type") == "image" for d in pool for u in d.get("context") or [])
     role = _role(with_images)
-    journal = Journal(out / "journal")
-    judges = Judges(bindings, journal, create_backend)
+    session = CallSession(out / "journal", bindings)
+    judges = session.judges
     try:
         judges.prepare({ROLE: role})  # no key, unknown kind, or a judge that sees no images: stop now
         task_judges = judges.for_task("mmlongcite-build", {ROLE: role})
@@ -127,14 +127,9 @@ async def _build(args, items, root: Path, count, out: Path):
             rejections.extend(res.rejected)
             rows.append({**build.as_row(item, res.context, res.evidence, count), "distractors": res.distractors})
     finally:
-        journal.close()
-        await judges.close()
+        await session.aclose()
     return rows, rejections, skipped
 
 
 def _write_lines(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for row in rows:
-            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_atomic(path, lambda fh: fh.writelines(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))

@@ -37,11 +37,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from avhb import ImagePart, SampleError, TextPart
+from avhb import ImagePart, SampleError, TextPart, write_atomic
 
 LEVELS = {"easy": {"per_grid": 4, "max_side": 2048}, "hard": {"per_grid": 16, "max_side": 4096}}
 GRID_VERSION = 1
@@ -136,10 +135,7 @@ def build_grid(sources: list[str], indices: list[int], level: str) -> Path:
         return path
     images = [read_image(s) for s in sources]
     grid = make_grid(images, indices=indices, tile_size=tile_size(images, len(images), level_spec(level)["max_side"]))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.png")
-    Image.fromarray(grid).save(tmp, format="PNG")
-    os.replace(tmp, path)
+    write_atomic(path, lambda fh: Image.fromarray(grid).save(fh, format="PNG"), binary=True)
     return path
 
 

@@ -13,6 +13,7 @@ import pytest
 from avhb.model.backend import parse_backend_spec
 from avhb.errors import UserError
 from avhb.model.messages import Message, Request, TextPart, VideoPart, text_request
+from tests.backends.retried import Retried
 from tests.servers.openai_server import ScriptedServer, echo_last_user
 
 KEY = "sk-litellmtest-9876543210abcdef"
@@ -34,8 +35,8 @@ def server():
 def _backend(cls, srv, model="openai/fake", **args):
     extra = "".join(f",{k}={v}" for k, v in args.items())
     b = cls(parse_backend_spec(f"litellm:{model},api_base={srv.base_url}{extra}"))
-    b.resilient.policy.base_delay = 0.01
-    return b
+    b.retry_policy.base_delay = 0.01
+    return Retried(b)
 
 
 async def test_request_usage_and_key(litellm_cls, server, monkeypatch):

@@ -8,6 +8,7 @@ import io
 import json
 import logging
 import time
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ from avhb.model_backends.encode_messages import encode_messages, frame_label
 from avhb.model_backends.openai_backend import OpenAIBackend, map_generation
 from avhb.model.resilience import (AdaptiveLimiter, HTTPStatusFailure, MalformedReply, Resilient, RetryPolicy,
                              backoff_delay, classify_exception, parse_retry_after)
+from tests.backends.retried import Retried
 from tests.servers.openai_server import Fault, ScriptedServer, echo_last_user
 
 KEY = "sk-avhbtest-0123456789abcdefXYZ"
@@ -299,13 +301,13 @@ def server():
         yield srv
 
 
-def _backend(srv, fast_backoff=True, **args) -> OpenAIBackend:
+def _backend(srv, fast_backoff=True, **args) -> Any:
     extra = ",".join(f"{k}={v}" for k, v in args.items())
     spec = parse_backend_spec(f"openai:fake,base_url={srv.base_url}" + (f",{extra}" if extra else ""))
     b = OpenAIBackend(spec)
     if fast_backoff:
-        b.resilient.policy.base_delay = 0.01
-    return b
+        b.retry_policy.base_delay = 0.01
+    return Retried(b)
 
 
 async def test_plain_request_usage_and_generation(server):
@@ -535,7 +537,7 @@ def OpenAIBackend_azure(text: str, max_retries: int | None = None):
     from avhb.model_backends.openai_backend import AzureOpenAIBackend
 
     spec = parse_backend_spec(text + (f",max_retries={max_retries}" if max_retries is not None else ""))
-    return AzureOpenAIBackend(spec)
+    return Retried(AzureOpenAIBackend(spec))
 
 
 async def test_organization_and_project_headers(server, monkeypatch):

@@ -14,6 +14,7 @@ import threading
 from avhb.model.backend import parse_backend_spec
 from avhb.model.messages import text_request
 from avhb.model_backends.openai_backend import OpenAIBackend
+from tests.backends.retried import Retried
 from tests.servers.openai_server import Fault, ScriptedServer
 
 CAPACITY = 6
@@ -40,8 +41,8 @@ async def test_two_shards_share_one_endpoints_rate_limit(monkeypatch):
         return "ok"
 
     with ScriptedServer(reply=done, fault=fault, record=False) as server:
-        shards = [OpenAIBackend(parse_backend_spec(f"openai:fake,base_url={server.base_url},concurrency=16,"
-                                                   "max_retries=12")) for _ in range(2)]
+        shards = [Retried(OpenAIBackend(parse_backend_spec(f"openai:fake,base_url={server.base_url},concurrency=16,"
+                                                           "max_retries=12"))) for _ in range(2)]
         try:
             replies = await asyncio.gather(*(
                 asyncio.gather(*(b.generate(text_request(f"shard {k} question {i}", max_tokens=2))

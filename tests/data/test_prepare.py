@@ -11,6 +11,7 @@ import json
 import os
 import random
 import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -174,6 +175,19 @@ def test_failed_file_is_retried_within_the_call(fake, tmp_path):
     hub.snapshot(REPO, "main", None, local, retry_wait=0)
     assert _tree(local) == FILES
     assert [g.status for g in fake.downloads("videos/b.mp4")] == [403, 200]
+
+
+def test_a_file_that_fails_verification_is_fetched_again_by_the_retry_policy(fake, tmp_path):
+    """A round whose files arrive but do not verify is a retryable failure of
+    the one retry loop (issue 25); with one attempt it is a clear error."""
+    fake.corrupt_next("data/test.json", times=1)
+    local = tmp_path / "d"
+    hub.snapshot(REPO, "main", None, local, retry_wait=0)
+    assert _tree(local) == FILES
+    assert [g.status for g in fake.downloads("data/test.json")] == [200, 200]
+    fake.corrupt_next("data/test.json", times=1)
+    with pytest.raises(UserError, match="failed verification after 1 attempt"):
+        hub.snapshot(REPO, "main", None, tmp_path / "e", attempts=1)
 
 
 def test_partial_snapshot_is_not_trusted_and_is_repaired(fake, tmp_path):
@@ -382,6 +396,24 @@ def test_fetch_http_errors(files, tmp_path):
     assert [s for _, s in _gets(files)] == [503, 503, 200]
     with pytest.raises(UserError, match="64 hex"):
         fetch_http(files.url_of, tmp_path / "c.json", "abc")
+
+
+def test_fetch_http_retries_with_the_model_calls_policy_and_honours_retry_after(files, tmp_path):
+    """Issue 25: downloads retry through the one loop (avhb.model.resilience.Resilient):
+    a 503's Retry-After is waited (not the backoff), a 409 is retryable as for a model call,
+    and the attempts are bounded by ``retries``."""
+    files.fail_get("curve.json", status=503, times=1, retry_after="0.5")
+    files.fail_get("curve.json", status=409, times=1)
+    start = time.perf_counter()
+    fetch_http(files.url_of, tmp_path / "a.json", retry_wait=0)
+    assert time.perf_counter() - start >= 0.5
+    assert [s for _, s in _gets(files)] == [503, 409, 200]
+    files.clear_log()
+    files._retry_after.clear()
+    files.fail_get("curve.json", status=503, times=5)
+    with pytest.raises(UserError, match="HTTP 503"):
+        fetch_http(files.url_of, tmp_path / "b.json", retries=2, retry_wait=0)
+    assert [s for _, s in _gets(files)] == [503, 503, 503]
 
 
 # ----------------------------------------------------------------- prepare

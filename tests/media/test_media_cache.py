@@ -107,6 +107,6 @@ def test_two_processes_writing_the_same_key(media, tmp_path):
         p.join(120)
     assert [p.exitcode for p in procs] == [0, 0]
     names = entries(root)
-    assert len(names) == 2 and not [n for n in names if ".tmp-" in n]
+    assert len(names) == 2 and not [n for n in names if n.endswith(".tmp")]  # no temp file of write_atomic left
     s = cached_sample_frames(media.long, FrameSpec(frames=3, decoder="pyav"), MediaCache(root))
     assert s.indices == [200, 600, 1000]

@@ -12,8 +12,8 @@ import time
 from avhb.model.backend import Backend, BackendSpec
 from avhb.call.caller import Caller
 from avhb.model.messages import Message, Request, Response, TextPart
-from avhb.model.resilience import (BREAKER_THRESHOLD, AdaptiveLimiter, CallProbe, CircuitBreaker, Resilient,
-                                   RetryPolicy, current_probe, failure_kind)
+from avhb.model.resilience import (BREAKER_THRESHOLD, AdaptiveLimiter, CircuitBreaker, Resilient, RetryPolicy,
+                                   failure_kind)
 from avhb.run.journal import Journal
 from tests.conftest import run_cli
 
@@ -60,14 +60,10 @@ async def test_resilient_stops_retrying_every_call_once_the_breaker_opens():
         raise ConnectionRefusedError("Connection refused")
 
     breaker = CircuitBreaker(threshold=5, quiet=0)
-    resilient = Resilient(RetryPolicy(max_attempts=6, base_delay=0.05), AdaptiveLimiter(4))
+    resilient = Resilient(RetryPolicy(max_attempts=6, base_delay=0.05), AdaptiveLimiter(4), breaker=breaker)
 
     async def one():
-        token = current_probe.set(CallProbe(breaker))
-        try:
-            return await resilient.call(refused)
-        finally:
-            current_probe.reset(token)
+        return await resilient.call(refused)
 
     start = time.perf_counter()
     outcomes = await asyncio.gather(*(one() for _ in range(20)))

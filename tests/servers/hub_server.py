@@ -115,6 +115,8 @@ class FakeHub:
         self.requests: list[Logged] = []
         self._drops: dict[str, int] = {}
         self._fails: dict[str, list[int]] = {}
+        self._retry_after: dict[str, str] = {}  # path -> the Retry-After its scripted failures send
+        self._corrupt: dict[str, int] = {}  # path -> how many more GETs serve it with its last byte flipped
         self._lock = threading.Lock()
         self.url = ""
         self.user = "avhb-tester"
@@ -151,9 +153,26 @@ class FakeHub:
         with self._lock:
             self._drops[path] = after
 
-    def fail_get(self, path: str, status: int = 403, times: int = 1) -> None:
+    def fail_get(self, path: str, status: int = 403, times: int = 1, retry_after: str | None = None) -> None:
+        """The next ``times`` GETs of ``path`` answer ``status`` (with a
+        ``Retry-After: retry_after`` header when given)."""
         with self._lock:
             self._fails.setdefault(path, []).extend([status] * times)
+            if retry_after is not None:
+                self._retry_after[path] = retry_after
+
+    def corrupt_next(self, path: str, times: int = 1) -> None:
+        """The next ``times`` GETs of ``path`` answer 200 with the right
+        length and headers but the last byte flipped."""
+        with self._lock:
+            self._corrupt[path] = self._corrupt.get(path, 0) + times
+
+    def _take_corrupt(self, path: str) -> bool:
+        with self._lock:
+            left = self._corrupt.get(path, 0)
+            if left:
+                self._corrupt[path] = left - 1
+            return bool(left)
 
     # -------------------------------------------------------- observation
 
@@ -387,8 +406,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return self._send(200, blob.data, headers, head=True)
             status, drop = hub._take_fault(path)
             if status is not None:
-                return self._json(status, {"error": "scripted failure"}, head=False)
+                ra = hub._retry_after.get(path)
+                return self._json(status, {"error": "scripted failure"}, {"Retry-After": ra} if ra else None, head=False)
             data, code = blob.data, 200
+            if data and hub._take_corrupt(path):
+                data = data[:-1] + bytes([data[-1] ^ 0xFF])
             rng = self.headers.get("Range")
             if_range = self.headers.get("If-Range")
             if rng and if_range is not None and if_range != headers["ETag"]:

@@ -1,0 +1,50 @@
+"""THE atomic file write: every file avhb, its packs and its backends write
+whole (run.json, results.json, samples, reports, caches, markers,
+manifests, a merged journal, an assembled model file) goes through
+:func:`write_atomic`, so a reader never sees half a file and a crash
+leaves at most a temp file ``.NAME.PID.THREAD.tmp`` beside it
+(``RunFolder.open`` removes a killed run's).  The journal is the one
+exception: it is appended to, line by line (:mod:`avhb.run.journal`)."""
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any, Callable
+
+from avhb.errors import EnvironmentFailure
+
+
+def temp_path(path: Path) -> Path:
+    """Where :func:`write_atomic` writes ``path`` before the rename: in the
+    same folder (a rename within one file system), hidden, unique to this
+    process and thread, ending in ``.tmp``."""
+    return path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def write_atomic(path: Path | str, write: Callable[[Any], None], *, binary: bool = False,
+                 durable: bool = True, hint: str = "") -> None:
+    """Write ``path`` through a temp file and a rename; ``write(fh)`` fills
+    the file (text, UTF-8; ``binary``: bytes).  ``durable``: fsync before
+    the rename (a cache passes False: losing it costs a recomputation).
+    Whatever ``write`` raises removes the temp file and leaves ``path`` as
+    it was; an OS error (full disk, read-only folder...) is raised as
+    :class:`EnvironmentFailure` (one line, ``hint`` appended)."""
+    path = Path(path)
+    tmp = temp_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8") as fh:
+            write(fh)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        if isinstance(exc, OSError):
+            raise EnvironmentFailure(f"cannot write {path}: {exc.strerror or exc}" + (f"; {hint}" if hint else "")) from None
+        raise

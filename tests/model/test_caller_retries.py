@@ -1,0 +1,143 @@
+"""Issue 25, item 2: one retry policy, applied by the caller to every
+backend.  A backend makes one attempt and only says what a failure is
+(``Backend.classify``); ``Caller.send`` retries it (backoff, Retry-After,
+the AIMD limiter, every attempt counted by the circuit breaker), and the
+attempts are journaled.  Here a plugin backend with no retry code of its
+own talks HTTP to the scripted server (tests/servers/), so the retries
+seen are the caller's."""
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import aiohttp
+
+from avhb.call.caller import Caller
+from avhb.errors import SampleError
+from avhb.model.backend import Backend, BackendSpec
+from avhb.model.messages import Response, text_request
+from avhb.model.resilience import CircuitBreaker, RetryPolicy
+from avhb.run.journal import Journal
+from tests.servers.openai_server import ScriptedServer, echo_last_user
+
+
+class PlainHTTP(Backend):
+    """A third-party plugin backend as one would write it: one POST per
+    ``generate``, ``raise_for_status`` on a bad reply, no retries."""
+
+    def __init__(self, url: str, attempts: int = 4):
+        super().__init__(BackendSpec("plainhttp", "m", {"url": url}))
+        self.url = url
+        self.retry_policy = RetryPolicy(max_attempts=attempts, base_delay=0.01, max_delay=0.05)
+        self.calls = 0
+
+    async def generate(self, request):
+        self.calls += 1
+        if "unreadable" in request.messages[0].text:
+            raise SampleError("this sample's file is unreadable")
+        body = {"model": "m", "messages": [{"role": "user", "content": request.messages[0].text}]}
+        async with aiohttp.ClientSession() as session:
+            async with session.post(self.url + "/chat/completions", json=body) as resp:
+                resp.raise_for_status()  # aiohttp.ClientResponseError: status + headers, classified by the caller
+                data = await resp.json()
+        return Response(text=data["choices"][0]["message"]["content"])
+
+
+def _entries(tmp_path):
+    return [json.loads(line) for line in (tmp_path / "responses.jsonl").read_text().splitlines()]
+
+
+async def test_a_plugin_backend_without_retries_is_retried_by_the_caller_and_the_attempts_journaled(tmp_path):
+    with ScriptedServer(reply=echo_last_user) as server:
+        backend = PlainHTTP(server.base_url)
+        journal = Journal(tmp_path)
+        caller = Caller(journal, "responses", backend)
+        server.fail_next(2, status=503)
+        call = await caller.call(text_request("hello"))
+        assert call.error is None and call.text == "hello"
+        assert server.count == 3 and backend.calls == 3  # two 503s, then the answer
+        assert call.meta["attempts"] == 3
+        assert caller.retrier.retries == 2
+        journal.close()
+    assert _entries(tmp_path)[0]["response_meta"]["attempts"] == 3
+
+
+async def test_retry_after_is_honoured_and_the_limiter_halves_on_429(tmp_path):
+    with ScriptedServer(reply=echo_last_user) as server:
+        backend = PlainHTTP(server.base_url)
+        backend.concurrency = 4
+        caller = Caller(Journal(tmp_path), "responses", backend)
+        server.fail_next(1, status=429, retry_after="0.4")
+        start = time.perf_counter()
+        call = await caller.call(text_request("slow down"))
+        assert call.text == "slow down" and server.count == 2
+        assert time.perf_counter() - start >= 0.4  # the server's Retry-After, not the 0.01 s backoff
+        assert caller.retrier.limiter.decreases == 1 and caller.retrier.limiter.limit == 2
+        server.fail_next(1, status=503, retry_after="0.4")  # not rate limiting: the policy's own wait
+        start = time.perf_counter()
+        call = await caller.call(text_request("busy"))
+        assert call.text == "busy" and server.count == 4
+        assert time.perf_counter() - start >= 0.4
+
+
+async def test_fatal_failures_and_sample_errors_are_not_retried(tmp_path):
+    with ScriptedServer(reply=echo_last_user) as server:
+        backend = PlainHTTP(server.base_url)
+        journal = Journal(tmp_path)
+        caller = Caller(journal, "responses", backend)
+        server.fail_next(1, status=400)
+        call = await caller.call(text_request("bad request"))
+        assert server.count == 1 and "400" in call.error and "gave up" not in call.error
+        call = await caller.call(text_request("unreadable sample"))
+        assert call.error == "this sample's file is unreadable" and backend.calls == 2
+        assert caller.breaker.streak == 1  # the 400 counted; the sample's own error did not
+        server.fail_next(9, status=500)
+        call = await caller.call(text_request("keeps failing"))
+        assert "gave up after 4 attempts" in call.error and server.count == 1 + 4
+        assert call.meta["attempts"] == 4
+        journal.close()
+    assert [e["response_meta"] for e in _entries(tmp_path)] == [{"attempts": 1}, None, {"attempts": 4}]
+
+
+async def test_the_breaker_counts_every_attempt_of_any_backend_and_stops_its_retries(tmp_path):
+    with ScriptedServer(reply=echo_last_user) as server:
+        backend = PlainHTTP(server.base_url, attempts=50)
+        caller = Caller(Journal(tmp_path), "responses", backend)
+        caller.breaker = CircuitBreaker(threshold=5, quiet=0)
+        server.fail_next(100, status=502)
+        call = await caller.call(text_request("dead"))
+        assert caller.breaker.open and server.count == 5  # 5 attempts of one call opened it: no 50
+        assert call.error.startswith("not sent: the backend stopped answering (ClientResponseError: 502")
+        assert call.meta["attempts"] == 5 and not call.not_attempted  # sent 5 times: journaled as failed
+        after = await caller.call(text_request("next"))
+        assert after.not_attempted and server.count == 5
+
+
+async def test_a_wrapping_backend_retries_as_its_inner_one(tmp_path):
+    """The cascade (and the Ray pool) make one attempt of the inner backend
+    and classify as it does: the caller retries them under its policy."""
+    from avhb.model_backends.cascade import CascadeBackend
+
+    with ScriptedServer(reply=echo_last_user) as server:
+        inner = PlainHTTP(server.base_url)
+        cascade = CascadeBackend(BackendSpec("cascade", "plainhttp:m", {"asr": "whisper-base"}), inner=inner)
+        assert cascade.retry_policy is inner.retry_policy
+        caller = Caller(Journal(tmp_path), "responses", cascade)
+        server.fail_next(1, status=503)
+        call = await caller.call(text_request("no audio here"))
+        assert call.text == "no audio here" and server.count == 2
+
+
+def test_caller_retries_are_async_safe_under_many_calls(tmp_path):
+    async def main():
+        with ScriptedServer(reply=echo_last_user) as server:
+            backend = PlainHTTP(server.base_url)
+            backend.concurrency = 8
+            caller = Caller(Journal(tmp_path), "responses", backend)
+            server.fail_next(10, status=503)
+            calls = await asyncio.gather(*(caller.call(text_request(f"q{i}")) for i in range(20)))
+            assert [c.text for c in calls] == [f"q{i}" for i in range(20)]
+            assert server.count == 30
+
+    asyncio.run(main())
