@@ -167,3 +167,70 @@ def _walk(obj: Any, secrets: list[str]) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return _walk(dataclasses.asdict(obj), secrets)
     return obj
+
+
+# -- one JSON line, redacted --------------------------------------------------
+# The journal and the samples file write one JSON line per record; walking every record (``redact``)
+# costs more than writing it.  ``redacted_json`` serializes the record once and proves from the line
+# that the walk would change nothing, else it walks.  The proof: every change ``redact`` makes is
+# (a) a secret value inside a string or a dict key: its JSON-escaped form is then in the line (JSON
+#     escapes character by character); (b) a pattern matching a string or a key: each needs one of
+#     ``_TRIGGERS`` in the lowercased text, and lowercasing commutes with the escaping for these ASCII
+#     triggers; (c) a value masked under a credential-named key (``secret_key``).  So a line whose
+#     values (the line with its object keys cut out) hold no trigger, whose keys are all known to be
+#     neither credential names nor changed by the patterns, and which holds no secret value, is what
+#     ``redact`` would have written.  Dataclasses (which ``redact`` turns into dicts) take the walk.
+_LINE_TRIGGERS = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
+_JSON_KEY = re.compile(r'"((?:[^"\\]|\\.)*)": ')  # an object key as json.dumps writes it (", " and ": ")
+_safe_keys: set[str] = set()  # escaped keys proven safe (bounded by the distinct keys a run writes)
+
+
+class _Walk(Exception):
+    """The fast path cannot decide: walk the record."""
+
+
+def _key_is_safe(escaped: str) -> bool:
+    import json
+
+    key = json.loads(f'"{escaped}"')
+    return not secret_key(key) and (len(key) < 6 or _redact_patterns(key) == key)
+
+
+def redacted_json(obj: Any, default: Any = str) -> tuple[str, Any]:
+    """``(json.dumps(redact(obj), ensure_ascii=False, default=default), the
+    object as written)``: the same line ``redact`` then ``json.dumps``
+    give (module comment above), most often without walking ``obj``."""
+    import json
+
+    def guarded(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            raise _Walk
+        return default(value)
+
+    try:
+        text = json.dumps(obj, ensure_ascii=False, default=guarded)
+    except _Walk:
+        text = None
+    if text is not None and _clean(text):
+        return text, obj
+    kept = redact(obj)
+    return json.dumps(kept, ensure_ascii=False, default=default), kept
+
+
+def _clean(text: str) -> bool:
+    """Whether ``redact`` would leave the object serialized as ``text`` unchanged."""
+    import json
+
+    keys = set(_JSON_KEY.findall(text))
+    if not keys <= _safe_keys:
+        for key in keys - _safe_keys:
+            if not _key_is_safe(key):
+                return False
+            if len(_safe_keys) < 65536:
+                _safe_keys.add(key)
+    if _LINE_TRIGGERS.search(_JSON_KEY.sub("", text).lower()):
+        return False
+    for value in env_secrets():
+        if json.dumps(value, ensure_ascii=False)[1:-1] in text:
+            return False
+    return True

@@ -66,7 +66,7 @@ class SampleContext:
 
     @property
     def root(self):
-        return self.run.source.media_root
+        return self.run.media_root
 
     def request(self, doc: dict[str, Any] | None = None) -> Request:
         """The task's own request for this sample (prompt and media from

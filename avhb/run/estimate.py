@@ -112,6 +112,7 @@ def estimate(runs: dict[str, Any], records: dict[str, list[Any]], skip: set[str]
     model = first.model
     out = Estimate(CallCount(model.label, getattr(model.backend, "prices", None)))
     held = _judge_answers(journal) if not predict_only else Counter()
+    replies = model.journal.holds(model.kind)  # an empty journal answers nothing: no key to compute
     for name, run in runs.items():
         if name in skip:
             continue
@@ -125,7 +126,7 @@ def estimate(runs: dict[str, Any], records: dict[str, list[Any]], skip: set[str]
             except Exception:  # the sample fails when it runs (SampleError, a hook that raises): it costs nothing
                 continue
             context = ctx.prepare(request)
-            if model.answered(model.key(request, run.plan, context)):
+            if replies and model.answered(model.key(request, run.plan, context)):
                 out.model.answered += 1
                 continue
             out.model.calls += 1

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from avhb.errors import EnvironmentFailure, UserError
 from avhb.run.lock import LOCK_NAME, LockHolder, RunLock
 from avhb.score.metric import SampleRecord
-from avhb.redact import redact
+from avhb.redact import redact, redacted_json
 
 
 def write_atomic(path: Path, write: Callable[[Any], None]) -> None:
@@ -174,7 +174,7 @@ def _write_sample_lines(fh: Any, records: list[SampleRecord]) -> None:
             **({"outputs": r.outputs} if r.outputs else {}),
             "flags": {k: v for k, v in r.meta.items() if k not in _LOGGED_ELSEWHERE},
         }
-        fh.write(json.dumps(redact(line), ensure_ascii=False, default=_default) + "\n")
+        fh.write(redacted_json(line, default=_default)[0] + "\n")  # = json.dumps(redact(line), ...)
 
 
 _LOGGED_ELSEWHERE = ("prompt", "prompt_hash", "media", "adaptations")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.errors import EnvironmentFailure
-from avhb.redact import redact
+from avhb.redact import redacted_json
 
 
 class Journal:
@@ -87,6 +87,10 @@ class Journal:
         offset = self._load(kind).get(key)
         return None if offset is None else self._read(kind, offset)
 
+    def holds(self, kind: str) -> bool:
+        """Whether the journal has any entry of ``kind``."""
+        return bool(self._load(kind))
+
     def all(self, kind: str) -> dict[str, dict[str, Any]]:
         """Every entry of a kind (read from disk: for tools and tests)."""
         out = {}
@@ -98,10 +102,10 @@ class Journal:
 
     def put(self, kind: str, key: str, record: dict[str, Any]) -> dict[str, Any]:
         """Append one entry (redacted); returns the entry as kept."""
-        record = redact({"key": key, **record})
+        text, record = redacted_json({"key": key, **record}, default=str)  # = redact(), then json.dumps()
         index = self._load(kind)
         path = self._path(kind)
-        line = json.dumps(record, ensure_ascii=False, default=str).encode() + b"\n"
+        line = text.encode() + b"\n"
         try:
             fh = self._files.get(kind)
             if fh is None:

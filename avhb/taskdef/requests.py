@@ -174,7 +174,7 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
         else:
             messages = as_chat(turns, multiturn)
     if not task.cfg.get("allow_outside_root", False) and not task.lmms_conventions:  # lmms hooks name their paths
-        check_confined(messages, Path(root), task.name)
+        check_confined(messages, root, task.name)
     request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id),
                       prompt=prompt)
     request.fields = {"task": task.name, "sample_id": sample_id}
