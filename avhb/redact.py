@@ -172,28 +172,26 @@ def _walk(obj: Any, secrets: list[str]) -> Any:
 # -- one JSON line, redacted --------------------------------------------------
 # The journal and the samples file write one JSON line per record; walking every record (``redact``)
 # costs more than writing it.  ``redacted_json`` serializes the record once and proves from the line
-# that the walk would change nothing, else it walks.  The proof: every change ``redact`` makes is
+# that the walk would change nothing, else it walks.  Every change ``redact`` makes is
 # (a) a secret value inside a string or a dict key: its JSON-escaped form is then in the line (JSON
-#     escapes character by character); (b) a pattern matching a string or a key: each needs one of
-#     ``_TRIGGERS`` in the lowercased text, and lowercasing commutes with the escaping for these ASCII
-#     triggers; (c) a value masked under a credential-named key (``secret_key``).  So a line whose
-#     values (the line with its object keys cut out) hold no trigger, whose keys are all known to be
-#     neither credential names nor changed by the patterns, and which holds no secret value, is what
-#     ``redact`` would have written.  Dataclasses (which ``redact`` turns into dicts) take the walk.
-_LINE_TRIGGERS = re.compile("|".join(re.escape(t) for t in _TRIGGERS))
-_JSON_KEY = re.compile(r'"((?:[^"\\]|\\.)*)": ')  # an object key as json.dumps writes it (", " and ": ")
-_safe_keys: set[str] = set()  # escaped keys proven safe (bounded by the distinct keys a run writes)
+#     escapes character by character);
+# (b) a pattern matching a string or a key: each needs one of ``_TRIGGERS`` in the lowercased string,
+#     and lowercasing commutes with the escaping for these ASCII triggers;
+# (c) a value masked under a credential-named key (``secret_key``): every such name holds one of
+#     ``_TRIGGERS`` or "cookie".
+# So a line with no secret value and no trigger is what ``redact`` would write, except that the
+# triggers inside a few object keys most entries have (``"key": ``, ``"prompt_tokens": ``) do not
+# count: those keys are neither credential names nor changed by any pattern, whatever their case,
+# and the text ``"name": `` only occurs in a line as that key (inside a string a quote is escaped, and
+# a string value is never followed by ": "); no trigger straddles their ends (no trigger holds a
+# quote or a space).  Dataclasses (``redact`` makes them dicts) take the walk.
+_KEY_TOKENS = ('"key": ',)  # the journal's own key: "key" occurs in a line only there
+_TOKENS_KEYS = ('"prompt_tokens": ', '"completion_tokens": ', '"total_tokens": ', '"max_tokens": ')  # token counts
+_OTHER_TRIGGERS = tuple(t for t in (*_TRIGGERS, "cookie") if t not in ("key", "token"))
 
 
 class _Walk(Exception):
     """The fast path cannot decide: walk the record."""
-
-
-def _key_is_safe(escaped: str) -> bool:
-    import json
-
-    key = json.loads(f'"{escaped}"')
-    return not secret_key(key) and (len(key) < 6 or _redact_patterns(key) == key)
 
 
 def redacted_json(obj: Any, default: Any = str) -> tuple[str, Any]:
@@ -221,14 +219,14 @@ def _clean(text: str) -> bool:
     """Whether ``redact`` would leave the object serialized as ``text`` unchanged."""
     import json
 
-    keys = set(_JSON_KEY.findall(text))
-    if not keys <= _safe_keys:
-        for key in keys - _safe_keys:
-            if not _key_is_safe(key):
-                return False
-            if len(_safe_keys) < 65536:
-                _safe_keys.add(key)
-    if _LINE_TRIGGERS.search(_JSON_KEY.sub("", text).lower()):
+    lower = text.lower()
+    for trigger in _OTHER_TRIGGERS:
+        if trigger in lower:
+            return False
+    # "key" and "token" only inside the keys above (none holds either twice, none is inside another)
+    if lower.count("key") != sum(lower.count(k) for k in _KEY_TOKENS):
+        return False
+    if lower.count("token") != sum(lower.count(k) for k in _TOKENS_KEYS):
         return False
     for value in env_secrets():
         if json.dumps(value, ensure_ascii=False)[1:-1] in text:
