@@ -174,8 +174,13 @@ def request_key(identity: dict[str, Any], request: Request, context: dict[str, A
     ``json.dumps(payload, sort_keys=True, default=str)``.  Written here
     piece by piece in that sorted order, which gives the same bytes: every
     existing journal keeps answering."""
+    return _key_of(_key_json(identity), request, context)
+
+
+def _key_of(backend: str, request: Request, context: dict[str, Any] | None) -> str:
+    """:func:`request_key` with the backend's identity already encoded."""
     messages = [[m.role, [part_reference(p) for p in m.parts]] for m in request.messages]
-    text = (f'{{"backend": {_key_json(identity)}, "choices": {_key_json(request.choices)}, '
+    text = (f'{{"backend": {backend}, "choices": {_key_json(request.choices)}, '
             f'"context": {_key_json(context or {})}, "fields": {_key_json(request.fields)}, '
             f'"generation": {_key_json(request.generation)}, ')
     if request.loglikelihood is not None:  # added only when set: every other key stays as it was
@@ -210,6 +215,7 @@ class Caller:
         self.breaker = CircuitBreaker()
         self.spend: SpendLimit | None = None  # --max-cost, shared by the run's callers
         self._counts_attempts = False  # the backend reports each attempt (it retries through Resilient)
+        self._identity_json: tuple[dict[str, Any], str] | None = None  # (identity, its key encoding): Caller.key
 
     @property
     def replaying(self) -> bool:
@@ -286,7 +292,9 @@ class Caller:
         context = dict(context or {})
         if plan is not None:
             context.update(plan.key())
-        return request_key(self.identity, request, context)
+        if self._identity_json is None or self._identity_json[0] is not self.identity:  # encoded once
+            self._identity_json = (self.identity, _key_json(self.identity))
+        return _key_of(self._identity_json[1], request, context)
 
     def answered(self, key: str) -> bool:
         """Whether the journal holds a finished answer for ``key`` (a call

@@ -100,3 +100,15 @@ def test_the_key_equals_the_generic_encoding_over_varied_requests():
         context = rng.choice([None, {}, {"repeat": rng.randrange(3), "step": text()}])
         identity = rng.choice([{}, IDENTITY, {"kind": text(), "z": [1, {"y": None}]}])
         assert request_key(identity, request, context) == _generic_key(identity, request, context)
+
+
+def test_a_callers_key_is_the_pinned_key(tmp_path):
+    from avhb.call.caller import Caller
+    from avhb.run.journal import Journal
+
+    identity, request, context = _cases()["text"]
+    caller = Caller(Journal(tmp_path), "responses", identity=identity)
+    assert caller.key(request, None, context) == PINNED["text"]
+    assert caller.key(request, None, context) == PINNED["text"]  # the identity's encoding, kept, gives the same
+    caller.identity = {"kind": "k"}  # another identity: encoded again
+    assert caller.key(*_cases()["chat"][1:]) == PINNED["chat"]
