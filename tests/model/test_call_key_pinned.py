@@ -111,4 +111,5 @@ def test_a_callers_key_is_the_pinned_key(tmp_path):
     assert caller.key(request, None, context) == PINNED["text"]
     assert caller.key(request, None, context) == PINNED["text"]  # the identity's encoding, kept, gives the same
     caller.identity = {"kind": "k"}  # another identity: encoded again
-    assert caller.key(*_cases()["chat"][1:]) == PINNED["chat"]
+    _, chat, chat_context = _cases()["chat"]
+    assert caller.key(chat, None, chat_context) == PINNED["chat"]
