@@ -195,6 +195,8 @@ def _render_plain(pieces, doc: Mapping[str, Any]) -> str | None:
         if type(value) not in (str, int, float, bool, list, dict):
             return None
         out.append(value if type(value) is str else str(value))
+    if len(out) == 3 and not out[0] and not out[2]:  # "{{ field }}" alone: the value's own string, not a copy
+        return out[1]
     return "".join(out)
 
 
