@@ -167,3 +167,68 @@ def _walk(obj: Any, secrets: list[str]) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return _walk(dataclasses.asdict(obj), secrets)
     return obj
+
+
+# -- one JSON line, redacted --------------------------------------------------
+# The journal and the samples file write one JSON line per record; walking every record (``redact``)
+# costs more than writing it.  ``redacted_json`` serializes the record once and proves from the line
+# that the walk would change nothing, else it walks.  Every change ``redact`` makes is
+# (a) a secret value inside a string or a dict key: its JSON-escaped form is then in the line (JSON
+#     escapes character by character);
+# (b) a pattern matching a string or a key: each needs one of ``_TRIGGERS`` in the lowercased string,
+#     and lowercasing commutes with the escaping for these ASCII triggers;
+# (c) a value masked under a credential-named key (``secret_key``): every such name holds one of
+#     ``_TRIGGERS`` or "cookie".
+# So a line with no secret value and no trigger is what ``redact`` would write, except that the
+# triggers inside a few object keys most entries have (``"key": ``, ``"prompt_tokens": ``) do not
+# count: those keys are neither credential names nor changed by any pattern, whatever their case,
+# and the text ``"name": `` only occurs in a line as that key (inside a string a quote is escaped, and
+# a string value is never followed by ": "); no trigger straddles their ends (no trigger holds a
+# quote or a space).  Dataclasses (``redact`` makes them dicts) take the walk.
+_KEY_TOKENS = ('"key": ',)  # the journal's own key: "key" occurs in a line only there
+_TOKENS_KEYS = ('"prompt_tokens": ', '"completion_tokens": ', '"total_tokens": ', '"max_tokens": ')  # token counts
+_OTHER_TRIGGERS = tuple(t for t in (*_TRIGGERS, "cookie") if t not in ("key", "token"))
+
+
+class _Walk(Exception):
+    """The fast path cannot decide: walk the record."""
+
+
+def redacted_json(obj: Any, default: Any = str) -> tuple[str, Any]:
+    """``(json.dumps(redact(obj), ensure_ascii=False, default=default), the
+    object as written)``: the same line ``redact`` then ``json.dumps``
+    give (module comment above), most often without walking ``obj``."""
+    import json
+
+    def guarded(value: Any) -> Any:
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            raise _Walk
+        return default(value)
+
+    try:
+        text = json.dumps(obj, ensure_ascii=False, default=guarded)
+    except _Walk:
+        text = None
+    if text is not None and _clean(text):
+        return text, obj
+    kept = redact(obj)
+    return json.dumps(kept, ensure_ascii=False, default=default), kept
+
+
+def _clean(text: str) -> bool:
+    """Whether ``redact`` would leave the object serialized as ``text`` unchanged."""
+    import json
+
+    lower = text.lower()
+    for trigger in _OTHER_TRIGGERS:
+        if trigger in lower:
+            return False
+    # "key" and "token" only inside the keys above (none holds either twice, none is inside another)
+    if lower.count("key") != sum(lower.count(k) for k in _KEY_TOKENS):
+        return False
+    if lower.count("token") != sum(lower.count(k) for k in _TOKENS_KEYS):
+        return False
+    for value in env_secrets():
+        if json.dumps(value, ensure_ascii=False)[1:-1] in text:
+            return False
+    return True

@@ -13,10 +13,11 @@ openai:fake,base_url=...`` runs in a fresh process (the task pack of
 cases are interleaved round-robin by benchmarks/pairing.py (``--rounds``,
 at least 3 by default).  The tables give wall time, CPU and peak RSS
 (medians, min-max), per-sample CPU, and per-round ratios to this checkout.
-The ``finished`` case re-runs the largest size's command, with the default
-report, into a run folder that holds the finished run: every answer is a
-journal hit, and the server's completion counter (``GET /v1/stats``) must
-not move.
+The ``finished`` case (``--finished-sizes``, default the largest) re-runs
+a size's command, with the default report, in the run folder that holds
+the finished run (put back before each round, same path, same mtimes):
+every answer is a journal hit, and the server's completion counter
+(``GET /v1/stats``) must not move.
 
 Goals (issues 17 and 26): peak RSS at 100k within 1.5x of 10k; per-sample
 CPU flat in N; a finished rerun of 100k in <= 2 s CPU with zero calls.
@@ -53,8 +54,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=REV|NAME=PYTHON:SRC",
                     help="an older avhb to run the same workload with (repeatable)")
     ap.add_argument("--keep", default=None, help="keep the run folders under this directory")
+    ap.add_argument("--finished-sizes", default=None,
+                    help="sizes whose finished rerun is measured (default: the largest; '' for none)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    finished = ([max(sizes)] if args.finished_sizes is None else
+                [int(s) for s in args.finished_sizes.split(",") if s.strip()])
+    unknown = [n for n in finished if n not in sizes]
+    if unknown:
+        raise SystemExit(f"--finished-sizes {unknown}: not among --sizes")
     server = Server("fast")
     print(f"instant server {server.base_url} (own process), concurrency {CONCURRENCY}, {machine_line()}, "
           f"{args.rounds} rounds\n")
@@ -83,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
                 # the index and dataset cache warm, as a user's second run finds them
                 subprocess.run([*cmd, "--limit", "1", "--no-report", "--output-dir", str(folder / "warmup")], env=env,
                                cwd=work, capture_output=True, check=True)
-                if n == max(sizes):
+                if n in finished:
                     cases.append(_finished_case(f"{tree.name} {n} finished", cmd, env, work, folder, w, n, server))
         paired = run_rounds(cases, args.rounds, log=progress)
     finally:
@@ -115,26 +123,30 @@ def main(argv: list[str] | None = None) -> int:
 def _finished_case(name: str, cmd: list[str], env: dict, work: Path, folder: Path, w: Workload, n: int,
                    server: Server) -> Case:
     """The default command (report included) over a run folder that holds
-    the finished run: a copy of a finished run made once, restored before
-    each round (so every round finds the same folder)."""
+    the finished run, as a user re-runs it: the same command, the same
+    folder.  The run is made once in ``rerun/`` and kept aside (metadata
+    and mtimes included); before each round it is put back at ``rerun/``,
+    so every round finds the folder the run left (its report.html made from
+    the same inputs, and the command recorded in run.json the same)."""
     done = folder / "finished-source"
+    rerun = folder / "rerun"
     calls: dict[int, int] = {}
 
     def before(k: int) -> None:
         if not done.exists():
-            subprocess.run([*cmd, "--output-dir", str(done)], env=env, cwd=work, capture_output=True, check=True)
-        shutil.rmtree(folder / f"rerun{k}", ignore_errors=True)
-        shutil.copytree(done, folder / f"rerun{k}")
+            subprocess.run([*cmd, "--output-dir", str(rerun)], env=env, cwd=work, capture_output=True, check=True)
+            os.replace(rerun, done)
+        shutil.rmtree(rerun, ignore_errors=True)
+        shutil.copytree(done, rerun)
         calls[k] = served(server)
 
     def parse(run) -> dict:
         moved = served(server) - calls[run.round]
         if moved:
             raise AssertionError(f"{moved} model calls on a finished rerun")
-        return check_run(folder / f"rerun{run.round}", w, n)
+        return check_run(rerun, w, n)
 
-    return Case(name, lambda k: [*cmd, "--output-dir", str(folder / f"rerun{k}")], env=env, cwd=work, before=before,
-                parse=parse)
+    return Case(name, [*cmd, "--output-dir", str(rerun)], env=env, cwd=work, before=before, parse=parse)
 
 
 if __name__ == "__main__":

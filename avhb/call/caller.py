@@ -173,22 +173,35 @@ def media_files(request: Request) -> list[str]:
             if isinstance(p, (VideoPart, AudioPart, ImagePart)) and p.path]
 
 
+# the key's encoding: what ``json.dumps(payload, sort_keys=True, default=str)`` writes (the encoder
+# json.dumps builds for these arguments, built once); tests/model/test_call_key_pinned.py pins the keys
+_key_json = json.JSONEncoder(sort_keys=True, default=str).encode
+
+
 def request_key(identity: dict[str, Any], request: Request, context: dict[str, Any] | None = None) -> str:
-    """The journal key of a call (module docstring)."""
-    payload: dict[str, Any] = {
-        "backend": identity,
-        "messages": [[m.role, [part_reference(p) for p in m.parts]] for m in request.messages],
-        "generation": request.generation,
-        "choices": request.choices,
-        "fields": request.fields,
-        "context": context or {},
-    }
+    """The journal key of a call (module docstring): the SHA-256 of the
+    payload ``{backend, choices, context, fields, generation, messages}``
+    (plus ``loglikelihood``, ``prompt``, ``rolling`` when set), encoded as
+    ``json.dumps(payload, sort_keys=True, default=str)``.  Written here
+    piece by piece in that sorted order, which gives the same bytes: every
+    existing journal keeps answering."""
+    return _key_of(_key_json(identity), request, context)
+
+
+def _key_of(backend: str, request: Request, context: dict[str, Any] | None) -> str:
+    """:func:`request_key` with the backend's identity already encoded."""
+    messages = [[m.role, [part_reference(p) for p in m.parts]] for m in request.messages]
+    text = (f'{{"backend": {backend}, "choices": {_key_json(request.choices)}, '
+            f'"context": {_key_json(context or {})}, "fields": {_key_json(request.fields)}, '
+            f'"generation": {_key_json(request.generation)}, ')
     if request.loglikelihood is not None:  # added only when set: every other key stays as it was
-        payload["loglikelihood"] = [list(pair) for pair in request.loglikelihood]
-        payload["rolling"] = request.rolling
+        text += f'"loglikelihood": {_key_json([list(pair) for pair in request.loglikelihood])}, '
+    text += f'"messages": {_key_json(messages)}'
     if request.prompt is not None and request.prompt != "".join(m.text for m in request.messages):
-        payload["prompt"] = request.prompt  # the plain text says more than the messages (delimiters, examples)
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+        text += f', "prompt": {_key_json(request.prompt)}'  # the plain text says more than the messages
+    if request.loglikelihood is not None:
+        text += f', "rolling": {_key_json(request.rolling)}'
+    return hashlib.sha256((text + "}").encode()).hexdigest()
 
 
 class Caller:
@@ -229,6 +242,7 @@ class Caller:
         self._breaker = breaker
         if self.retrier is not None:
             self.retrier.breaker = breaker
+        self._identity_json: tuple[dict[str, Any], str] | None = None  # (identity, its key encoding): Caller.key
 
     @property
     def replaying(self) -> bool:
@@ -305,7 +319,9 @@ class Caller:
         context = dict(context or {})
         if plan is not None:
             context.update(plan.key())
-        return request_key(self.identity, request, context)
+        if self._identity_json is None or self._identity_json[0] is not self.identity:  # encoded once
+            self._identity_json = (self.identity, _key_json(self.identity))
+        return _key_of(self._identity_json[1], request, context)
 
     def answered(self, key: str) -> bool:
         """Whether the journal holds a finished answer for ``key`` (a call

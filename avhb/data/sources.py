@@ -278,7 +278,31 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
     raise UserError(f"{path}: unsupported data file (expected .json, .jsonl or .csv)")
 
 
+_decode_json = json.JSONDecoder().decode  # json.loads without its per-call checks (a str is given)
+
+
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The rows, read in one go; a file with any bad line is read again line
+    by line, for the message naming it (:func:`_read_jsonl_lines`)."""
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        return _read_jsonl_lines(path)
+    rows: list[dict[str, Any]] = []
+    append = rows.append
+    try:
+        for line in text.split("\n"):
+            if line.strip():
+                row = _decode_json(line)
+                if type(row) is not dict:
+                    raise ValueError(line)
+                append(row)
+    except ValueError:
+        return _read_jsonl_lines(path)
+    return rows
+
+
+def _read_jsonl_lines(path: Path) -> list[dict[str, Any]]:
     rows = []
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):

@@ -89,6 +89,9 @@ class DriverRun(Protocol):
     @property
     def multiturn(self) -> bool: ...
 
+    @property
+    def media_root(self) -> Path: ...
+
 
 # What a driver returns: the final answer, or the answer and outputs for the metrics.
 DriverResult = str | tuple[str, dict[str, Any]]
@@ -117,7 +120,7 @@ class SampleContext:
 
     @property
     def root(self) -> Path:
-        return self.run.source.media_root
+        return self.run.media_root
 
     def request(self, doc: dict[str, Any] | None = None) -> Request:
         """The task's own request for this sample (prompt and media from

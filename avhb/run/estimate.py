@@ -112,10 +112,13 @@ def estimate(runs: dict[str, Any], records: dict[str, list[Any]], skip: set[str]
     model = first.model
     out = Estimate(CallCount(model.label, getattr(model.backend, "prices", None)))
     held = _judge_answers(journal) if not predict_only else Counter()
+    replies: bool | None = None  # whether the journal holds any reply (read once, when a task is counted)
     for name, run in runs.items():
         if name in skip:
             continue
         caps = model.capabilities
+        if replies is None:
+            replies = model.journal.holds(model.kind)  # an empty journal answers nothing: no key to compute
         todo = [r for r in records[name] if r.error is None]
         unplanned_video = False
         for record in todo:
@@ -125,7 +128,7 @@ def estimate(runs: dict[str, Any], records: dict[str, list[Any]], skip: set[str]
             except Exception:  # the sample fails when it runs (SampleError, a hook that raises): it costs nothing
                 continue
             context = ctx.prepare(request)
-            if model.answered(model.key(request, run.plan, context)):
+            if replies and model.answered(model.key(request, run.plan, context)):
                 out.model.answered += 1
                 continue
             out.model.calls += 1

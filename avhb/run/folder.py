@@ -19,7 +19,7 @@ from avhb.atomic import write_atomic as _write_atomic
 from avhb.errors import EnvironmentFailure, UserError
 from avhb.run.lock import LOCK_NAME, LockHolder, RunLock
 from avhb.score.metric import SampleRecord
-from avhb.redact import redact
+from avhb.redact import redact, redacted_json
 
 
 RESUME_HINT = "the run's finished work is kept, re-run the command to resume"
@@ -164,7 +164,7 @@ def _write_sample_lines(fh: Any, records: list[SampleRecord]) -> None:
             **({"outputs": r.outputs} if r.outputs else {}),
             "flags": {k: v for k, v in r.meta.items() if k not in _LOGGED_ELSEWHERE},
         }
-        fh.write(json.dumps(redact(line), ensure_ascii=False, default=_default) + "\n")
+        fh.write(redacted_json(line, default=_default)[0] + "\n")  # = json.dumps(redact(line), ...)
 
 
 _LOGGED_ELSEWHERE = ("prompt", "prompt_hash", "media", "adaptations")

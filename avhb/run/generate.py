@@ -9,7 +9,9 @@ calls there and continues at the first unfinished one; under ``avhb score``
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, TypeVar
 
 from avhb.data.sources import DataSource
@@ -49,6 +51,11 @@ class TaskRun:
     @property
     def multi_step(self) -> bool:
         return bool(self.task.cfg.get("driver"))
+
+    @functools.cached_property
+    def media_root(self) -> Path:
+        """Where the samples' relative media paths resolve (found once: a stat)."""
+        return self.source.media_root
 
 
 async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[[], float] = lambda: 0.0) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 
 from avhb.atomic import write_atomic
 from avhb.errors import EnvironmentFailure
-from avhb.redact import redact
+from avhb.redact import redacted_json
 
 
 class Journal:
@@ -39,7 +39,7 @@ class Journal:
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
-        self._index: dict[str, dict[str, int]] = {}
+        self._index: dict[str, dict[str | bytes, int]] = {}  # kind -> key (as _compact makes it) -> offset
         self._files: dict[str, Any] = {}
         self._ends: dict[str, int] = {}  # where the next line of a kind's file starts
         self._readers: dict[str, int] = {}  # read-only descriptors
@@ -56,9 +56,9 @@ class Journal:
     def _path(self, kind: str) -> Path:
         return self.folder / f"{kind}.jsonl"
 
-    def _load(self, kind: str) -> dict[str, int]:
+    def _load(self, kind: str) -> dict[str | bytes, int]:
         if kind not in self._index:
-            index: dict[str, int] = {}
+            index: dict[str | bytes, int] = {}
             path = self._path(kind)
             if path.is_file():  # a regular file: a device (/dev/full) has no entries, only bytes
                 with open(path, "rb") as fh:
@@ -69,7 +69,7 @@ class Journal:
                         except ValueError:
                             record = None  # torn write from a killed run
                         if isinstance(record, dict) and isinstance(record.get("key"), str):
-                            index[record["key"]] = offset
+                            index[_compact(record["key"])] = offset
                         offset += len(line)
             self._index[kind] = index
         return self._index[kind]
@@ -93,8 +93,12 @@ class Journal:
         return record if isinstance(record, dict) else None
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:
-        offset = self._load(kind).get(key)
+        offset = self._load(kind).get(_compact(key))
         return None if offset is None else self._read(kind, offset)
+
+    def holds(self, kind: str) -> bool:
+        """Whether the journal has any entry of ``kind``."""
+        return bool(self._load(kind))
 
     def all(self, kind: str) -> dict[str, dict[str, Any]]:
         """Every entry of a kind (read from disk: for tools and tests)."""
@@ -102,15 +106,15 @@ class Journal:
         for key, offset in self._load(kind).items():
             entry = self._read(kind, offset)
             if entry is not None:
-                out[key] = entry
+                out[key.hex() if isinstance(key, bytes) else key] = entry
         return out
 
     def put(self, kind: str, key: str, record: dict[str, Any]) -> dict[str, Any]:
         """Append one entry (redacted); returns the entry as kept."""
-        record = redact({"key": key, **record})
+        text, record = redacted_json({"key": key, **record}, default=str)  # = redact(), then json.dumps()
         index = self._load(kind)
         path = self._path(kind)
-        line = json.dumps(record, ensure_ascii=False, default=str).encode() + b"\n"
+        line = text.encode() + b"\n"
         try:
             fh = self._files.get(kind)
             if fh is None:
@@ -131,7 +135,7 @@ class Journal:
             self._failed = True
             raise EnvironmentFailure(f"cannot write the journal {path}: {exc.strerror or exc}; the run's finished "
                                      "work is kept, re-run the command to resume") from None
-        index[key] = self._ends[kind]
+        index[_compact(key)] = self._ends[kind]
         self._ends[kind] += len(line)
         return record
 
@@ -162,6 +166,20 @@ class Journal:
         for fd in self._readers.values():
             os.close(fd)
         self._readers.clear()
+
+
+def _compact(key: str) -> str | bytes:
+    """A key as the index holds it: a call key (64 lowercase hex digits, a
+    SHA-256) as its 32 bytes (half the memory of the text, for every call
+    of the run), any other key as it is."""
+    if len(key) == 64:
+        try:
+            raw = bytes.fromhex(key)
+        except ValueError:
+            return key
+        if raw.hex() == key:
+            return raw
+    return key
 
 
 def _ends_with_newline(path: Path) -> bool:

@@ -74,6 +74,18 @@ class Task:
         self._splits: dict[tuple, dict[str, list[dict[str, Any]]]] = {}  # a builder task's splits, read once
         self.num_fewshot: int | None = None  # --num_fewshot (see with_num_fewshot)
         self.model_name: str | None = None  # the run's backend kind: lmms_eval_specific_kwargs' model entry
+        self._memo: dict[tuple, Any] = {}  # per-task settings read once per (setting, num_fewshot, model_name)
+
+    def _once(self, what: str, make: Callable[[], Any]) -> Any:
+        """``make()``, computed once per setting for the task's current
+        ``num_fewshot`` and ``model_name`` (the only state it depends on
+        besides the config, which is not changed after loading)."""
+        key = (what, self.num_fewshot, self.model_name)
+        try:
+            return self._memo[key]
+        except KeyError:
+            value = self._memo[key] = make()
+            return value
 
     # -- hooks -------------------------------------------------------------
     @functools.lru_cache(maxsize=None)
@@ -346,7 +358,8 @@ class Task:
         """Whether lmms-eval's conventions apply (the task uses a key only
         lmms-eval has: ``doc_to_visual`` or ``lmms_eval_specific_kwargs``):
         answers reach ``process_results`` stripped, as lmms-eval strips them."""
-        return self.cfg.get("doc_to_visual") is not None or self.cfg.get("lmms_eval_specific_kwargs") is not None
+        return self._once("lmms", lambda: self.cfg.get("doc_to_visual") is not None
+                          or self.cfg.get("lmms_eval_specific_kwargs") is not None)
 
     def metrics(self) -> list[Metric]:
         """The task's metrics: each ``metric_list`` entry, or the task's
@@ -524,7 +537,11 @@ class Task:
     def generation(self) -> dict[str, Any]:
         """``generation_kwargs`` with lm-eval's defaults (see lm_generation),
         and lmms-eval's ``model_specific_generation_kwargs`` for the run's
-        model (its entry, else ``default``) over them."""
+        model (its entry, else ``default``) over them.  A new dict each time
+        (callers add to it)."""
+        return dict(self._once("generation", self._generation))
+
+    def _generation(self) -> dict[str, Any]:
         out = lm_generation(self.cfg, self.lmms_conventions)[0]
         per_model = self.cfg.get("model_specific_generation_kwargs")
         if isinstance(per_model, dict):
@@ -533,7 +550,7 @@ class Task:
 
     @property
     def fewshot(self) -> FewshotSettings:
-        return fewshot_settings(self.cfg, self.num_fewshot)
+        return self._once("fewshot", lambda: fewshot_settings(self.cfg, self.num_fewshot))
 
     def with_num_fewshot(self, num: int | None) -> "Task":
         """This task with ``--num_fewshot`` applied (lm-eval: except a task that sets 0)."""

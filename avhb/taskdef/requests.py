@@ -53,12 +53,11 @@ def check_confined(messages: list[Message], root: Path, task: str) -> None:
     (media built by a pack, under ``built_media_dir()``, is accepted)."""
     from avhb.paths import built_media_dir
 
-    built = built_media_dir()
     for m in messages:
         for part in getattr(m, "parts", None) or []:
             path = getattr(part, "path", None)
             if isinstance(part, (VideoPart, AudioPart, ImagePart)) and path and outside_root(str(path), root) \
-                    and outside_root(str(path), built):
+                    and outside_root(str(path), built_media_dir()):
                 raise SampleError(f"media path {str(path)!r} is outside the data root {root} (task {task}: set "
                                   "allow_outside_root: true in its YAML to allow it)")
 
@@ -175,7 +174,7 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
         else:
             messages = as_chat(turns, multiturn)
     if not task.cfg.get("allow_outside_root", False) and not task.lmms_conventions:  # lmms hooks name their paths
-        check_confined(messages, Path(root), task.name)
+        check_confined(messages, root, task.name)
     request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id),
                       prompt=prompt)
     request.fields = {"task": task.name, "sample_id": sample_id}

@@ -56,7 +56,7 @@ def _compiled(source: str):
 
 def is_template(text: Any) -> bool:
     """Whether ``text`` holds Jinja2 markup (``{{ }}``, ``{% %}``, ``{# #}``)."""
-    return isinstance(text, str) and any(mark in text for mark in ("{{", "{%", "{#"))
+    return isinstance(text, str) and ("{{" in text or "{%" in text or "{#" in text)
 
 
 def is_field_name(text: Any) -> bool:
@@ -195,6 +195,8 @@ def _render_plain(pieces, doc: Mapping[str, Any]) -> str | None:
         if type(value) not in (str, int, float, bool, list, dict):
             return None
         out.append(value if type(value) is str else str(value))
+    if len(out) == 3 and not out[0] and not out[2]:  # "{{ field }}" alone: the value's own string, not a copy
+        return out[1]
     return "".join(out)
 
 
@@ -209,6 +211,8 @@ def _undefined(exc: Exception) -> str:
 def lookup(doc: Mapping[str, Any], dotted: str, sample: str | None = None) -> Any:
     """The value of a (dotted) field: ``a.b`` goes into mappings, ``a.0``
     into lists.  A ``SampleError`` naming the sample and field when absent."""
+    if type(doc) is dict and dotted in doc and "." not in dotted:  # a plain field: what the loop below finds
+        return doc[dotted]
     value: Any = doc
     for part in dotted.split("."):
         if isinstance(value, Mapping) and part in value:
