@@ -138,9 +138,10 @@ def test_a_lock_recorded_on_another_host_is_not_taken_over(tmp_path):
 def test_second_process_on_one_folder_exits_2_naming_the_holder(testpack, tmp_path):
     out, calls = tmp_path / "run", tmp_path / "calls.txt"
     first = subprocess.Popen([sys.executable, "-m", "avhb.cli", "--tasks", "testpack/qa_easy", "--model",
-                              f"testpack/echo,delay=0.5,concurrency=1,calls={calls}", "--sample-data", "--no-report",
+                              f"testpack/echo,delay=3,concurrency=1,calls={calls}", "--sample-data", "--no-report",
                               "--output-dir", str(out)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
+    try:  # 6 samples, one at a time, 3 s each: the first run holds the folder for ~18 s, longer than a
+        # second process takes to start on a loaded machine (at 0.5 s a call it could finish first)
         deadline = time.time() + 120
         while not (calls.exists() and calls.read_text()) and time.time() < deadline:
             time.sleep(0.05)
@@ -153,7 +154,7 @@ def test_second_process_on_one_folder_exits_2_naming_the_holder(testpack, tmp_pa
         first.wait()
     # the first run was killed: its lock is stale now and the folder resumes (with its own model settings:
     # the echo backend's args are its identity, and another one would be refused as another configuration)
-    proc = run_cli("--tasks", "testpack/qa_easy", "--model", f"testpack/echo,delay=0.5,concurrency=1,calls={calls}",
+    proc = run_cli("--tasks", "testpack/qa_easy", "--model", f"testpack/echo,delay=3,concurrency=1,calls={calls}",
                    "--sample-data", "--no-report", "--output-dir", str(out))
     assert proc.returncode == 0 and f"took over the lock of pid {first.pid}" in proc.stderr
 
