@@ -448,3 +448,10 @@ async def test_the_open_stderr_clusters_by_pair_id_else_by_id():
              for i, reply in enumerate(replies)]
     got = (await _score([metrics.open_score("o")], by_id, judges))["o"]
     assert got.stderr == pytest.approx(by_pair.stderr)
+
+
+def test_a_failed_mcq_row_is_missing_not_unparsed():
+    items = [McqItem("p", "s", "v_0.mp4", "video", "A", "A", True), McqItem("p", "s", "v_1.mp4", "video", "B", None, True),
+             McqItem("p", "s", "v_2.mp4", "video", "C", None, False)]
+    t = scoring.tally_mcq_default(items)
+    assert (t.unparsed, t.missing, t.rows, t.right) == (1, 1, 2, 1)
