@@ -455,3 +455,12 @@ def test_a_failed_mcq_row_is_missing_not_unparsed():
              McqItem("p", "s", "v_2.mp4", "video", "C", None, False)]
     t = scoring.tally_mcq_default(items)
     assert (t.unparsed, t.missing, t.rows, t.right) == (1, 1, 2, 1)
+
+
+def test_an_upstream_mcq_tally_counts_its_failed_rows_and_no_incomplete_pairs():
+    rows = _mcq_items([("p", "s", "c_01_0.mp4", "video", "B", "B"), ("p", "s", "c_01_1.mp4", "video", "A", "A")])
+    rows.append(McqItem("p", "s", "c_01_2.mp4", "video", "C", None, False))  # a failed sample: no reply
+    [t] = scoring.tally_mcq(rows, mode="upstream")
+    assert (t.rows, t.right, t.pairs, t.missing, t.unparsed, t.incomplete_pairs) == (2, 2, 1, 1, 0, 0)
+    [skipped] = scoring.tally_mcq(_mcq_items([("p", "s", "x_0.mp4", "video", "A", "A")]), mode="upstream")
+    assert (skipped.skipped, skipped.missing, skipped.incomplete_pairs) == (1, 0, 0)
