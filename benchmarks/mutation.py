@@ -127,10 +127,13 @@ MODULES: dict[str, Target] = {
         "tests/plugins/test_metrics_likert.py", "tests/tasks/test_curve.py"),
         scope=("valid_rating", "is_panel", "member_failures", "score_012", "_JudgedScale", "Judge012"),
         note="Judge012, which tasks/curve/metrics.py renames accuracy"),
-    # HAVE's metrics: their unit tests, then the end-to-end runs that score (not the driver/resume ones)
+    # HAVE's metrics: their unit tests, then the end-to-end runs that score (not the driver/resume ones), by
+    # node id: a -k would filter the unit test files too
     "have": Target("tasks/have/metrics.py", (
-        "tests/tasks/test_have_metric_edges.py", "tests/tasks/test_have.py", "tests/tasks/test_have_e2e.py", "-k",
-        "mean or static_sample_pack or interaction_sample_pack or three_repeats")),
+        "tests/tasks/test_have_metric_edges.py", "tests/tasks/test_have.py",
+        "tests/tasks/test_have_e2e.py::test_static_sample_pack_end_to_end_and_score_replays",
+        "tests/tasks/test_have_e2e.py::test_interaction_sample_pack_end_to_end",
+        "tests/tasks/test_have_e2e.py::test_three_repeats_report_their_spread")),
     "mmlongcite": Target("tasks/mmlongcite/metrics.py", (
         "tests/tasks/test_mmlongcite_metric_edges.py", "tests/tasks/test_mmlongcite.py")),
     "vidpair_metrics": Target("tasks/vidpair_halluc/metrics.py", (
