@@ -175,7 +175,7 @@ def request_key(identity: dict[str, Any], request: Request, context: dict[str, A
     if request.loglikelihood is not None:  # added only when set: every other key stays as it was
         payload["loglikelihood"] = [list(pair) for pair in request.loglikelihood]
         payload["rolling"] = request.rolling
-    if not request.prompt is not None and request.prompt != "".join(m.text for m in request.messages):
+    if request.prompt is not None and request.prompt != "".join(m.text for m in request.messages):
         payload["prompt"] = request.prompt  # the plain text says more than the messages (delimiters, examples)
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
 
