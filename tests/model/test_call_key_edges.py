@@ -253,3 +253,11 @@ async def test_a_flattened_conversation_leaves_the_callers_request_as_it_was(tmp
     assert call.text == "ok" and call.adaptations  # the flattening is said
     assert [m.role for m in history.messages] == ["user", "assistant", "user"] and history.adaptations == []
     assert backend.seen[0] is not history
+    assert backend.seen[0].messages == []  # the decoded copy is not kept past its call
+
+
+async def test_a_plain_call_leaves_its_request_as_it_was(tmp_path):
+    backend = Scripted(BackendSpec("s", "m"), [Response(text="ok")])
+    request = _text("q")
+    assert (await Caller(Journal(tmp_path), "responses", backend).call(request)).text == "ok"
+    assert backend.seen[0] is request and [m.text for m in request.messages] == ["q"]  # sent as it is, kept
