@@ -200,3 +200,14 @@ def test_threads_asking_for_one_file_at_once_read_it_once(tmp_path, settled, mon
         t.join()
     assert len(values) == 2 and values[0] == values[1] == real(clip)
     assert len(hashed) == 1  # the second waited for the first one's answer
+
+
+def test_the_racy_window_is_read_from_the_ctime_not_the_mtime(tmp_path):
+    # a file unpacked with its old mtime put back (tar, cp -p) was still changed just now: its ctime says so
+    fp.forget()
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"v" * 3000)
+    hour_ago = time.time() - 3600
+    os.utime(clip, (hour_ago, hour_ago))
+    assert fp.fingerprint(str(clip)) and not fp.known(str(clip))  # hashed, not remembered
+    fp.forget()
