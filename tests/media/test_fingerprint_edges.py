@@ -211,3 +211,23 @@ def test_the_racy_window_is_read_from_the_ctime_not_the_mtime(tmp_path):
     os.utime(clip, (hour_ago, hour_ago))
     assert fp.fingerprint(str(clip)) and not fp.known(str(clip))  # hashed, not remembered
     fp.forget()
+
+
+def test_a_remembered_file_costs_one_stat(tmp_path, settled, monkeypatch):
+    # a resumed 100,000-sample run asks for every media file again: memory answers with one stat, no lock,
+    # no file checks
+    clip = _write(tmp_path / "clip.mp4", b"v" * 3000)
+    value = fp.fingerprint(clip)
+    real, stats = fp.stat_key, []
+    monkeypatch.setattr(fp, "stat_key", lambda path: stats.append(path) or real(path))
+    assert fp.fingerprint(clip) == value and stats == [os.path.abspath(clip)]
+
+
+def test_a_small_file_never_looks_in_the_store(tmp_path, settled, monkeypatch):
+    clip = _write(tmp_path / "frame.jpg", b"p" * (fp.PERSIST_MIN_BYTES - 1))
+
+    def no_entry(path, key):
+        raise AssertionError("a file below the persist size looked for its entry")
+
+    monkeypatch.setattr(fp, "_entry", no_entry)
+    assert fp.fingerprint(clip) and fp.known(clip)
