@@ -121,7 +121,8 @@ MODULES: dict[str, Target] = {
     "agreement": Target("plugins/metrics/agreement.py", (
         "tests/plugins/test_metrics_agreement.py", "tests/plugins/test_agreement_edges.py", "tests/tasks/test_anchor.py")),
     # the packs' unit tests; their *_e2e files (a whole run through the CLI, minutes each) are left out
-    "anchor": Target("tasks/anchor/metrics.py", ("tests/tasks/test_anchor_metric_edges.py", "tests/tasks/test_anchor.py")),
+    "anchor": Target("tasks/anchor/metrics.py", (
+        "tests/tasks/test_anchor_metric_edges.py", "tests/tasks/test_anchor.py")),
     # CURVE's accuracy is the built-in 0/1/2 judge (tasks/curve/metrics.py only renames it): its code is here
     "curve": Target("plugins/metrics/likert.py", (
         "tests/plugins/test_metrics_likert.py", "tests/tasks/test_curve.py"),

@@ -452,8 +452,9 @@ async def test_the_open_stderr_clusters_by_pair_id_else_by_id():
 
 def test_a_failed_mcq_row_is_missing_not_unparsed():
     # unequal counts: 2 parsed, 1 unparsed, 1 failed (no reply)
-    items = [McqItem("p", "s", "v_0.mp4", "video", "A", "A", True), McqItem("p", "s", "v_1.mp4", "video", "B", "B", True),
-             McqItem("p", "s", "v_2.mp4", "video", "C", None, True), McqItem("p", "s", "v_3.mp4", "video", "D", None, False)]
+    items = [McqItem("p", "s", f"v_{i}.mp4", "video", gold, pred, answered)
+             for i, (gold, pred, answered) in enumerate([("A", "A", True), ("B", "B", True), ("C", None, True),
+                                                         ("D", None, False)])]
     t = scoring.tally_mcq_default(items)
     assert (t.unparsed, t.missing, t.rows, t.right) == (1, 1, 3, 2)
 
