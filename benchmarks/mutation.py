@@ -89,24 +89,24 @@ class Target:
 
 MODULES: dict[str, Target] = {
     "journal": Target("avhb/run/journal.py", (
-        "tests/model/test_caller.py", "tests/run/test_redact.py",
+        "tests/run/test_journal_edges.py", "tests/model/test_caller.py", "tests/run/test_redact.py",
         "tests/run/test_shards.py", "tests/run/test_resume_decisions.py", "tests/run/test_run_folder.py")),
     "caller": Target("avhb/call/caller.py", (
-        "tests/model/test_caller.py", "tests/run/test_stale_media.py",
+        "tests/model/test_call_key_edges.py", "tests/model/test_caller.py", "tests/run/test_stale_media.py",
         "tests/model/test_breaker.py", "tests/run/test_multistep.py", "tests/run/test_resume_decisions.py"),
         scope=("_file_content", "_image_content", "part_reference", "media_files", "request_key", "Caller.call",
                "Caller.key", "Caller.answered"),
         note="the call key and the journal-hit decision"),
     # the content fingerprint every media part of a call key (and the media cache's key) holds
     "fingerprints": Target("avhb/media/fingerprints.py", (
-        "tests/media/test_fingerprints.py", "tests/model/test_caller.py",
+        "tests/media/test_fingerprint_edges.py", "tests/media/test_fingerprints.py", "tests/model/test_caller.py",
         "tests/run/test_stale_media.py")),
     "finished": Target("avhb/run/finished.py", (
-        "tests/run/test_resume_decisions.py", "tests/run/test_stale_media.py",
+        "tests/run/test_finished_edges.py", "tests/run/test_resume_decisions.py", "tests/run/test_stale_media.py",
         "tests/run/test_evaluator.py", "tests/run/test_run_folder.py")),
     # the one-configuration rule: which differences in a run folder are refused, re-scored or said
     "settings": Target("avhb/run/settings.py", (
-        "tests/run/test_one_configuration.py", "tests/run/test_merge_accounting.py",
+        "tests/run/test_settings_edges.py", "tests/run/test_one_configuration.py", "tests/run/test_merge_accounting.py",
         "tests/run/test_resume_decisions.py", "tests/run/test_stale_media.py", "tests/run/test_shard_how_settings.py")),
     "parsers": Target("avhb/score/parsers.py", (
         "tests/score/test_parsers.py", "tests/score/test_judge_reply_corpus.py",
@@ -121,19 +121,26 @@ MODULES: dict[str, Target] = {
     "agreement": Target("plugins/metrics/agreement.py", (
         "tests/plugins/test_metrics_agreement.py", "tests/plugins/test_agreement_edges.py", "tests/tasks/test_anchor.py")),
     # the packs' unit tests; their *_e2e files (a whole run through the CLI, minutes each) are left out
-    "anchor": Target("tasks/anchor/metrics.py", ("tests/tasks/test_anchor.py",)),
+    "anchor": Target("tasks/anchor/metrics.py", (
+        "tests/tasks/test_anchor_metric_edges.py", "tests/tasks/test_anchor.py")),
     # CURVE's accuracy is the built-in 0/1/2 judge (tasks/curve/metrics.py only renames it): its code is here
     "curve": Target("plugins/metrics/likert.py", (
         "tests/plugins/test_metrics_likert.py", "tests/tasks/test_curve.py"),
         scope=("valid_rating", "is_panel", "member_failures", "score_012", "_JudgedScale", "Judge012"),
         note="Judge012, which tasks/curve/metrics.py renames accuracy"),
-    # HAVE's metrics: their unit tests, then the end-to-end runs that score (not the driver/resume ones)
+    # HAVE's metrics: their unit tests, then the end-to-end runs that score (not the driver/resume ones), by
+    # node id: a -k would filter the unit test files too
     "have": Target("tasks/have/metrics.py", (
-        "tests/tasks/test_have.py", "tests/tasks/test_have_e2e.py", "-k",
-        "mean or static_sample_pack or interaction_sample_pack or three_repeats")),
-    "mmlongcite": Target("tasks/mmlongcite/metrics.py", ("tests/tasks/test_mmlongcite.py",)),
-    "vidpair_metrics": Target("tasks/vidpair_halluc/metrics.py", ("tests/tasks/test_vidpair_halluc.py",)),
-    "vidpair_scoring": Target("tasks/vidpair_halluc/scoring.py", ("tests/tasks/test_vidpair_halluc.py",)),
+        "tests/tasks/test_have_metric_edges.py", "tests/tasks/test_have.py",
+        "tests/tasks/test_have_e2e.py::test_static_sample_pack_end_to_end_and_score_replays",
+        "tests/tasks/test_have_e2e.py::test_interaction_sample_pack_end_to_end",
+        "tests/tasks/test_have_e2e.py::test_three_repeats_report_their_spread")),
+    "mmlongcite": Target("tasks/mmlongcite/metrics.py", (
+        "tests/tasks/test_mmlongcite_metric_edges.py", "tests/tasks/test_mmlongcite.py")),
+    "vidpair_metrics": Target("tasks/vidpair_halluc/metrics.py", (
+        "tests/tasks/test_vidpair_metric_edges.py", "tests/tasks/test_vidpair_halluc.py")),
+    "vidpair_scoring": Target("tasks/vidpair_halluc/scoring.py", (
+        "tests/tasks/test_vidpair_metric_edges.py", "tests/tasks/test_vidpair_halluc.py")),
     "vidpair_extract": Target("tasks/vidpair_halluc/extract.py", ("tests/tasks/test_vidpair_halluc.py",)),
 }
 

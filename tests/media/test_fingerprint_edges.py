@@ -163,3 +163,71 @@ def test_a_relative_path_is_the_same_file(tmp_path, settled, monkeypatch):
     monkeypatch.chdir(tmp_path)
     reads = fp.reads
     assert fp.fingerprint("clip.mp4") == value and fp.reads == reads
+
+
+def test_an_entry_folder_that_exists_already_is_used(tmp_path, settled):
+    # entries share their folder (the name's first two hex digits): a second entry in it is stored too
+    clip = _write(tmp_path / "clip.mp4", os.urandom(fp.PERSIST_MIN_BYTES))
+    entry, _ = fp._entry(os.path.abspath(clip), fp.stat_key(clip))
+    entry.parent.mkdir(parents=True)
+    fp.fingerprint(clip)
+    assert _entries() == [entry]
+
+
+def test_threads_asking_for_one_file_at_once_read_it_once(tmp_path, settled, monkeypatch):
+    import threading
+
+    clip = _write(tmp_path / "frame.jpg", b"p" * 3000)  # below the persist size: only memory answers
+    real, hashed = fp._hash_file, []
+
+    def slow(path):
+        hashed.append(path)
+        time.sleep(0.3)  # the other thread reaches the lock meanwhile
+        return real(path)
+
+    monkeypatch.setattr(fp, "_hash_file", slow)
+    start = threading.Barrier(2)
+    values = []
+
+    def ask():
+        start.wait()
+        values.append(fp.fingerprint(clip))
+
+    threads = [threading.Thread(target=ask) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(values) == 2 and values[0] == values[1] == real(clip)
+    assert len(hashed) == 1  # the second waited for the first one's answer
+
+
+def test_the_racy_window_is_read_from_the_ctime_not_the_mtime(tmp_path):
+    # a file unpacked with its old mtime put back (tar, cp -p) was still changed just now: its ctime says so
+    fp.forget()
+    clip = tmp_path / "clip.mp4"
+    clip.write_bytes(b"v" * 3000)
+    hour_ago = time.time() - 3600
+    os.utime(clip, (hour_ago, hour_ago))
+    assert fp.fingerprint(str(clip)) and not fp.known(str(clip))  # hashed, not remembered
+    fp.forget()
+
+
+def test_a_remembered_file_costs_one_stat(tmp_path, settled, monkeypatch):
+    # a resumed 100,000-sample run asks for every media file again: memory answers with one stat, no lock,
+    # no file checks
+    clip = _write(tmp_path / "clip.mp4", b"v" * 3000)
+    value = fp.fingerprint(clip)
+    real, stats = fp.stat_key, []
+    monkeypatch.setattr(fp, "stat_key", lambda path: stats.append(path) or real(path))
+    assert fp.fingerprint(clip) == value and stats == [os.path.abspath(clip)]
+
+
+def test_a_small_file_never_looks_in_the_store(tmp_path, settled, monkeypatch):
+    clip = _write(tmp_path / "frame.jpg", b"p" * (fp.PERSIST_MIN_BYTES - 1))
+
+    def no_entry(path, key):
+        raise AssertionError("a file below the persist size looked for its entry")
+
+    monkeypatch.setattr(fp, "_entry", no_entry)
+    assert fp.fingerprint(clip) and fp.known(clip)

@@ -203,3 +203,61 @@ async def test_a_reply_is_returned_as_journaled_redacted(tmp_path, monkeypatch):
     caller = Caller(Journal(tmp_path), "responses", backend)
     call = await caller.call(_text("q"))
     assert "abcdef0123456789" not in call.text and call.text.startswith("the key is ")
+
+
+async def test_a_missing_or_empty_token_count_is_priced_as_none(tmp_path):
+    usages = [{"completion_tokens": 10}, {"prompt_tokens": None, "completion_tokens": 10},
+              {"prompt_tokens": 0, "completion_tokens": 10}, {"prompt_tokens": 1000},
+              {"prompt_tokens": 1000, "completion_tokens": None}, {"prompt_tokens": 1000, "completion_tokens": 0}]
+    backend = Scripted(BackendSpec("s", "m"), [Response(text=str(i), usage=u) for i, u in enumerate(usages)])
+    backend.prices = Prices(0.001, 0.1, "test")
+    caller = Caller(Journal(tmp_path), "responses", backend)
+    costs = [(await caller.call(_text(str(i)))).cost for i in range(len(usages))]
+    assert costs == [pytest.approx(1.0, rel=1e-9)] * 6  # 10 completion tokens, or 1000 prompt tokens
+
+
+def test_a_labelled_video_part_is_the_same_key_as_before_labels_existed(tmp_path):
+    clip = _clip(tmp_path)
+    labelled = part_reference(VideoPart(path=clip))
+    assert labelled[0] == "video" and labelled[2:] == [None]  # [kind, content, segment]: nothing added
+    assert part_reference(VideoPart(path=clip, labelled=False))[2:] == [None, "unlabelled"]
+
+
+def test_a_prompt_that_is_the_messages_text_leaves_the_key_as_it_was():
+    ident = {"kind": "k", "name": "m"}
+    asked = lambda **kw: Request([Message("user", [TextPart("Is it red?")])], **kw)
+    plain = request_key(ident, asked())
+    assert request_key(ident, asked(prompt="Is it red?")) == plain
+    assert request_key(ident, asked(prompt="Q: Is it red?\nA:")) != plain
+
+
+def test_the_key_does_not_depend_on_the_order_of_a_dict():
+    one = request_key({"kind": "k", "name": "m"}, _text("q", generation={"temperature": 0, "max_tokens": 8}),
+                      {"repeat": 0, "step": 1})
+    two = request_key({"name": "m", "kind": "k"}, _text("q", generation={"max_tokens": 8, "temperature": 0}),
+                      {"step": 1, "repeat": 0})
+    assert one == two
+
+
+class OneTurn(Scripted):
+    capabilities = Capabilities(multi_turn=False)
+
+
+async def test_a_flattened_conversation_leaves_the_callers_request_as_it_was(tmp_path):
+    # a backend without multi-turn gets the conversation flattened, on the caller's own copy of the request
+    backend = OneTurn(BackendSpec("s", "m"), [Response(text="ok")])
+    caller = Caller(Journal(tmp_path), "responses", backend)
+    history = Request([Message("user", [TextPart("first")]), Message("assistant", [TextPart("one")]),
+                       Message("user", [TextPart("second")])])
+    call = await caller.call(history)
+    assert call.text == "ok" and call.adaptations  # the flattening is said
+    assert [m.role for m in history.messages] == ["user", "assistant", "user"] and history.adaptations == []
+    assert backend.seen[0] is not history
+    assert backend.seen[0].messages == []  # the decoded copy is not kept past its call
+
+
+async def test_a_plain_call_leaves_its_request_as_it_was(tmp_path):
+    backend = Scripted(BackendSpec("s", "m"), [Response(text="ok")])
+    request = _text("q")
+    assert (await Caller(Journal(tmp_path), "responses", backend).call(request)).text == "ok"
+    assert backend.seen[0] is request and [m.text for m in request.messages] == ["q"]  # sent as it is, kept

@@ -235,3 +235,28 @@ def test_the_samples_stamp_is_size_and_mtime(tmp_path):
     path.write_text("abc")
     os.utime(path, ns=(5, 7_000_000_000))
     assert file_stamp(path) == [3, 7_000_000_000]
+
+
+def test_an_unreadable_folder_does_not_end_the_walk(tmp_path, monkeypatch):
+    # the walk pops the last folder pushed: "closed" fails first, "a" (pushed before it) is still walked
+    root = tmp_path / "root"
+    (root / "closed").mkdir(parents=True)
+    (root / "a").mkdir()
+    (root / "a" / "x.txt").write_text("x")
+    real = os.scandir
+
+    def scandir(path):
+        if str(path).endswith("closed"):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(finished.os, "scandir", scandir)
+    assert [row[0] for row in finished._tree(root)] == ["a/x.txt"]
+
+
+def test_a_pack_file_that_cannot_be_read_is_left_out_not_the_rest(tmp_path):
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "a_gone.py").symlink_to(tmp_path / "nowhere.py")  # listed, but its stat fails
+    (pack / "b.yaml").write_text("task: t\n")
+    assert [row[0] for row in finished._pack_files(pack)] == ["b.yaml"]

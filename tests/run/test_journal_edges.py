@@ -205,3 +205,13 @@ def test_close_releases_every_descriptor_it_opened(tmp_path):
         gc.collect()
     assert _open_fds() == before
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)]  # closed, not left to the collector
+
+
+def test_text_is_kept_as_utf8_not_escaped(tmp_path):
+    # the journal is read by people and by grep: a reply in any language is its own text in the file
+    j = Journal(tmp_path)
+    j.put("model", "k1", {"response": "café — 日本語"})
+    j.close()
+    raw = (tmp_path / "model.jsonl").read_bytes()
+    assert "café — 日本語".encode() in raw and b"\\u" not in raw
+    assert Journal(tmp_path).get("model", "k1")["response"] == "café — 日本語"

@@ -86,3 +86,16 @@ async def test_answer_acc_values_that_are_not_yes_or_no(value):
             return Verdict(value, True, str(value), [value])
 
     assert await AnswerAcc().score(_rec("a", "x"), ScoreContext(judges=One(), task="t")) == {"answer_acc": None}
+
+
+async def test_the_counts_are_the_failures_not_the_rest():
+    # unequal counts: 1 judge failure of 3 (a count of the parsed replies would say 2), and a facet whose
+    # every sample has its gold and a valid rating has 0 judge failures (not 1, not -1)
+    judges = Judges({("answer_acc", "right"): "yes", ("answer_acc", "odd"): "maybe", ("cot_judge", "good"): 3})
+    agg = await _score(AnswerAcc(), [_rec("a", "right"), _rec("b", "right"), _rec("c", "odd")], judges)
+    assert (agg["answer_acc_judge_failures"].value, agg["answer_acc_judge_failures"].n) == (1, 3)
+    rows = [_rec("a", "good", gold_cot="step 1"), _rec("b", "good", gold_cot="step 2")]
+    agg = await _score(GoldFacet("hallucination"), rows, judges)
+    assert (agg["hallucination"].value, agg["hallucination"].n) == (3.0, 2)
+    assert (agg["hallucination_judge_failures"].value, agg["hallucination_judge_failures"].n) == (0, 2)
+    assert (agg["hallucination_no_gold"].value, agg["hallucination_no_gold"].n) == (0, 2)

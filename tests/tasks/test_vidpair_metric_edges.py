@@ -408,3 +408,61 @@ def test_mcq_units_are_samples_upstream_and_pairs_otherwise():
     up = scoring.tally_mcq(rows, mode="upstream")
     assert [(t.rows, t.pairs) for t in up] == [(2, 1), (0, 0)]  # s1: _0 and _2 pair upstream; s2 alone: skipped
     assert [t.skipped for t in up] == [0, 1]
+
+
+def _mcq_pairs():
+    # four pairs (two rows each, one per video) with 2, 1, 0 and 2 right answers
+    answers = [("A", "A", "B", "B"), ("A", "A", "B", "C"), ("A", "C", "B", "A"), ("A", "A", "B", "B")]
+    return [row for i, (g0, r0, g1, r1) in enumerate(answers)
+            for row in (_mcq(f"a{i}", "v_0.mp4", g0, r0, sid=f"s{i}", pair=f"p{i}"),
+                        _mcq(f"b{i}", "v_1.mp4", g1, r1, sid=f"s{i}", pair=f"p{i}"))]
+
+
+async def test_the_mcq_and_open_default_bootstrap_is_a_thousand_resamples():
+    for cls in (metrics.mcq_f1, metrics.mcq_pair_acc):
+        default = (await _score([cls("m")], _mcq_pairs()))["m"]
+        explicit = (await _score([cls("m", bootstrap_iters=1000)], _mcq_pairs()))["m"]
+        other = (await _score([cls("m", bootstrap_iters=999)], _mcq_pairs()))["m"]
+        assert default.stderr == explicit.stderr != other.stderr and default.stderr > 0
+    judges = Judges({("scorer", "r0"): 0, ("scorer", "r1"): 1, ("scorer", "r2"): 2})
+    rows = lambda: [_row(f"o{i}", "open_qa", "v_0.mp4", "ref", f"r{i % 3}", pair=f"p{i}") for i in range(6)]
+    default = (await _score([metrics.open_score("o")], rows(), judges))["o"]
+    explicit = (await _score([metrics.open_score("o", bootstrap_iters=1000)], rows(), judges))["o"]
+    other = (await _score([metrics.open_score("o", bootstrap_iters=999)], rows(), judges))["o"]
+    assert default.stderr == explicit.stderr != other.stderr and default.stderr > 0
+
+
+async def test_the_open_stderr_clusters_by_pair_id_else_by_id():
+    judges = Judges({("scorer", "r0"): 0, ("scorer", "r1"): 1, ("scorer", "r2"): 2})
+    replies = ["r0", "r0", "r2", "r2", "r1", "r2"]  # 0, 0, 1, 1, 0.5, 1 on the 0-2 scale
+    per_row = scoring.clustered_mean({i: [v] for i, v in enumerate([0.0, 0.0, 1.0, 1.0, 0.5, 1.0])})
+    by_pair = scoring.clustered_mean({"p0": [0.0, 0.0], "p1": [1.0, 1.0], "p2": [0.5, 1.0]})
+    assert by_pair.stderr != per_row.stderr  # the cases below tell a clustered stderr from a per-row one
+    # three pairs, each of two rows with ids of their own
+    paired = [_row(f"o{i}", "open_qa", f"v_{i % 2}.mp4", "ref", reply, sid=f"s{i}", pair=f"p{i // 2}")
+              for i, reply in enumerate(replies)]
+    got = (await _score([metrics.open_score("o")], paired, judges))["o"]
+    assert (got.value, got.n, got.stderr) == (pytest.approx(3.5 / 6), 6, pytest.approx(by_pair.stderr))
+    # no pair_id: the id pairs
+    by_id = [_row(f"o{i}", "open_qa", f"v_{i % 2}.mp4", "ref", reply, sid=f"s{i // 2}", pair=None)
+             for i, reply in enumerate(replies)]
+    got = (await _score([metrics.open_score("o")], by_id, judges))["o"]
+    assert got.stderr == pytest.approx(by_pair.stderr)
+
+
+def test_a_failed_mcq_row_is_missing_not_unparsed():
+    # unequal counts: 2 parsed, 1 unparsed, 1 failed (no reply)
+    items = [McqItem("p", "s", f"v_{i}.mp4", "video", gold, pred, answered)
+             for i, (gold, pred, answered) in enumerate([("A", "A", True), ("B", "B", True), ("C", None, True),
+                                                         ("D", None, False)])]
+    t = scoring.tally_mcq_default(items)
+    assert (t.unparsed, t.missing, t.rows, t.right) == (1, 1, 3, 2)
+
+
+def test_an_upstream_mcq_tally_counts_its_failed_rows_and_no_incomplete_pairs():
+    rows = _mcq_items([("p", "s", "c_01_0.mp4", "video", "B", "B"), ("p", "s", "c_01_1.mp4", "video", "A", "A")])
+    rows.append(McqItem("p", "s", "c_01_2.mp4", "video", "C", None, False))  # a failed sample: no reply
+    [t] = scoring.tally_mcq(rows, mode="upstream")
+    assert (t.rows, t.right, t.pairs, t.missing, t.unparsed, t.incomplete_pairs) == (2, 2, 1, 1, 0, 0)
+    [skipped] = scoring.tally_mcq(_mcq_items([("p", "s", "x_0.mp4", "video", "A", "A")]), mode="upstream")
+    assert (skipped.skipped, skipped.missing, skipped.incomplete_pairs) == (1, 0, 0)
