@@ -27,7 +27,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -36,6 +35,7 @@ import pytest
 
 from tests.compat.corpus_data import make_lmeval_data
 from tests.compat.fake_model import serve
+from tests.compat.tools import read_log as _log, run_tool as _run
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = Path(__file__).with_name("lmeval_corpus")
@@ -72,15 +72,6 @@ def _env(work: Path) -> dict[str, str]:
                TOKENIZERS_PARALLELISM="false", OPENAI_API_KEY="none")
     env.pop("PYTHONPATH", None)
     return env
-
-
-def _run(cmd: list[str], work: Path, env: dict[str, str], timeout: float = 900) -> None:
-    proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, timeout=timeout)
-    assert proc.returncode == 0, f"{' '.join(cmd[:3])} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
-
-
-def _log(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
 @pytest.fixture(scope="module")
