@@ -115,11 +115,8 @@ class Evaluator:
                               replay_identities=(recorded.get("judge_identities") or {}) if self.o.replay_judges else None)
         journal, judges = session.journal, session.judges
         for t in tasks:  # a judge that cannot be built (or cannot see what it is sent) fails now
-            roles = t.judge_roles()
-            if self.o.predict_only:
-                roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
             if not self.o.replay_judges:
-                judges.prepare(roles)
+                judges.prepare(t.bound_roles(self.o.predict_only))
         if backend is not None:  # a later task's speech-to-text package is missing: said now, not mid-run
             self._check_transcribers(tasks, plans, sources, records, backend, judges)
         replicas = int(getattr(backend, "replicas", 1) or 1)
@@ -323,9 +320,7 @@ class Evaluator:
             media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec) or \
                 media_of_spec(plan.spec)
             model_side = media["audio"] and ("audio_as_transcript" in ablations or not backend.capabilities.audio)
-            roles = {} if self.o.replay_judges else t.judge_roles()
-            if self.o.predict_only:  # only the roles a driver asks are bound
-                roles = {n: r for n, r in roles.items() if r.in_loop and t.cfg.get("driver")}
+            roles = {} if self.o.replay_judges else t.bound_roles(self.o.predict_only)
             judge_side = any("audio" in role.media and not judges.caller(spec).capabilities.audio
                              for role in roles.values() for spec in judges.panel(role))
             if model_side or judge_side:
@@ -448,9 +443,7 @@ class Evaluator:
 
     def _judge_identities(self, task: Task, judges: Judges) -> dict[str, list[Any]]:
         """The identities of the judges each of the task's roles asks."""
-        roles = task.judge_roles()
-        if self.o.predict_only:
-            roles = {n: r for n, r in roles.items() if r.in_loop and task.cfg.get("driver")}
+        roles = task.bound_roles(self.o.predict_only)
         return {name: [judges.caller(spec).identity for spec in judges.panel(role)] for name, role in roles.items()}
 
     def _settle(self, recorded: dict[str, Any], rerun: dict[str, str]) -> None:
