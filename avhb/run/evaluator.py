@@ -92,6 +92,9 @@ class Evaluator:
             self.folder.close()
 
     async def _run(self) -> dict[str, Any]:
+        """The phases (module docstring): plan and read the data, build the
+        callers and check before any call, settle against run.json, run the
+        tasks, finish."""
         tasks = resolve_tasks(self.index, self.registry, self.o)
         check_names_used(tasks, self.index, self.o)  # a misspelt --data NAME is said before any data is looked for
         recorded = self.folder.read_json("run.json") or {}
@@ -115,10 +118,7 @@ class Evaluator:
         if self.o.max_cost is not None:
             session.limit_spend(self.o.max_cost)  # the judges' callers are built (judges.prepare above)
         try:
-            runs = {t.name: TaskRun(t, sources[t.name], plans[t.name], model,
-                                    session.judges.for_task(t.name, t.judge_roles(), plans[t.name]), self.o.gen_kwargs,
-                                    self.o.seed, self.o.system_instruction, self.reader.fewshot.get(t.name, {}),
-                                    self.o.fewshot_as_multiturn) for t in tasks}
+            runs = self._task_runs(tasks, sources, plans, model, session.judges)
             panels = self._build_manifest(recorded, tasks, sources, plans, backend, session.judges, notes)
             before = RunResults.from_json(self.folder.read_json("results.json"))
             parts = {t.name: inputs(t, sources[t.name], plans[t.name], self.o, model.identity, panels[t.name],
@@ -186,6 +186,15 @@ class Evaluator:
         return panels
 
     # ------------------------------------------------------------------ the tasks
+    def _task_runs(self, tasks: list[Task], sources: dict[str, Any], plans: dict[str, Any], model: Caller,
+                   judges: Judges) -> dict[str, TaskRun]:
+        """Each task as its drivers see it: data, media plan, the model's
+        and its judges' callers, generation settings, few-shot examples."""
+        return {t.name: TaskRun(t, sources[t.name], plans[t.name], model,
+                                judges.for_task(t.name, t.judge_roles(), plans[t.name]), self.o.gen_kwargs,
+                                self.o.seed, self.o.system_instruction, self.reader.fewshot.get(t.name, {}),
+                                self.o.fewshot_as_multiturn) for t in tasks}
+
     async def _run_tasks(self, tasks: list[Task], runs: dict[str, TaskRun], records: dict[str, list[SampleRecord]],
                          kept: set[str], before: RunResults, parts: dict[str, dict[str, str] | None], model: Caller,
                          judges: Judges) -> None:
