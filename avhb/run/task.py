@@ -533,6 +533,15 @@ class Task:
                            for name, cfg in (self.cfg.get("judges") or {}).items()}
         return self._roles
 
+    def bound_roles(self, predict_only: bool) -> dict[str, JudgeRole]:
+        """The judge roles a run binds: every one, or under
+        ``--predict_only`` (no metrics) only those a driver asks in its
+        loop."""
+        roles = self.judge_roles()
+        if predict_only:
+            roles = {n: r for n, r in roles.items() if r.in_loop and self.cfg.get("driver")}
+        return roles
+
     @property
     def generation(self) -> dict[str, Any]:
         """``generation_kwargs`` with lm-eval's defaults (see lm_generation),

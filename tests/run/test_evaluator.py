@@ -57,6 +57,19 @@ def test_limit_samples_and_predict_only(testpack, tmp_path):
     assert "exact" not in _results(out)["results"]["testpack/qa_easy"]
 
 
+def test_predict_only_binds_no_metric_judge(testpack, tmp_path):
+    """--predict-only computes no metric, so a metric's judge role is not
+    bound: a judge that could not be built (no API key) does not stop it,
+    and run.json names no judge panel (Task.bound_roles)."""
+    out = tmp_path / "run"
+    proc = run_cli("--tasks", "testpack/qa_judged", "--model", "testpack/echo", "--sample-data", "--predict-only",
+                   "--judge", "scorer=openai:gpt-4.1-mini", "--output-dir", str(out), "--no-report",
+                   unset=("OPENAI_API_KEY",))
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((out / "run.json").read_text())["judge_panels"] == {}
+    assert all(l["scores"] == {} for l in _samples(out, "testpack/qa_judged"))
+
+
 def test_judged_task_and_rescoring_makes_no_calls(testpack, tmp_path):
     out, calls = tmp_path / "run", tmp_path / "calls.txt"
     judge = f"scorer=testpack/keyword,calls={calls}"
