@@ -168,7 +168,7 @@ def test_the_vllm_checks_local_form(tmp_path):
 @pytest.mark.slow
 def test_the_vllm_throughput_local_form(tmp_path):
     proc = _vllm_block("vllm-throughput", tmp_path)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
     # identical, or within the benchmark's near-tie allowance (it exits 1 past it; the count is printed)
     assert proc.stdout.count("outputs identical in every round: ") == 3, proc.stdout[-4000:]
     assert proc.stdout.count("; errors: none") == 3, proc.stdout[-4000:]
