@@ -137,29 +137,33 @@ class AccMutualInfo(Metric):
         return {self.name: _hit(_argmax([c - u for c, u in zip(lls, unconditional)]), gold)}
 
 
-class BrierScore(Metric):
+class _CorpusMetric(Metric):
+    """A metric whose value is computed over the whole task by lm-eval's
+    ``corpus`` aggregation (avhb.score.aggregations), not as a mean."""
+
+    corpus = "mean"
+
+    def __init__(self, name: str | None = None, **options: Any):
+        super().__init__(name, **options)
+        self.aggregation = Aggregation.named(self.corpus)
+
+
+class BrierScore(_CorpusMetric):
     """Mean squared distance of the choices' softmax from the right one (lower is better)."""
 
     name = "brier_score"
     higher_is_better = False
-
-    def __init__(self, name: str | None = None, **options: Any):
-        super().__init__(name, **options)
-        self.aggregation = Aggregation.named("brier_score")
+    corpus = "brier_score"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         lls, _, _, gold, _ = choice_results(record, self.name)
         return {self.name: [gold, _softmax(lls)]}
 
 
-class _PairMetric(Metric):
+class _PairMetric(_CorpusMetric):
     """Value ``(gold, pred)``, aggregated over the task (f1, mcc)."""
 
     corpus = "f1"
-
-    def __init__(self, name: str | None = None, **options: Any):
-        super().__init__(name, **options)
-        self.aggregation = Aggregation.named(self.corpus)
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         lls, _, _, gold, _ = choice_results(record, self.name)
@@ -180,30 +184,23 @@ class MCC(_PairMetric):
     corpus = "matthews_corrcoef"
 
 
-class Perplexity(Metric):
+class Perplexity(_CorpusMetric):
     """exp(-mean log-likelihood) of the target after its context (lower is better)."""
 
     name = "perplexity"
     higher_is_better = False
-
-    def __init__(self, name: str | None = None, **options: Any):
-        super().__init__(name, **options)
-        self.aggregation = Aggregation.named("perplexity")
+    corpus = "perplexity"
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {self.name: loglikelihoods(record, self.name)[0][0]}
 
 
-class _Rolling(Metric):
+class _Rolling(_CorpusMetric):
     """Weighted over the task: (log-likelihood of the whole text, its units)."""
 
     higher_is_better = False
     units = "words"
     corpus = "weighted_perplexity"
-
-    def __init__(self, name: str | None = None, **options: Any):
-        super().__init__(name, **options)
-        self.aggregation = Aggregation.named(self.corpus)
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         text = str(record.target)
