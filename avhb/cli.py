@@ -410,7 +410,7 @@ def _cmd_run(args, argv) -> int:
         seeds=args.seed, system_instruction=args.system_instruction, write_out=args.write_out,
         max_cost=args.max_cost, allow_config_change=args.allow_config_change,
         max_errors=args.max_errors, num_fewshot=args.num_fewshot, fewshot_as_multiturn=args.fewshot_as_multiturn,
-        fewshot_seed=None if seeds[3] == seed else seeds[3])  # None: the run's seed, as RunOptions' default
+        fewshot_seed=seeds[3])
     seed_globals(seeds)
     results = evaluate(options)
     _print_results(results, output)

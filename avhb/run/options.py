@@ -79,6 +79,8 @@ class RunOptions:
         # --media as it lies over every task's block (frames replaces fps, fps frames), checked now and
         # recorded in that form: the CLI, the Python API and run.json read back all hold the same
         self.media = media_overrides(self.media)
+        if self.fewshot_seed == self.seed:  # the same draw as the default: recorded as the default (None)
+            self.fewshot_seed = None
 
 
 def limit_for(limit: int | float | None, total: int) -> int | None:
