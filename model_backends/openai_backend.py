@@ -58,7 +58,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from avhb import (AdaptiveLimiter, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
-                  Request, Response, RetryPolicy, SampleError, UserError, classify_exception)
+                  Request, Response, RetryPolicy, SampleError, UserError, __version__, classify_exception)
 from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_refusal
@@ -320,8 +320,8 @@ class OpenAIBackend(Backend):
                 connector=connector,
                 trust_env=_use_proxy_env(self.base_url),  # HTTP(S)_PROXY/NO_PROXY, as other clients do
                 timeout=aiohttp.ClientTimeout(total=self.settings.timeout),
-                headers=self._headers,
-                skip_auto_headers=("User-Agent",),
+                # a User-Agent of our own: aiohttp's skip_auto_headers would rebuild the header set per request
+                headers={"User-Agent": f"avhb/{__version__}", **self._headers},
             )
             self._session_loop = loop
         return self._session

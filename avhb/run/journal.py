@@ -113,11 +113,11 @@ class Journal:
         """Append one entry (redacted); returns the entry as kept."""
         text, record = redacted_json({"key": key, **record}, default=str)  # = redact(), then json.dumps()
         index = self._load(kind)
-        path = self._path(kind)
         line = text.encode() + b"\n"
+        fh = self._files.get(kind)
         try:
-            fh = self._files.get(kind)
             if fh is None:
+                path = self._path(kind)
                 fh = open(path, "ab")
                 end = path.stat().st_size
                 # a torn last line must not swallow the next record
@@ -133,8 +133,8 @@ class Journal:
                 self.sync()
         except OSError as exc:
             self._failed = True
-            raise EnvironmentFailure(f"cannot write the journal {path}: {exc.strerror or exc}; the run's finished "
-                                     "work is kept, re-run the command to resume") from None
+            raise EnvironmentFailure(f"cannot write the journal {self._path(kind)}: {exc.strerror or exc}; the run's "
+                                     "finished work is kept, re-run the command to resume") from None
         index[_compact(key)] = self._ends[kind]
         self._ends[kind] += len(line)
         return record
