@@ -7,10 +7,10 @@ joins run/ and report/, which run/ never imports)::
 """
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any, Callable
 
+from avhb.run import event_loop
 from avhb.run.evaluator import Evaluator
 from avhb.run.options import RunOptions
 from avhb.taskdef.include_path import add_include_path
@@ -27,4 +27,4 @@ def evaluate(options: RunOptions) -> dict[str, Any]:
     report: Callable[[Path], object] | None = None
     if options.write_report:  # the report's modules load only for a run that writes one
         from avhb.report.html import write_report as report
-    return asyncio.run(Evaluator(options, report=report).run())
+    return event_loop.run(Evaluator(options, report=report).run())
