@@ -182,26 +182,28 @@ def request_key(identity: dict[str, Any], request: Request, context: dict[str, A
     """The journal key of a call (module docstring): the SHA-256 of the
     payload ``{backend, choices, context, fields, generation, messages}``
     (plus ``loglikelihood``, ``prompt``, ``rolling`` when set), encoded as
-    ``json.dumps(payload, sort_keys=True, default=str)``.  Written here
-    piece by piece in that sorted order, which gives the same bytes: every
-    existing journal keeps answering."""
+    ``json.dumps(payload, sort_keys=True, default=str)``.  The identity is
+    encoded once per caller and put in front of the rest (:func:`_key_of`),
+    which gives the same bytes: every existing journal keeps answering."""
     return _key_of(_key_json(identity), request, context)
 
 
 def _key_of(backend: str, request: Request, context: dict[str, Any] | None) -> str:
-    """:func:`request_key` with the backend's identity already encoded."""
-    messages = [[m.role, [part_reference(p) for p in m.parts]] for m in request.messages]
-    text = (f'{{"backend": {backend}, "choices": {_key_json(request.choices)}, '
-            f'"context": {_key_json(context or {})}, "fields": {_key_json(request.fields)}, '
-            f'"generation": {_key_json(request.generation)}, ')
+    """:func:`request_key` with the backend's identity already encoded.
+    The rest of the payload is one dict encoded once: ``"backend"`` sorts
+    before every other field, so the identity's encoding goes in front of
+    it, and the bytes are those of the whole payload sorted."""
+    payload: dict[str, Any] = {
+        "choices": request.choices, "context": context or {}, "fields": request.fields,
+        "generation": request.generation,
+        "messages": [[m.role, [part_reference(p) for p in m.parts]] for m in request.messages]}
     if request.loglikelihood is not None:  # added only when set: every other key stays as it was
-        text += f'"loglikelihood": {_key_json([list(pair) for pair in request.loglikelihood])}, '
-    text += f'"messages": {_key_json(messages)}'
+        payload["loglikelihood"] = [list(pair) for pair in request.loglikelihood]
+        payload["rolling"] = request.rolling
     if request.prompt is not None and request.prompt != "".join(m.text for m in request.messages):
-        text += f', "prompt": {_key_json(request.prompt)}'  # the plain text says more than the messages
-    if request.loglikelihood is not None:
-        text += f', "rolling": {_key_json(request.rolling)}'
-    return hashlib.sha256((text + "}").encode()).hexdigest()
+        payload["prompt"] = request.prompt  # the plain text says more than the messages
+    rest = _key_json(payload)
+    return hashlib.sha256(f'{{"backend": {backend}, {rest[1:]}'.encode()).hexdigest()
 
 
 class Caller:
