@@ -188,6 +188,10 @@ def _walk(obj: Any, secrets: list[str]) -> Any:
 _KEY_TOKENS = ('"key": ',)  # the journal's own key: "key" occurs in a line only there
 _TOKENS_KEYS = ('"prompt_tokens": ', '"completion_tokens": ', '"total_tokens": ', '"max_tokens": ')  # token counts
 _OTHER_TRIGGERS = tuple(t for t in (*_TRIGGERS, "cookie") if t not in ("key", "token"))
+# the scan of _OTHER_TRIGGERS, in fewer passes: "passw" for password and passwd; GitHub's five token
+# prefixes (gh[pousr]_) by one pattern, searched only in a line that holds "gh" at all
+_GITHUB = re.compile(r"gh[pousr]_")
+_SCANNED = tuple(["passw", *(t for t in _OTHER_TRIGGERS if not t.startswith(("passw", "gh")))])
 
 
 class _Walk(Exception):
@@ -217,18 +221,34 @@ def redacted_json(obj: Any, default: Any = str) -> tuple[str, Any]:
 
 def _clean(text: str) -> bool:
     """Whether ``redact`` would leave the object serialized as ``text`` unchanged."""
-    import json
-
     lower = text.lower()
-    for trigger in _OTHER_TRIGGERS:
+    for trigger in _SCANNED:
         if trigger in lower:
             return False
+    if "gh" in lower and _GITHUB.search(lower):
+        return False
     # "key" and "token" only inside the keys above (none holds either twice, none is inside another)
-    if lower.count("key") != sum(lower.count(k) for k in _KEY_TOKENS):
+    if lower.count("key") != lower.count(_KEY_TOKENS[0]):
         return False
-    if lower.count("token") != sum(lower.count(k) for k in _TOKENS_KEYS):
+    tokens = lower.count("token")
+    if tokens and tokens != sum([lower.count(k) for k in _TOKENS_KEYS]):
         return False
-    for value in env_secrets():
-        if json.dumps(value, ensure_ascii=False)[1:-1] in text:
+    for form in _escaped_env_secrets():
+        if form in text:
             return False
     return True
+
+
+_escaped_cache: tuple[list[str], list[str]] = ([], [])
+
+
+def _escaped_env_secrets() -> list[str]:
+    """The environment's secret values as a JSON line holds them (escaped),
+    encoded once per change of :func:`env_secrets`."""
+    global _escaped_cache
+    import json
+
+    values = env_secrets()
+    if values is not _escaped_cache[0]:
+        _escaped_cache = (values, [json.dumps(v, ensure_ascii=False)[1:-1] for v in values])
+    return _escaped_cache[1]

@@ -118,3 +118,26 @@ def test_the_journal_keeps_and_writes_the_redacted_entry(tmp_path):
     line = (tmp_path / "responses.jsonl").read_text()
     assert "abcdef0123456789" not in line and kept["response"] == f"echo {MASK}"
     assert Journal(tmp_path).get("responses", "k1") == kept
+
+
+@pytest.mark.parametrize("prefix", ["ghp_", "gho_", "ghu_", "ghs_", "ghr_"])
+def test_every_github_token_form_is_redacted_by_the_line(prefix):
+    obj = {"response": f"though high: {prefix}abcdefghijklmnopqrstuvwxyz0123456789"}
+    text, _ = redacted_json(obj)
+    assert text == _reference(obj) and "abcdefghijklmnopqrstuvwxyz0123456789" not in text
+
+
+@pytest.mark.parametrize("name", ["password", "passwd", "Client_Secret", "Set-Cookie", "authorization", "x_api_key",
+                                  "refresh_token", "hf_token"])
+def test_every_credential_name_takes_the_walk(name):
+    obj = {"meta": {name: "hunter2hunter2"}, "note": "passage, basically secretive"}
+    text, _ = redacted_json(obj)
+    assert text == _reference(obj) and "hunter2hunter2" not in text
+
+
+def test_a_secret_set_in_the_environment_mid_run_is_redacted_from_the_next_line(monkeypatch):
+    obj = {"response": "the new value is zyxwvutsrq987654"}
+    assert redacted_json(obj)[0] == _reference(obj) and "zyxwvutsrq987654" in redacted_json(obj)[0]
+    monkeypatch.setenv("LATE_API_KEY", "zyxwvutsrq987654")
+    text, _ = redacted_json(obj)
+    assert text == _reference(obj) and "zyxwvutsrq987654" not in text
