@@ -88,13 +88,13 @@ def _image_paths(template: str, doc: dict[str, Any], root: Path, sample: str | N
 def speech_language(media: MediaSpec, doc: dict[str, Any], sample: str) -> str | None:
     """The Whisper language of the sample's speech (``media.asr_language``,
     a code, a locale or a template such as ``{{locale}}``), or None."""
-    from avhb.errors import UserError
-    from avhb.media.spec import whisper_language
-
     if not media.asr_language:
         return None
     if not is_template(media.asr_language):
         return media.asr_language
+    from avhb.errors import UserError
+    from avhb.media.spec import whisper_language
+
     value = render(media.asr_language, doc, sample, "media.asr_language").strip()
     try:
         return whisper_language(value, "media") if value else None
