@@ -702,3 +702,13 @@ async def test_azure_deployment_refusing_temperature_is_adapted(server, monkeypa
     assert r.error is None and r.text == "hello azure"
     assert [c.status for c in server.completions()] == [400, 400, 200]
     assert server.completions()[-1].deployment == "prod-judge"
+
+
+async def test_requests_name_avhb_as_their_user_agent(server):
+    import avhb
+
+    b = _backend(server)
+    await b.generate(text_request("x"))
+    await b.generate(text_request("y"))
+    await b.aclose()
+    assert [r.headers["User-Agent"] for r in server.completions()[-2:]] == [f"avhb/{avhb.__version__}"] * 2
