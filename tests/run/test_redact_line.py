@@ -130,7 +130,7 @@ def test_every_github_token_form_is_redacted_by_the_line(prefix):
 @pytest.mark.parametrize("name", ["password", "passwd", "Client_Secret", "Set-Cookie", "authorization", "x_api_key",
                                   "refresh_token", "hf_token"])
 def test_every_credential_name_takes_the_walk(name):
-    obj = {"meta": {name: "hunter2hunter2"}, "note": "passage, basically secretive"}
+    obj = {"meta": {name: "hunter2hunter2"}, "note": "a passage on ghosts"}  # no other trigger in the line
     text, _ = redacted_json(obj)
     assert text == _reference(obj) and "hunter2hunter2" not in text
 
