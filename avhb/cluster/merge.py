@@ -245,8 +245,7 @@ def merge(out: Path, folders: list[Path], command: list[str] | None = None,
 
 def _merge(out: Path, folders: list[Path], command: list[str] | None, report: Callable[[Path], object] | None,
            max_errors: str | None, locks: list[RunLock]) -> dict[str, Any]:
-    import asyncio
-
+    from avhb.run import event_loop
     from avhb.run.evaluator import Evaluator, NotInRunJournal
     from avhb.run.options import options_from_run, parse_error_budget
 
@@ -275,7 +274,7 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, report: Ca
     evaluator = Evaluator(options, report=report)
     evaluator.folder = folder
     try:
-        asyncio.run(evaluator._run())
+        event_loop.run(evaluator._run())
         _check_data(out, shards, merged)
     except (NotInRunJournal, UserError) as exc:
         for path in (out / "samples", out / "results.json"):  # no numbers from a refused merge

@@ -9,7 +9,8 @@ almost no reference cycles (its records, requests and replies are trees),
 so collecting less often frees the same memory, a little later.
 
 :func:`run_pace` raises the youngest generation's threshold for the span
-of a run and puts the caller's thresholds back after it: an API user's
+of a run (:func:`avhb.run.event_loop.run` holds it around the run's event
+loop) and puts the caller's thresholds back after it: an API user's
 process is left as it was.
 """
 from __future__ import annotations

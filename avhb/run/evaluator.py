@@ -29,7 +29,6 @@ from avhb.errors import RunStopped, UserError
 from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller, NotInJournal
 from avhb.registry import get_registry
-from avhb.run.collector import run_pace
 from avhb.run.finished import inputs
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, write_out
@@ -88,8 +87,7 @@ class Evaluator:
     async def run(self) -> dict[str, Any]:
         self.folder.open()  # the lock: one process writes a run folder
         try:
-            with run_pace():  # the collector's thresholds for many objects (avhb.run.collector)
-                return await stoppable(self._run(), lock=self.folder.lock)  # SIGTERM: finish in flight, stop
+            return await stoppable(self._run(), lock=self.folder.lock)  # SIGTERM: finish what is in flight, stop
         finally:
             self.folder.close()
 

@@ -1,5 +1,7 @@
-"""The event loop a run's calls share: uvloop's where it is installed (a
-dependency of avhb outside Windows), asyncio's own otherwise.
+"""How a run's coroutine runs (``avhb.evaluate``, ``avhb merge``): on
+uvloop's event loop where it is installed (a dependency of avhb outside
+Windows), asyncio's own otherwise, at the collector's run pace
+(:mod:`avhb.run.collector`).
 
 Every sample's call goes through the loop several times (its driver, the
 caller's limits, the backend's socket, the journal), so its cost per
@@ -12,14 +14,19 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Coroutine, TypeVar
 
+from avhb.run.collector import run_pace
+
 T = TypeVar("T")
 
 
 def run(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coroutine)`` on the run's event loop (module docstring)."""
+    """``asyncio.run(coroutine)`` on the run's event loop, at the run's
+    collector pace (module docstring)."""
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(coroutine)
-    with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+        loop_factory = None  # asyncio's own loop, as asyncio.run makes it
+    else:
+        loop_factory = uvloop.new_event_loop
+    with run_pace(), asyncio.Runner(loop_factory=loop_factory) as runner:
         return runner.run(coroutine)
