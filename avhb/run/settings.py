@@ -161,6 +161,19 @@ def _panels(run: dict[str, Any]) -> dict[str, list[str]]:
     return {role: list(labels) for role, labels in (run.get("judges") or {}).items()}
 
 
+def _fewshot_seed(run: dict[str, Any]) -> Any:
+    """The few-shot seed as RunOptions records it: None when it is the
+    run's seed (folders written before that rule hold the number)."""
+    value = run.get("fewshot_seed")
+    return None if value == run.get("seed") else value
+
+
+def _fewshot_draw(run: dict[str, Any]) -> Any:
+    """The seed the few-shot examples are drawn with (avhb.run.records)."""
+    value = run.get("fewshot_seed")
+    return run.get("seed") if value is None else value
+
+
 def compare(old: dict[str, Any], new: dict[str, Any], grow: bool = True) -> Changes:
     """Every difference between two run.json documents, by kind.  ``grow``:
     a task (or judge role) only ``new`` has is no difference (a resume may
@@ -170,9 +183,12 @@ def compare(old: dict[str, Any], new: dict[str, Any], grow: bool = True) -> Chan
     if a is not None and b is not None and not _same(a, b):
         items.append(Difference(CALLS, "model", show(spec_text(a), 400), show(spec_text(b), 400)))
     for key in ("gen_kwargs", "media", "ablations", "seed", "seeds", "repeats", "system_instruction", "num_fewshot",
-                "fewshot_as_multiturn", "fewshot_seed"):
+                "fewshot_as_multiturn"):
         if not _same(old.get(key), new.get(key)):
             items.append(Difference(CALLS, key, show(old.get(key)), show(new.get(key))))
+    if _fewshot_draw(old) != _fewshot_draw(new) and (_fewshot_seed(old), _fewshot_seed(new)) != (None, None):
+        # another draw, not by the seed alone (said above)
+        items.append(Difference(CALLS, "fewshot_seed", show(old.get("fewshot_seed")), show(new.get("fewshot_seed"))))
     old_tasks, new_tasks = old.get("tasks") or {}, new.get("tasks") or {}
     for name in sorted(set(old_tasks) & set(new_tasks)):
         items += _task_changes(name, old_tasks[name] or {}, new_tasks[name] or {})

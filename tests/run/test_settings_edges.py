@@ -53,6 +53,21 @@ def test_each_call_setting_is_a_calls_difference(key, old, new, said):
     assert _said(compare(_run(**{key: old}), _run(**{key: new}))) == [(CALLS, said)]
 
 
+def test_a_fewshot_seed_equal_to_the_seed_is_the_default_in_either_record():
+    # folders written before RunOptions recorded that case as None hold the number: resuming one is no change
+    assert compare(_run(fewshot_seed=1234), _run(fewshot_seed=None)).items == []
+    assert compare(_run(fewshot_seed=None), _run(fewshot_seed=1234)).items == []
+    assert _said(compare(_run(fewshot_seed=None), _run(fewshot_seed=7))) == [(CALLS, "fewshot_seed none -> 7")]
+    assert _said(compare(_run(fewshot_seed=1234), _run(fewshot_seed=7))) == [(CALLS, "fewshot_seed 1234 -> 7")]
+    # a new seed moves the default draw too, said once (as the seed)
+    assert _said(compare(_run(seed=1234, fewshot_seed=None), _run(seed=7, fewshot_seed=None))) == [
+        (CALLS, "seed 1234 -> 7")]
+    assert _said(compare(_run(seed=1234, fewshot_seed=1234), _run(seed=7, fewshot_seed=1234))) == [
+        (CALLS, "seed 1234 -> 7")]  # the same draw: only the seed moved
+    assert _said(compare(_run(seed=1234, fewshot_seed=5), _run(seed=7, fewshot_seed=None))) == [
+        (CALLS, "seed 1234 -> 7"), (CALLS, "fewshot_seed 5 -> none")]
+
+
 def test_the_model_by_identity_older_run_json_included():
     other = _run(model={**_run()["model"], "identity": {"kind": "openai", "name": "gpt-2", "args": {"base_url": "http://h"}}})
     assert _said(compare(_run(), other)) == [
