@@ -66,6 +66,8 @@ def test_a_fewshot_seed_equal_to_the_seed_is_the_default_in_either_record():
         (CALLS, "seed 1234 -> 7")]  # the same draw: only the seed moved
     assert _said(compare(_run(seed=1234, fewshot_seed=1234), _run(seed=7, fewshot_seed=None))) == [
         (CALLS, "seed 1234 -> 7")]  # an older folder's default and the new default: the seed says it
+    assert _said(compare(_run(seed=1234, fewshot_seed=None), _run(seed=7, fewshot_seed=1234))) == [
+        (CALLS, "seed 1234 -> 7")]  # the examples are drawn with 1234 before and after
     assert _said(compare(_run(seed=1234, fewshot_seed=5), _run(seed=7, fewshot_seed=None))) == [
         (CALLS, "seed 1234 -> 7"), (CALLS, "fewshot_seed 5 -> none")]
 
