@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import AbstractSet, Any, cast
 
 from avhb.atomic import write_atomic
-from avhb.errors import UserError
+from avhb.errors import EnvironmentFailure, UserError
 
 GROUP = "avhb"
 KINDS = ("backends", "metrics", "filters", "judges", "commands", "transcribers", "judge_parsers")
@@ -154,7 +154,7 @@ def _save(cache_file, key: str, registry: Registry, loaded: AbstractSet[str] = f
         stale = sorted(cache_file.parent.glob("registry-*.json"), key=lambda p: p.stat().st_mtime)[:-8]
         for old in stale:  # keep a few: several environments may share one cache folder
             old.unlink(missing_ok=True)
-    except OSError:
+    except (OSError, EnvironmentFailure):  # a cache that cannot be written is skipped: the next run loads again
         pass
 
 

@@ -84,3 +84,15 @@ def test_a_module_the_plugin_gathers_from_is_watched(tmp_path, monkeypatch):
     os.utime(part, ns=(time.time_ns(), time.time_ns() + 5_000_000_000))
     assert "gathering/two" in _fresh().entries["commands"] and calls == [1, 1]
     registry.get_registry.cache_clear()
+
+
+def test_a_cache_folder_that_cannot_be_written_is_skipped_not_fatal(tmp_path, monkeypatch):
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the cache folder should be")
+    monkeypatch.setenv("AVHB_CACHE_DIR", str(blocked))
+    calls = _loads(monkeypatch)
+    first = _fresh()
+    assert calls == [1] and first.entries  # loaded from the entry points; the cache write failed quietly
+    _fresh()
+    assert calls == [1, 1]  # nothing was cached: the next start loads again
+    registry.get_registry.cache_clear()
