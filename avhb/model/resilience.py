@@ -185,6 +185,8 @@ def classify_exception(exc: BaseException) -> Failure:
     names = " ".join(t.__name__ for t in type(exc).__mro__).lower()
     if "timeout" in names or "connection" in names or "disconnect" in names:
         return Failure(message, True)
+    if isinstance(exc, (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)):
+        return Failure(message, False, sample=True)  # the sample's own file: another attempt reads the same
     if isinstance(exc, OSError):
         return Failure(message, True)
     return Failure(message, False)

@@ -141,3 +141,35 @@ def test_caller_retries_are_async_safe_under_many_calls(tmp_path):
             assert server.count == 30
 
     asyncio.run(main())
+
+
+class LocalEngine(Backend):
+    """A local engine as the built-ins are (no retry policy of its own: the
+    Backend default) that reads a sample's file, or fails to reach a device."""
+
+    def __init__(self, error: BaseException):
+        super().__init__(BackendSpec("localengine", "m", {}))
+        self.error = error
+        self.calls = 0
+
+    async def generate(self, request):
+        self.calls += 1
+        raise self.error
+
+
+async def test_a_missing_or_unreadable_file_is_the_samples_failure_tried_once(tmp_path):
+    for error in (FileNotFoundError(2, "No such file or directory", "/data/img_17.png"),
+                  PermissionError(13, "Permission denied", "/data/clip.mp4"), IsADirectoryError(21, "Is a directory")):
+        backend = LocalEngine(error)
+        caller = Caller(Journal(tmp_path / type(error).__name__), "responses", backend)
+        call = await caller.call(text_request("describe the image"))
+        assert backend.calls == 1 and type(error).__name__ in call.error and "gave up" not in call.error
+        assert caller.breaker.streak == 0  # a sample's file is not the backend failing
+
+
+async def test_another_os_error_is_still_retried(tmp_path):
+    backend = LocalEngine(OSError(5, "Input/output error"))
+    backend.retry_policy = RetryPolicy(max_attempts=3, base_delay=0.0, max_delay=0.0)
+    caller = Caller(Journal(tmp_path), "responses", backend)
+    call = await caller.call(text_request("x"))
+    assert backend.calls == 3 and "gave up after 3 attempts" in call.error
