@@ -60,7 +60,7 @@ _EXPORTS = {
     "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "DriverResult": "avhb.run.driver",
     "DriverRun": "avhb.run.driver", "RunOptions": "avhb.run.options",
     "evaluate": "avhb.api", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
-    "ReopenedRun": "avhb.run.reopen", "CallSession": "avhb.run.session", "Journal": "avhb.run.journal", "write_atomic": "avhb.run.folder",
+    "ReopenedRun": "avhb.run.reopen", "CallSession": "avhb.run.session", "Journal": "avhb.run.journal", "write_atomic": "avhb.atomic",
     "write_json_atomic": "avhb.run.folder",
 }
 

@@ -87,3 +87,17 @@ def test_threads_writing_one_file_never_share_a_temp_file(tmp_path):
     text = path.read_text()
     assert len(text) == 1000 and len(set(text)) == 1  # one writer's whole content
     assert [p.name for p in tmp_path.iterdir()] == ["entry.json"]
+
+
+def test_the_public_write_atomic_is_the_shared_one_without_the_run_folders_hint(tmp_path):
+    """Packs write caches and prepared data with ``avhb.write_atomic``: a
+    failed write says what failed, not that a run's finished work is kept."""
+    import avhb
+    import avhb.atomic
+    from avhb.errors import EnvironmentFailure
+
+    assert avhb.write_atomic is avhb.atomic.write_atomic
+    (tmp_path / "a-file").write_text("x")
+    with pytest.raises(EnvironmentFailure) as failed:
+        avhb.write_atomic(tmp_path / "a-file" / "grid.png", lambda fh: fh.write(b"png"), binary=True, durable=False)
+    assert "grid.png" in str(failed.value) and "resume" not in str(failed.value)

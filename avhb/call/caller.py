@@ -43,7 +43,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from avhb.errors import SampleError, UserError
+from avhb.errors import SampleError
 from avhb.model.backend import Backend, Capabilities
 from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart, prompt_text, reference_copy
 from avhb.model.resilience import AdaptiveLimiter, CircuitBreaker, Resilient, RetryPolicy, classify_exception
@@ -222,6 +222,7 @@ class Caller:
         self.backend = backend
         self.identity = backend.identity if backend is not None else dict(identity or {})
         self.usage = usage or Usage()
+        self._identity_json: tuple[dict[str, Any], str] | None = None  # (identity, its key encoding): Caller.key
         self.label = label or str(self.identity.get("name") or self.identity.get("kind") or "")
         self._limit = asyncio.Semaphore(max(1, int(getattr(backend, "concurrency", 1) or 1))) if backend else None
         self._decode_limit = decode_limit or asyncio.Semaphore(2)
@@ -244,7 +245,6 @@ class Caller:
         self._breaker = breaker
         if self.retrier is not None:
             self.retrier.breaker = breaker
-        self._identity_json: tuple[dict[str, Any], str] | None = None  # (identity, its key encoding): Caller.key
 
     @property
     def replaying(self) -> bool:

@@ -141,7 +141,7 @@ class _CorpusMetric(Metric):
     """A metric whose value is computed over the whole task by lm-eval's
     ``corpus`` aggregation (avhb.score.aggregations), not as a mean."""
 
-    corpus = "mean"
+    corpus: str  # the aggregation's name: each subclass sets it
 
     def __init__(self, name: str | None = None, **options: Any):
         super().__init__(name, **options)

@@ -135,7 +135,7 @@ def build_grid(sources: list[str], indices: list[int], level: str) -> Path:
         return path
     images = [read_image(s) for s in sources]
     grid = make_grid(images, indices=indices, tile_size=tile_size(images, len(images), level_spec(level)["max_side"]))
-    write_atomic(path, lambda fh: Image.fromarray(grid).save(fh, format="PNG"), binary=True)
+    write_atomic(path, lambda fh: Image.fromarray(grid).save(fh, format="PNG"), binary=True, durable=False)  # a cache
     return path
 
 
