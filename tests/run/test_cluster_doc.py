@@ -69,9 +69,15 @@ def _env(**extra: str) -> dict[str, str]:
     return {**env, **extra}
 
 
-def _bash(script: str, tmp: Path, timeout: float = 600, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", "-c", script.replace("/tmp/", f"{tmp}/")], cwd=ROOT, env=_env(**env),
-                          capture_output=True, text=True, timeout=timeout)
+def _bash(script: str, tmp: Path, timeout: float = 600, paths: dict[str, str] | None = None,
+          **env: str) -> subprocess.CompletedProcess:
+    """The page's block with its scratch paths (/tmp/...) under ``tmp``,
+    then ``paths`` put in (after, so a checkout under /tmp stays where it is)."""
+    script = script.replace("/tmp/", f"{tmp}/")
+    for name, path in (paths or {}).items():
+        script = script.replace(name, path)
+    return subprocess.run(["bash", "-c", script], cwd=ROOT, env=_env(**env), capture_output=True, text=True,
+                          timeout=timeout)
 
 
 def _parts(out: str, names: list[str]) -> dict[str, str]:
@@ -149,9 +155,8 @@ def _vllm_block(name: str, tmp: Path) -> subprocess.CompletedProcess:
     venv = _vllm_venv()
     if not (venv / "bin" / "avhb").exists():
         pytest.skip(f"no vLLM venv at {venv} (scripts/vllm_env.sh; AVHB_VLLM_VENV)")
-    script = local_form(name).replace(".venv-vllm", str(venv))
     # the venv's avhb from this tree (its editable install may be another checkout's)
-    return _bash(script, tmp, timeout=1800, PYTHONPATH=str(ROOT))
+    return _bash(local_form(name), tmp, timeout=1800, paths={".venv-vllm": str(venv)}, PYTHONPATH=str(ROOT))
 
 
 def test_the_vllm_checks_local_form(tmp_path):
