@@ -72,21 +72,23 @@ def secret_key(name: str) -> bool:
     return k.endswith(("_api_key", "_apikey", "_secret", "_password", "_token", "_key_value"))
 
 
-_env_cache: tuple[Any, list[str]] | None = None
+_env_cache: tuple[dict[Any, Any], list[str]] | None = None  # (a copy of os.environ's data, its secrets)
 
 
 def env_secrets(environ: dict[str, str] | None = None) -> list[str]:
     """Secret values from the environment, longest first.  For the live
-    ``os.environ`` the answer is cached until the environment changes."""
+    ``os.environ`` the answer is cached until the environment changes
+    (its data compared with a copy: one dict comparison per call, every
+    name and value, no tuple built)."""
     global _env_cache
     if environ is None:
         raw = getattr(os.environ, "_data", None)
-        snapshot = tuple(raw.items()) if isinstance(raw, dict) else None
-        if snapshot is not None and _env_cache is not None and _env_cache[0] == snapshot:
+        if not isinstance(raw, dict):
+            return _scan(os.environ)
+        if _env_cache is not None and _env_cache[0] == raw:
             return _env_cache[1]
         found = _scan(os.environ)
-        if snapshot is not None:
-            _env_cache = (snapshot, found)
+        _env_cache = (dict(raw), found)
         return found
     return _scan(environ)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections import OrderedDict
 from typing import Any
 
 from avhb import (AudioPart, Backend, BackendSpec, Failure, Message, Request, Response, TextPart, UserError, create_backend,
@@ -130,6 +131,10 @@ class CascadeBackend(Backend):
         self.concurrency = inner.concurrency
         self.prices = inner.prices  # the local ASR is free; the inner model's calls are what cost
         self.retry_policy, self.limiter = inner.retry_policy, inner.limiter  # the caller retries as the inner's
+        # request -> its transcribed copy, for the caller's retries of the same request (generate is one
+        # attempt; Whisper runs once per request, not once per attempt): the newest, more than are in flight
+        self._prepared: OrderedDict[int, tuple[Request, tuple[Request, list[Transcript | str]]]] = OrderedDict()
+        self._keep = max(64, 2 * int(self.concurrency or 1))
 
     def classify(self, exc: BaseException) -> Failure:
         return self.inner.classify(exc)
@@ -147,8 +152,20 @@ class CascadeBackend(Backend):
                 "llm": self.inner.describe(), "note": f"audio via ASR ({self.asr}); the LLM never hears audio"}
 
     async def _prepare(self, request: Request) -> tuple[Request, list[Transcript | str]]:
-        return await asyncio.to_thread(replace_audio, request, self.asr,
-                                       timestamps=self.timestamps, language=self.language)
+        """``request`` with its audio transcribed; a request transcribed by
+        an earlier attempt is not transcribed again (a fresh copy of its
+        transcribed form each attempt: the inner backend notes its changes
+        on it)."""
+        held = self._prepared.get(id(request))
+        if held is None or held[0] is not request:
+            prepared = await asyncio.to_thread(replace_audio, request, self.asr,
+                                               timestamps=self.timestamps, language=self.language)
+            held = self._prepared[id(request)] = (request, prepared)  # held: its id stays this request's
+            while len(self._prepared) > self._keep:
+                self._prepared.popitem(last=False)
+        self._prepared.move_to_end(id(request))
+        transcribed, transcripts = held[1]
+        return dataclasses.replace(transcribed, adaptations=list(transcribed.adaptations)), transcripts
 
     async def generate(self, request: Request) -> Response:
         new_request, transcripts = await self._prepare(request)

@@ -129,6 +129,35 @@ async def test_a_wrapping_backend_retries_as_its_inner_one(tmp_path):
         assert call.text == "no audio here" and server.count == 2
 
 
+async def test_the_cascade_transcribes_a_request_once_across_the_callers_retries(tmp_path, monkeypatch):
+    """Two 503s from the inner backend: three attempts, one transcription
+    (Whisper is not run again for each retry)."""
+    import numpy as np
+
+    from avhb.model_backends.cascade import CascadeBackend
+
+    from avhb.model.messages import AudioPart, Message, Request, TextPart
+    from avhb.model_backends import cascade as cascade_module
+    from avhb.model_backends.asr import Transcript
+
+    transcribed = []
+    monkeypatch.setattr(cascade_module, "transcribe_part", lambda part, model, language=None: transcribed.append(
+        part) or Transcript(text="the fox", segments=[(0.0, 1.0, "the fox")], model=model, seconds=0.5))
+    with ScriptedServer(reply=echo_last_user) as server:
+        inner = PlainHTTP(server.base_url)
+        cascade = CascadeBackend(BackendSpec("cascade", "plainhttp:m", {"asr": "whisper-base"}), inner=inner)
+        caller = Caller(Journal(tmp_path), "responses", cascade)
+        server.fail_next(2, status=503)
+        audio = AudioPart(array=np.zeros(1600, dtype=np.float32), rate=16000)
+        call = await caller.call(Request(messages=[Message("user", [audio, TextPart("what is said?")])]))
+        assert call.error is None and "[0.0-1.0] the fox" in call.text and "what is said?" in call.text
+        assert server.count == 3 and len(transcribed) == 1
+        assert call.adaptations == ["audio -> transcript: 1 part(s) transcribed by whisper-base"]  # noted once
+        assert call.meta["attempts"] == 3 and call.meta["asr_seconds"] == 0.5
+        other = await caller.call(Request(messages=[Message("user", [audio, TextPart("and now?")])]))
+        assert other.error is None and len(transcribed) == 2  # another request is transcribed for itself
+
+
 def test_caller_retries_are_async_safe_under_many_calls(tmp_path):
     async def main():
         with ScriptedServer(reply=echo_last_user) as server:
