@@ -27,4 +27,18 @@ bash scripts/vllm_env.sh
 # lm-eval 0.4.13 and lmms-eval 0.7.3 in venvs of their own: the differential tests (tests/compat/) and
 # the lm-eval-shaped export read back by lm-eval's code (tests/run/test_lmeval_cli.py).
 bash scripts/peer_envs.sh
-python -m pytest -q "$@"
+# The output is kept and, when something failed, the failures are printed again at the end: what a
+# process prints at exit (llama.cpp's teardown) must not push them out of the tail of a long log.
+log=$(mktemp -t avhb-tests.XXXXXX)
+set +e
+python -m pytest -q -rfE "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+if [ "$rc" -ne 0 ]; then
+  echo "---- pytest exited with $rc; what failed (the short summary, then the first error lines):"
+  grep -E "^(FAILED|ERROR) " "$log" | head -60 || true
+  grep -E "^E  " "$log" | head -60 || true
+  grep -E "[0-9]+ (passed|failed|errors?)( |,|$)" "$log" | tail -1 || true
+fi
+rm -f "$log"
+exit "$rc"
