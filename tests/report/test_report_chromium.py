@@ -15,7 +15,8 @@ pytestmark = pytest.mark.slow
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage"]
 
 
 def _chromium() -> str:
