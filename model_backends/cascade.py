@@ -132,9 +132,11 @@ class CascadeBackend(Backend):
         self.prices = inner.prices  # the local ASR is free; the inner model's calls are what cost
         self.retry_policy, self.limiter = inner.retry_policy, inner.limiter  # the caller retries as the inner's
         # request -> its transcribed copy, for the caller's retries of the same request (generate is one
-        # attempt; Whisper runs once per request, not once per attempt): the newest, more than are in flight
+        # attempt; Whisper runs once per request, not once per attempt).  Dropped when an attempt answers;
+        # a request whose retries gave up stays until newer ones push it out: at most twice the calls in
+        # flight (the caller holds its concurrency slot across a call's retries)
         self._prepared: OrderedDict[int, tuple[Request, tuple[Request, list[Transcript | str]]]] = OrderedDict()
-        self._keep = max(64, 2 * int(self.concurrency or 1))
+        self._keep = 2 * max(1, int(self.concurrency or 1))
 
     def classify(self, exc: BaseException) -> Failure:
         return self.inner.classify(exc)
@@ -169,7 +171,8 @@ class CascadeBackend(Backend):
 
     async def generate(self, request: Request) -> Response:
         new_request, transcripts = await self._prepare(request)
-        response = await self.inner.generate(new_request)
+        response = await self.inner.generate(new_request)  # a failed attempt raises: the copy stays for the retry
+        self._prepared.pop(id(request), None)  # answered: no further attempt (its media is not held past the call)
         return _annotate(response, new_request, transcripts)
 
     async def generate_batch(self, requests: list[Request]) -> list[Response]:

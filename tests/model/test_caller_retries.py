@@ -134,8 +134,6 @@ async def test_the_cascade_transcribes_a_request_once_across_the_callers_retries
     (Whisper is not run again for each retry)."""
     import numpy as np
 
-    from avhb.model_backends.cascade import CascadeBackend
-
     from avhb.model.messages import AudioPart, Message, Request, TextPart
     from avhb.model_backends import cascade as cascade_module
     from avhb.model_backends.asr import Transcript
@@ -145,7 +143,8 @@ async def test_the_cascade_transcribes_a_request_once_across_the_callers_retries
         part) or Transcript(text="the fox", segments=[(0.0, 1.0, "the fox")], model=model, seconds=0.5))
     with ScriptedServer(reply=echo_last_user) as server:
         inner = PlainHTTP(server.base_url)
-        cascade = CascadeBackend(BackendSpec("cascade", "plainhttp:m", {"asr": "whisper-base"}), inner=inner)
+        cascade = cascade_module.CascadeBackend(BackendSpec("cascade", "plainhttp:m", {"asr": "whisper-base"}),
+                                                inner=inner)
         caller = Caller(Journal(tmp_path), "responses", cascade)
         server.fail_next(2, status=503)
         audio = AudioPart(array=np.zeros(1600, dtype=np.float32), rate=16000)
@@ -156,6 +155,7 @@ async def test_the_cascade_transcribes_a_request_once_across_the_callers_retries
         assert call.meta["attempts"] == 3 and call.meta["asr_seconds"] == 0.5
         other = await caller.call(Request(messages=[Message("user", [audio, TextPart("and now?")])]))
         assert other.error is None and len(transcribed) == 2  # another request is transcribed for itself
+        assert not cascade._prepared  # an answered request's transcribed copy (and its media) is not held
 
 
 def test_caller_retries_are_async_safe_under_many_calls(tmp_path):
