@@ -178,6 +178,8 @@ class CascadeBackend(Backend):
     async def generate_batch(self, requests: list[Request]) -> list[Response]:
         prepared = [await self._prepare(r) for r in requests]
         responses = await self.inner.generate_batch([r for r, _ in prepared])
+        for request in requests:
+            self._prepared.pop(id(request), None)
         return [_annotate(resp, r, t) for resp, (r, t) in zip(responses, prepared)]
 
     async def aclose(self) -> None:

@@ -217,6 +217,7 @@ async def test_cascade_uses_given_transcripts_and_batches(replies, our_registry)
     sent = backend.inner.requests[0]
     assert sent.messages[0].parts[1].text == "Audio transcript:\nGiven transcript text"
     assert sent.adaptations == ["audio -> transcript: 1 part(s) used a given transcript"]
+    assert not backend._prepared  # an answered batch's transcribed copies are not held
 
 
 async def test_cascade_silence_and_missing_file(replies, our_registry):
