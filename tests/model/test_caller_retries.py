@@ -188,7 +188,8 @@ class LocalEngine(Backend):
 
 async def test_a_missing_or_unreadable_file_is_the_samples_failure_tried_once(tmp_path):
     for error in (FileNotFoundError(2, "No such file or directory", "/data/img_17.png"),
-                  PermissionError(13, "Permission denied", "/data/clip.mp4"), IsADirectoryError(21, "Is a directory")):
+                  PermissionError(13, "Permission denied", "/data/clip.mp4"), IsADirectoryError(21, "Is a directory"),
+                  NotADirectoryError(20, "Not a directory", "/data/clip.mp4/frame")):
         backend = LocalEngine(error)
         caller = Caller(Journal(tmp_path / type(error).__name__), "responses", backend)
         call = await caller.call(text_request("describe the image"))

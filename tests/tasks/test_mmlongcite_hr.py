@@ -164,3 +164,20 @@ def test_shipped_row_that_does_not_fit_fails_its_sample(tmp_path):
         hooks.messages(docs[103], {"root": copy})
     with pytest.raises(SampleError, match="HR row id 999 .*has no original row"):
         hooks.messages(docs[999], {"root": copy})
+
+
+def test_a_grid_is_cached_without_an_fsync(tmp_path, monkeypatch):
+    """The grid cache is rebuilt from its sources when lost: written
+    atomically, not synced to disk (an fsync per grid, per sample)."""
+    import os
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    paths = []
+    for k in range(2):
+        Image.new("RGB", (64, 48), colour(k)).save(folder / f"{k}.png")
+        paths.append(str(folder / f"{k}.png"))
+    synced = []
+    monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
+    path = hr.build_grid(paths, [1, 2], "easy")
+    assert path.is_file() and synced == []
