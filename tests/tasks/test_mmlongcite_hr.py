@@ -97,13 +97,16 @@ def test_hard_grids_built_from_real_images_read_back(tmp_path):
     assert Path(parts[0].path).is_relative_to(hr.grid_cache_dir())
 
 
-def test_easy_grid_shrinks_to_the_level_cap(tmp_path):
-    folder = tmp_path / "big"
+def _images(folder: Path, count: int, size: tuple[int, int]) -> list[str]:
+    """``count`` plain images of ``size``, one colour each, in ``folder``."""
     folder.mkdir()
-    paths = []
-    for k in range(4):
-        Image.new("RGB", (1500, 1000), colour(k)).save(folder / f"{k}.png")
-        paths.append(str(folder / f"{k}.png"))
+    for k in range(count):
+        Image.new("RGB", size, colour(k)).save(folder / f"{k}.png")
+    return [str(folder / f"{k}.png") for k in range(count)]
+
+
+def test_easy_grid_shrinks_to_the_level_cap(tmp_path):
+    paths = _images(tmp_path / "big", 4, (1500, 1000))
     grid = np.asarray(Image.open(hr.build_grid(paths, [9, 10, 11, 12], "easy")))
     assert max(grid.shape[:2]) <= 2048 and grid.shape[:2] == (2 * 682, 2 * 1024)
     assert read_label(grid, 1, 1, 1024, 682, range(1, 20)) == 12
@@ -171,12 +174,7 @@ def test_a_grid_is_cached_without_an_fsync(tmp_path, monkeypatch):
     atomically, not synced to disk (an fsync per grid, per sample)."""
     import os
 
-    folder = tmp_path / "src"
-    folder.mkdir()
-    paths = []
-    for k in range(2):
-        Image.new("RGB", (64, 48), colour(k)).save(folder / f"{k}.png")
-        paths.append(str(folder / f"{k}.png"))
+    paths = _images(tmp_path / "src", 2, (64, 48))
     synced = []
     monkeypatch.setattr(os, "fsync", lambda fd: synced.append(fd))
     path = hr.build_grid(paths, [1, 2], "easy")
