@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 import threading
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from avhb.errors import EnvironmentFailure
 
@@ -30,12 +31,31 @@ def write_atomic(path: Path | str, write: Callable[[Any], None], *, binary: bool
     Whatever ``write`` raises removes the temp file and leaves ``path`` as
     it was; an OS error (full disk, read-only folder...) is raised as
     :class:`EnvironmentFailure` (one line, ``hint`` appended)."""
+    with atomic_file(path, binary=binary, durable=durable, hint=hint) as fh:
+        try:
+            write(fh)
+        except OSError as exc:
+            raise write_failure(path, exc, hint) from None
+
+
+@contextmanager
+def atomic_file(path: Path | str, *, binary: bool = False, durable: bool = True, hint: str = "") -> Iterator[Any]:
+    """:func:`write_atomic` for a file filled in steps (a task's samples,
+    appended window by window while the task runs): the open temp file,
+    renamed to ``path`` when the block ends.  Whatever the block raises
+    removes the temp file and leaves ``path`` as it was, and is raised as
+    itself: the block converts its own write errors (:func:`write_failure`);
+    an OS error of the temp file's opening, fsync or rename is raised as
+    :class:`EnvironmentFailure`."""
     path = Path(path)
     tmp = temp_path(path)
+    in_block = False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8") as fh:
-            write(fh)
+            in_block = True
+            yield fh
+            in_block = False
             if durable:
                 fh.flush()
                 os.fsync(fh.fileno())
@@ -45,6 +65,11 @@ def write_atomic(path: Path | str, write: Callable[[Any], None], *, binary: bool
             tmp.unlink(missing_ok=True)
         except OSError:
             pass
-        if isinstance(exc, OSError):
-            raise EnvironmentFailure(f"cannot write {path}: {exc.strerror or exc}" + (f"; {hint}" if hint else "")) from None
+        if isinstance(exc, OSError) and not in_block:
+            raise write_failure(path, exc, hint) from None
         raise
+
+
+def write_failure(path: Path | str, exc: OSError, hint: str = "") -> EnvironmentFailure:
+    """An OS error writing ``path`` (full disk, read-only folder...), as one line."""
+    return EnvironmentFailure(f"cannot write {path}: {exc.strerror or exc}" + (f"; {hint}" if hint else ""))

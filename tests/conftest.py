@@ -14,6 +14,72 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTPACK = ROOT / "tests" / "fixtures" / "testpack_src"
 
 
+def pytest_configure(config):
+    """Every ``aggregate`` the suite calls is asked again over the same
+    records reduced to what its metric declares it reads (``Metric.reads``,
+    as a run reduces a task's records once they are written:
+    :func:`avhb.run.stream.slim`); a different answer fails the test.  So
+    each hand-computed aggregate test also checks its metric's declaration."""
+    from avhb.score.metric import Metric
+
+    for klass in [Metric, *_subclasses(Metric)]:
+        _check_reads(klass)
+    previous = Metric.__dict__.get("__init_subclass__")
+
+    def init_subclass(cls, **kwargs):
+        if previous is not None:
+            previous.__func__(cls, **kwargs)
+        _check_reads(cls)
+
+    Metric.__init_subclass__ = classmethod(init_subclass)
+
+
+def _subclasses(cls):
+    for sub in cls.__subclasses__():
+        yield sub
+        yield from _subclasses(sub)
+
+
+_CHECKING = []  # an aggregate being checked: the calls within it are not checked again
+
+
+def _check_reads(klass):
+    import dataclasses
+    import functools
+
+    aggregate = vars(klass).get("aggregate")
+    if aggregate is None or getattr(aggregate, "_checks_reads", False):
+        return
+
+    @functools.wraps(aggregate)
+    def checked(self, records, *args, **kwargs):
+        out = aggregate(self, records, *args, **kwargs)
+        if _CHECKING or args or kwargs or not isinstance(records, list):
+            return out
+        from avhb.run.stream import slim
+        from avhb.score.metric import SampleRecord, reads_of
+
+        keep = reads_of(self)
+        if keep is None or not all(type(r) is SampleRecord for r in records):
+            return out
+        copies = [dataclasses.replace(r) for r in records]
+        slim(copies, keep, ())
+        _CHECKING.append(self)
+        try:
+            again = aggregate(self, copies)
+        except Exception as exc:
+            raise AssertionError(f"{type(self).__qualname__}.aggregate fails on records reduced to its reads "
+                                 f"{sorted(keep)}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            _CHECKING.pop()
+        assert repr(again) == repr(out), (f"{type(self).__qualname__}.aggregate differs on records reduced to its "
+                                          f"reads {sorted(keep)}: {again!r} != {out!r}")
+        return out
+
+    checked._checks_reads = True
+    setattr(klass, "aggregate", checked)
+
+
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path_factory, monkeypatch):
     cache = tmp_path_factory.mktemp("avhb-cache")

@@ -22,6 +22,7 @@ its results are written, later tasks are not started, and the run raises
 from __future__ import annotations
 
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
@@ -31,7 +32,7 @@ from avhb.call.caller import Caller, NotInJournal
 from avhb.registry import get_registry
 from avhb.run.finished import inputs
 from avhb.run.folder import RunFolder
-from avhb.run.generate import TaskRun, generate, write_out
+from avhb.run.generate import TaskRun, generate, generate_bar, write_out
 from avhb.run.interrupt import stoppable
 from avhb.run.journal import Journal
 from avhb.run.session import CallSession
@@ -43,7 +44,8 @@ from avhb.run.plan import (backend_notes, check_backend, check_metric_roles, che
 from avhb.run.records import SampleReader
 from avhb.run.results import RunResults
 from avhb.run.settle import kept_and_rerun, mark_finished, settle
-from avhb.run.scoring import score, summarize
+from avhb.run.scoring import score, score_bar, summarize
+from avhb.run.stream import Failures, kept_fields, slim, window_size, windows
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.index import TaskIndex, build_index
@@ -284,36 +286,64 @@ class Evaluator:
         return {name: [judges.caller(spec).identity for spec in judges.panel(role)] for name, role in roles.items()}
 
     async def _run_task(self, run: TaskRun, judges: Judges, records: list[SampleRecord]) -> bool:
-        """Generate and score one task; True when no sample failed and every
-        judge verdict was read (the task is finished: avhb.run.finished)."""
+        """Generate, score and write one task, a window of samples at a time
+        (:mod:`avhb.run.stream`), then summarize it; True when no sample
+        failed and every judge verdict was read (the task is finished:
+        avhb.run.finished)."""
         task = run.task
         metrics = [] if self.o.predict_only else task.metrics()
-        missing = await generate(run, records, lambda: judges.usage.cost + run.model.usage.cost)
-        self._note_adaptations(task, records)
-        if missing:
-            raise NotInRunJournal(f"{missing} responses of task {task.name!r} are not in {self.folder.root}'s journal "
-                                  "(the run is unfinished or failed there): resume it with its original command "
-                                  "first; avhb score makes no model calls", task.name, records)
-        if metrics:
-            try:
-                await score(task, records, metrics, run.judges, lambda: judges.usage.cost, run.source.media_root)
-            except NotInJournal:
-                raise NotInRunJournal(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
-                                      "(the run is unfinished there): resume it with its original command first",
-                                      task.name, records) from None
+        keep = kept_fields(metrics)
+        axes = [axis.field for axis in task.breakdown]
+        size = len(records) if run.model.replaying else window_size(run.model.concurrency)
+        parts = list(windows(records, size))
+        failures = Failures()
+        model_cost = lambda: judges.usage.cost + run.model.usage.cost  # noqa: E731
+        judge_cost = lambda: judges.usage.cost  # noqa: E731
+        # one window: each stage's progress opens and closes with it; several: each spans them all
+        spanning = len(parts) > 1
+        with (generate_bar(run, records) if spanning else nullcontext()) as model_bar, \
+                (score_bar(task, records) if spanning and metrics else nullcontext()) as score_bar_, \
+                self.folder.samples_file(task.name) as append:
+            for window in parts:
+                await self._window(run, window, metrics, model_cost, judge_cost, model_bar, score_bar_, failures)
+                append(window)
+                failures.add(window)
+                slim(window, keep, axes)
+        path = self.folder.samples_path(task.name)
+        if failures.scoring_crashes:
+            print(f"avhb: warning: {task.name}: scoring failed on {len(failures.scoring_crashes)} samples (recorded "
+                  f"as errors); first: {failures.scoring_crashes[0]}", file=sys.stderr)
         self._say(judge_adaptation_notes(run.judges.adaptations, self._said))
         self.results.add_judge_errors(run.judges.errors, run.judges.last_error)
         result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.results.tasks[task.name] = result
-        self.not_attempted += sum(1 for r in records if r.error and "not attempted: " in r.error)
-        path = self.folder.write_samples(task.name, records)
-        failed = [r for r in records if r.error]
-        if failed:
-            first = failed[0]
-            print(f"avhb: warning: task {task.name}: {len(failed)} of {len(records)} samples failed and are excluded "
-                  f"from its metrics (first: sample {first.id!r}: {' '.join((first.error or '').split())[:300]}); "
+        self.not_attempted += failures.not_attempted
+        if failures.first is not None:
+            sample_id, error = failures.first
+            print(f"avhb: warning: task {task.name}: {failures.count} of {len(records)} samples failed and are "
+                  f"excluded from its metrics (first: sample {sample_id!r}: {' '.join(error.split())[:300]}); "
                   f"see {path}", file=sys.stderr)
         return result.errors == 0 and result.judge_failures == 0
+
+    async def _window(self, run: TaskRun, window: list[SampleRecord], metrics: list[Any],
+                      model_cost: Callable[[], float], judge_cost: Callable[[], float], model_bar: Any,
+                      score_bar_: Any, failures: Failures) -> None:
+        """One window's samples generated and scored."""
+        task = run.task
+        missing = await generate(run, window, model_cost, bar=model_bar)
+        self._note_adaptations(task, window)
+        if missing:
+            raise NotInRunJournal(f"{missing} responses of task {task.name!r} are not in {self.folder.root}'s journal "
+                                  "(the run is unfinished or failed there): resume it with its original command "
+                                  "first; avhb score makes no model calls", task.name, window)
+        if metrics:
+            try:
+                failures.scoring_crashes += await score(task, window, metrics, run.judges, judge_cost,
+                                                        run.source.media_root, bar=score_bar_)
+            except NotInJournal:
+                raise NotInRunJournal(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
+                                      "(the run is unfinished there): resume it with its original command first",
+                                      task.name, window) from None
 
     def _note_adaptations(self, task: Task, records: list[SampleRecord]) -> None:
         """Adaptations the plan-time notes did not foresee (a driver's

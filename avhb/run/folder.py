@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from avhb.atomic import write_atomic as _write_atomic
+from avhb.atomic import atomic_file, write_failure, write_atomic as _write_atomic
 from avhb.errors import EnvironmentFailure, UserError
 from avhb.run.lock import LOCK_NAME, LockHolder, RunLock
 from avhb.score.metric import SampleRecord
@@ -131,10 +132,23 @@ class RunFolder:
     def samples_path(self, task: str) -> Path:
         return samples_path(self.root, task)
 
-    def write_samples(self, task: str, records: list[SampleRecord]) -> Path:
+    @contextmanager
+    def samples_file(self, task: str) -> Iterator[Callable[[list[SampleRecord]], None]]:
+        """The task's samples file, written in steps: the block appends
+        records (a window of them at a time, as they are scored) and the
+        file is put in place when the block ends, so a reader never sees
+        part of it; a block that raises leaves the file as it was."""
         path = self.samples_path(task)
-        write_atomic(path, lambda fh: _write_sample_lines(fh, records))
-        return path
+
+        def append(records: list[SampleRecord]) -> None:
+            try:
+                _write_sample_lines(fh, records)
+                fh.flush()  # a written window is in the file, not in this process
+            except OSError as exc:
+                raise write_failure(path, exc, RESUME_HINT) from None
+
+        with atomic_file(path, hint=RESUME_HINT) as fh:
+            yield append
 
 
 def _holds_nothing(root: Path) -> bool:

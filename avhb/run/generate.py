@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable, TypeVar
@@ -58,13 +59,20 @@ class TaskRun:
         return self.source.media_root
 
 
-async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[[], float] = lambda: 0.0) -> int:
+def generate_bar(run: TaskRun, records: list[SampleRecord]) -> Progress:
+    """The model stage's progress over ``records`` (those not failed already)."""
+    label = f"{run.task.name}: {'replay' if run.model.replaying else 'model'}"
+    return Progress(label, sum(1 for r in records if r.error is None))
+
+
+async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[[], float] = lambda: 0.0,
+                   bar: Progress | None = None) -> int:
     """Fill each record's response (or error); returns how many records a
-    replaying caller could not find in the journal."""
+    replaying caller could not find in the journal.  ``bar``: the stage's
+    progress when it spans several calls (a task's windows), else its own."""
     missing = 0
     todo = [r for r in records if r.error is None]
-    label = f"{run.task.name}: {'replay' if run.model.replaying else 'model'}"
-    with Progress(label, len(todo)) as bar:
+    with nullcontext(bar) if bar is not None else generate_bar(run, records) as bar:
         seen = [cost_of()]
 
         async def one(record: SampleRecord) -> None:

@@ -3,7 +3,7 @@ through the same call path as the model) per sample, then the task's
 aggregates, per breakdown value and per repeat."""
 from __future__ import annotations
 
-import sys
+from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
@@ -21,17 +21,26 @@ from avhb.run.task import Task
 SCORING_IN_FLIGHT = 64
 
 
+def score_bar(task: Task, records: list[SampleRecord]) -> Progress:
+    """The scoring stage's progress over ``records``."""
+    return Progress(f"{task.name}: scoring", len(records))
+
+
 async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], judges: TaskJudges,
-                cost_of: Callable[[], float] = lambda: 0.0, root: Path | None = None) -> None:
+                cost_of: Callable[[], float] = lambda: 0.0, root: Path | None = None,
+                bar: Progress | None = None) -> list[str]:
     """Fill ``record.extracted`` and ``record.scores``; a filter or metric
-    that raises fails its sample (recorded), not the run.  ``root``: the
-    task's data root, for metrics that send a sample's media to a judge."""
+    that raises fails its sample (recorded), not the run: the errors of
+    those that raised are returned (the caller says them once a task).  ``root``: the
+    task's data root, for metrics that send a sample's media to a judge.
+    ``records`` hold every repeat of their samples (lm-eval's pipelines
+    filter them together); ``bar``: as :func:`avhb.run.generate.generate`'s."""
     ctx = ScoreContext(judges=judges, task=task.name, root=root)
     filters = task.filters()
     pipelines = task.filter_pipelines()
     repeats = _by_sample(records) if pipelines is not None else {}
     crashed: list[str] = []
-    with Progress(f"{task.name}: scoring", len(records)) as bar:
+    with nullcontext(bar) if bar is not None else score_bar(task, records) as bar:
         seen = [cost_of()]
 
         async def one(record: SampleRecord) -> None:
@@ -62,9 +71,7 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
             bar.update(1, error=record.error is not None, cost=spent)
 
         await run_bounded(records, one, SCORING_IN_FLIGHT)
-    if crashed:
-        print(f"avhb: warning: {task.name}: scoring failed on {len(crashed)} samples (recorded as errors); "
-              f"first: {crashed[0]}", file=sys.stderr)
+    return crashed
 
 
 def _by_sample(records: list[SampleRecord]) -> dict[str, list[SampleRecord]]:

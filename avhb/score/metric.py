@@ -150,6 +150,12 @@ class Metric:
     # the lm-eval filter pipeline (filter_list ``name``) whose answer this metric scores; its reported
     # name is then lm-eval's ``metric,filter`` (None: the task's one answer)
     filter_key: str | None = None
+    # the SampleRecord fields aggregate() reads besides id, repeat, error and scores (which every
+    # record keeps): "doc", "target", "response", "extracted", "judgements", "meta", "trajectory",
+    # "outputs".  A task's records are reduced to these once written (avhb.run.stream).  Declared by
+    # the class that defines aggregate() or one below it (reads_of); a class that overrides aggregate()
+    # without declaring reads has its records kept whole
+    reads: frozenset[str] = frozenset()
 
     def __init__(self, name: str | None = None, **options: Any):
         if name:
@@ -241,6 +247,29 @@ class Metric:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))  # a bool counts as 0/1
+
+
+RECORD_FIELDS = frozenset({"doc", "target", "response", "extracted", "judgements", "meta", "trajectory", "outputs"})
+
+
+def reads_of(metric: Metric) -> frozenset[str] | None:
+    """The record fields ``metric.aggregate`` reads (``Metric.reads``): the
+    declaration of the class that defines its ``aggregate``, or of a class
+    below it; None (keep records whole) when that class and those below it
+    declare none.  A name that is not a record field is refused."""
+    for klass in type(metric).__mro__:
+        declared = vars(klass).get("reads")
+        if declared is not None:
+            unknown = sorted(set(declared) - RECORD_FIELDS)
+            if unknown:
+                from avhb.errors import UserError
+
+                raise UserError(f"metric {metric.name!r} ({klass.__module__}.{klass.__qualname__}): reads names "
+                                f"{', '.join(map(repr, unknown))}, not record fields ({', '.join(sorted(RECORD_FIELDS))})")
+            return frozenset(declared)
+        if "aggregate" in vars(klass):
+            return None
+    return None
 
 
 def takes_aggregation(cls: type) -> bool:

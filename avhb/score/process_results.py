@@ -39,6 +39,7 @@ class Reported:
 
 class ProcessResults(Metric):
     """Scores each sample with the task's ``process_results`` hook (module docstring)."""
+    reads = frozenset()  # what aggregate() reads (Metric.reads)
 
     name = "process_results"
 

@@ -366,6 +366,7 @@ class JudgeAgreement(Metric):
     pairwise *linear*-weighted kappa (the paper's figure; the same value as
     ``<name>_kappa_linear``).
     """
+    reads = frozenset({"judgements"})  # what aggregate() reads (Metric.reads)
 
     name = "agreement"
     description = "mean pairwise Cohen's kappa (linear weights) of the judge panel on another metric's ratings"

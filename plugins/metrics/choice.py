@@ -412,6 +412,7 @@ class ChoiceAccuracy(Metric):
     ``<name>_judge_failures``.  A target that is not an option is a
     :class:`SampleError`.
     """
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "choice_accuracy"
     description = "share of answers naming the right option (rules, then the answer_matcher judge; never a guess)"

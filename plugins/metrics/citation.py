@@ -341,6 +341,7 @@ class Citation(Metric):
     ``max_statements`` (None).  Samples that failed outside the model are
     excluded (docs/errors.md).
     """
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "citation"
     description = "citation recall, precision and F1 of the answer's cited statements (an entailment judge)"

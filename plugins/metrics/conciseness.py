@@ -105,6 +105,7 @@ class Conciseness(Metric):
     see module docstring) and ``<name>_tokens`` = mean token count.
     Samples without output are excluded and counted (``<name>_missing``).
     Option ``source`` (field spec, default "response")."""
+    reads = frozenset()  # what aggregate() reads (Metric.reads)
 
     requires = (("tiktoken", "tiktoken"),)
 

@@ -310,6 +310,7 @@ class TemporalGrounding(_Grounding):
     """Options: ``pred`` (field spec, "extracted"), ``gold`` ("target").
     An explicit empty prediction ([])
     is a miss (0) but not unparsed; None is unparsed."""
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "temporal"
     description = "temporal precision, recall and F1 of the predicted intervals against the gold ones"
@@ -366,6 +367,7 @@ class TemporalGrounding(_Grounding):
 class TemporalIoU(_Grounding):
     """IoU of one predicted and one gold interval per sample.  Options:
     ``pred``, ``gold``."""
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "temporal_iou"
     outputs = {"bad_reference": COUNT, "unparsed": COUNT}
@@ -400,6 +402,7 @@ class TemporalIoU(_Grounding):
 class BoxIoU(_Grounding):
     """Options: ``pred``, ``gold``, ``threshold`` (0.5).  Reports ``<name>`` (mean IoU over box pairs) and
     ``<name>_at_<threshold>``."""
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "box_iou"
     description = "mean IoU of the predicted and gold boxes over (sample, frame) pairs"

@@ -173,6 +173,7 @@ def _number(value: Any) -> float | None:
 
 class EvaluateMetric(Metric):
     """A Hugging Face ``evaluate`` metric (see the module docstring)."""
+    reads = frozenset({"extracted", "response", "target"})  # what aggregate() reads (Metric.reads)
 
     name = "evaluate"
     description = "a Hugging Face evaluate module's corpus score over the scored samples"

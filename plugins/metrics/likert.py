@@ -132,6 +132,7 @@ class LikertFacet(_JudgedScale):
     """Options: ``role`` (judge role, default "cot_judge"), ``fields``,
     ``scale`` ([low, high], default [1, 5]), ``integer`` (True: a single
     judge's rating must be whole)."""
+    reads = frozenset({"judgements"})  # what aggregate() reads (Metric.reads)
 
     name = "likert"
     description = "mean judge rating on the scale (a panel: the mean of its members' valid ratings)"
@@ -167,6 +168,7 @@ class Judge012(_JudgedScale):
     """Options: ``role`` (default "scorer"), ``fields``,
     ``failures_as_zero`` (False),
     ``integer`` (True: a single judge's value must be 0, 1 or 2)."""
+    reads = frozenset({"judgements"})  # what aggregate() reads (Metric.reads)
 
     name = "judge_012"
     description = "mean 0/1/2 judge rating / 2"

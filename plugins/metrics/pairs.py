@@ -226,6 +226,7 @@ class MacroF1(Metric):
     compared after strip/lower-case).  Options: ``labels``, ``unknown``
     ("wrong" | "exclude"), ``bootstrap_iters`` (1000).  None extractions
     are unknown; failed records (``record.error``) are dropped."""
+    reads = frozenset({"extracted", "target"})  # what aggregate() reads (Metric.reads)
 
     name = "macro_f1"
     description = "macro F1 over the labels (seen in gold or prediction)"

@@ -27,6 +27,7 @@ from avhb.score.metric_helpers import count, judge_fields, resolve, usable, verd
 class GoldFacet(LikertFacet):
     """``likert`` over samples that have a gold CoT.  Option ``gold`` (field
     spec, default ``doc.gold_cot``) names it."""
+    reads = frozenset({"judgements", "meta"})  # what aggregate() reads (Metric.reads)
 
     name = "gold_facet"
     description = "judge-panel rating 1-5 of the answers whose sample has a gold CoT"
@@ -58,6 +59,7 @@ YES_NO = {"yes": 1.0, "no": 0.0}
 class AnswerAcc(Metric):
     """Options: ``role`` (default "answer_acc"), ``fields`` (judge fields;
     default question / final answer / reference final answer)."""
+    reads = frozenset()  # what aggregate() reads (Metric.reads)
 
     name = "answer_acc"
     description = "share of final answers the judge says match the reference's"

@@ -66,6 +66,7 @@ def mean_of_runs(records: list[SampleRecord], name: str) -> Aggregate:
 class StaticScore(Metric):
     """Options: ``matcher`` (judge role, "answer_matcher"), ``scorer``
     (judge role, "scorer")."""
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "score"
     accepts = {"matcher": "the MCQ matcher judge role (default answer_matcher)",
@@ -121,6 +122,7 @@ class StaticScore(Metric):
 
 class InteractionScore(Metric):
     """Success rate of a task-graph walk (module docstring)."""
+    reads = frozenset({"outputs"})  # what aggregate() reads (Metric.reads)
 
     name = "score"
     description = "success rate: walks that reach the goal along judged transitions; the mean of the runs' means"

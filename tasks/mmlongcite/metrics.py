@@ -77,6 +77,7 @@ def answer_text(record: SampleRecord) -> str:
 class Correctness(Metric):
     """``cor`` (module docstring).  Options: ``matcher_role``
     ("answer_matcher"), ``scorer_role`` ("scorer")."""
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "cor"
     description = "answer correctness: the option letter by rules then the matcher judge, else the scorer judge"
@@ -158,6 +159,7 @@ class Taxonomy(Metric):
     """The error taxonomy (module docstring).  Runs after the citation and
     ``cor`` metrics; options ``citation`` ("citation") and ``cor`` ("cor")
     name them."""
+    reads = frozenset({"meta"})  # what aggregate() reads (Metric.reads)
 
     name = "taxonomy"
     description = "error-taxonomy labels of the answers not fully right"

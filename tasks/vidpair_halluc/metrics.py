@@ -60,6 +60,7 @@ class _Binary(Metric):
     """Per sample: the mode's yes/no extraction (logged in ``meta``; avhb's
     reads a hedge as unknown, upstream's substring rule as no).
     Aggregate: one statistic of ``scoring.BINARY_STATS`` over pairs."""
+    reads = frozenset({"doc", "extracted", "response", "target"})  # what aggregate() reads (Metric.reads)
 
     stat = ""
     accepts = {"mode": "avhb (default) or upstream (the published scripts)",
@@ -135,6 +136,7 @@ class WAcc(_Binary):
 class YesDiff(_Binary):
     """(model_yes - gt_yes) / total_qa; also reports ``<name>_model_yes`` and
     ``<name>_gt_yes`` (n = total_qa)."""
+    reads = frozenset({"doc", "extracted", "response", "target"})  # what aggregate() reads (Metric.reads)
 
     stat = "yes_diff"
     higher_is_better = False
@@ -152,6 +154,7 @@ class YesDiff(_Binary):
 
 class FPRate(_Binary):
     """FP / total_qa, FP = yes where the gold is no; also reports ``<name>_fp``."""
+    reads = frozenset({"doc", "extracted", "response", "target"})  # what aggregate() reads (Metric.reads)
 
     stat = "fp_rate"
     higher_is_better = False
@@ -170,6 +173,7 @@ class UnknownCount(_Binary):
     """Counts, no estimate: ``<name>`` unknown replies (n = rows with a
     reply), ``<name>_missing`` answers (failed samples; n = rows),
     ``<name>_skipped_pairs`` (samples skipped whole; n = samples)."""
+    reads = frozenset({"doc", "extracted", "response", "target"})  # what aggregate() reads (Metric.reads)
 
     higher_is_better = False
     kind = COUNT
@@ -212,6 +216,7 @@ def mcq_options(doc: dict[str, Any]) -> dict[str, str]:
 class _Mcq(Metric):
     """Per sample: the answer extracted once per mode (cached in
     ``meta["mcq"]``).  Aggregate: one of ``scoring.MCQ_STATS``."""
+    reads = frozenset({"doc", "meta", "target"})  # what aggregate() reads (Metric.reads)
 
     stat = ""
     needs_judges = ("answer_matcher",)
@@ -301,6 +306,7 @@ class McqF1(_Mcq):
     """Upstream F1 (= accuracy over counted rows); also reports the counts
     ``<name>_unparsed``, ``<name>_missing`` (n = rows) and
     ``<name>_skipped_samples`` (upstream mode; n = samples)."""
+    reads = frozenset({"doc", "meta", "target"})  # what aggregate() reads (Metric.reads)
 
     stat = "f1"
     description = "upstream F1: accuracy over the rows counted (unparsed replies count as wrong)"
@@ -328,6 +334,7 @@ class McqPairAcc(_Mcq):
     """Both videos of a pair answered right (default pairing: ``pair_id``).
     Also reports ``<name>_incomplete_pairs`` (avhb mode: pairing units not
     scored for lack of a second member; n = pairing units)."""
+    reads = frozenset({"doc", "meta", "target"})  # what aggregate() reads (Metric.reads)
 
     description = "share of pairs (the same question on both videos) answered right on both"
 
@@ -373,6 +380,7 @@ class OpenScore(Metric):
     valid.  Anything else is excluded and counted in
     ``<name>_judge_failures`` (n = samples with a reply).  The task's scorer
     role must use a parser on the same scale (``check_scale_parser``)."""
+    reads = frozenset({"doc"})  # what aggregate() reads (Metric.reads)
 
     needs_judges = ("scorer",)
 

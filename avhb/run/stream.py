@@ -1,0 +1,99 @@
+"""A task's samples through generate -> score -> write, a window at a time.
+
+A window is a run of consecutive records, every repeat of a sample in the
+same window (lm-eval's filter pipelines take a sample's repeats together).
+Each window is generated, scored and appended to the task's samples file
+(:meth:`avhb.run.folder.RunFolder.samples_file`: put in place when the task
+ends), then its records are reduced to what the task's aggregates read
+(:func:`slim`).  So a task holds its records whole for one window only:
+the prompt, the reply's metadata and the document of a sample already
+written are not kept until the task ends.
+
+A window is ``WINDOW`` samples or 32 times what the model takes at once,
+whichever is more: between windows the calls in flight finish before the
+next window's start, a wait that this keeps to a small part of a window.
+
+A replaying run (``avhb score``, ``avhb merge``) keeps its one window: when
+an answer is not in the journal it reports the task's records whole
+(``NotInRunJournal``), and it sends no calls whose flow a window would cut.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Iterable, Iterator
+
+from avhb.score.metric import RECORD_FIELDS, SampleRecord, reads_of
+
+WINDOW = 8192  # samples (each with its repeats) held whole at once
+# what the task's summary reads of every record itself (avhb.run.scoring.summarize) is never dropped:
+# id, repeat, error, scores, and the document's breakdown fields
+_NOTHING: Any = MappingProxyType({})  # a dropped mapping: read-only, so a late write fails loudly
+
+
+def window_size(concurrency: int) -> int:
+    return max(WINDOW, 32 * max(1, concurrency))
+
+
+def windows(records: list[SampleRecord], size: int) -> Iterator[list[SampleRecord]]:
+    """``records`` in consecutive windows of about ``size``, a window
+    never cutting between the repeats of one sample."""
+    start, n = 0, len(records)
+    while start < n:
+        end = min(start + max(1, size), n)
+        while end < n and records[end].id == records[end - 1].id:
+            end += 1
+        yield records[start:end]
+        start = end
+
+
+def kept_fields(metrics: Iterable[Any]) -> frozenset[str] | None:
+    """The record fields the metrics' aggregates read (beyond what the
+    summary always keeps); None when one of them does not say (a plugin
+    metric without ``reads``): the records are kept whole."""
+    out: set[str] = set()
+    for m in metrics:
+        reads = reads_of(m)
+        if reads is None:
+            return None
+        out |= reads
+    return frozenset(out)
+
+
+def slim(records: list[SampleRecord], keep: frozenset[str] | None, breakdown: Iterable[str]) -> None:
+    """Drop, in place, what no aggregate of the task reads (``keep``:
+    :func:`kept_fields`); the document keeps its ``breakdown`` fields
+    unless ``doc`` is kept whole.  ``keep`` None: nothing is dropped."""
+    if keep is None:
+        return
+    axes = tuple(breakdown)
+    drop = sorted(RECORD_FIELDS - keep)
+    for r in records:
+        for name in drop:
+            if name == "doc":
+                r.doc = {k: r.doc[k] for k in axes if k in r.doc} if axes else _NOTHING
+            elif name in ("target", "response", "extracted"):
+                setattr(r, name, None)
+            elif name == "trajectory":
+                r.trajectory = ()  # type: ignore[assignment]
+            else:
+                setattr(r, name, _NOTHING)
+
+
+@dataclass
+class Failures:
+    """A task's failed samples as its windows finish: how many, the first."""
+
+    count: int = 0
+    not_attempted: int = 0  # samples an open breaker never sent
+    first: tuple[str, str] | None = None  # (sample id, error)
+    scoring_crashes: list[str] = field(default_factory=list)  # a filter's or metric's own exception
+
+    def add(self, records: list[SampleRecord]) -> None:
+        for r in records:
+            if r.error:
+                self.count += 1
+                if "not attempted: " in r.error:
+                    self.not_attempted += 1
+                if self.first is None:
+                    self.first = (str(r.id), r.error)

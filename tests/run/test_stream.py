@@ -1,0 +1,124 @@
+"""A task's samples through generate -> score -> write a window at a time
+(avhb.run.stream): windows never cut a sample's repeats, the samples file
+grows window by window and appears whole, a written window keeps only what
+the task's aggregates read, and the numbers are those of one window."""
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+
+import pytest
+
+import avhb
+from avhb.errors import UserError
+from avhb.model.backend import parse_backend_spec
+from avhb.run.stream import kept_fields, slim, windows
+from avhb.score.metric import Metric, SampleRecord, reads_of
+
+
+def _rec(sample_id: str, repeat: int = 0, **kw) -> SampleRecord:
+    return SampleRecord(id=sample_id, doc={"id": sample_id, "kind": "x", "q": "long text"}, repeat=repeat, **kw)
+
+
+def test_windows_never_cut_the_repeats_of_a_sample():
+    records = [_rec("a", 0), _rec("a", 1), _rec("a", 2), _rec("b"), _rec("c", 0), _rec("c", 1)]
+    assert [[(r.id, r.repeat) for r in w] for w in windows(records, 2)] == [
+        [("a", 0), ("a", 1), ("a", 2)], [("b", 0), ("c", 0), ("c", 1)]]
+    assert [len(w) for w in windows(records, 1)] == [3, 1, 2]
+    assert [len(w) for w in windows(records, 100)] == [6]
+    assert list(windows([], 4)) == []
+    for size in range(1, 8):
+        assert [r for w in windows(records, size) for r in w] == records
+
+
+class _Reads(Metric):
+    reads = frozenset({"doc"})
+
+    def aggregate(self, records):
+        return super().aggregate(records)
+
+
+class _Inherits(_Reads):
+    pass
+
+
+class _Overrides(_Reads):
+    def aggregate(self, records):  # reads more than its base said: undeclared, so records stay whole
+        return super().aggregate(records)
+
+
+class _Typo(Metric):
+    reads = frozenset({"docs"})
+
+
+def test_reads_are_those_of_the_class_that_defines_aggregate():
+    assert reads_of(Metric("m")) == frozenset()  # the mean of scores
+    assert reads_of(_Reads("m")) == {"doc"}
+    assert reads_of(_Inherits("m")) == {"doc"}
+    assert reads_of(_Overrides("m")) is None
+    assert kept_fields([Metric("a"), _Reads("b")]) == {"doc"}
+    assert kept_fields([_Reads("b"), _Overrides("c")]) is None
+    with pytest.raises(UserError, match="'docs', not record fields"):
+        reads_of(_Typo("t"))
+
+
+def test_slim_keeps_what_is_read_and_the_breakdown_fields():
+    r = _rec("a", 1, target="t", response="long reply", extracted="x", error=None,
+             scores={"m": 1.0}, judgements={"j": {}}, meta={"prompt": "p" * 100}, trajectory=[{"s": 1}],
+             outputs={"o": 1})
+    slim([r], frozenset({"target"}), ["kind"])
+    assert (r.id, r.repeat, r.scores, r.target) == ("a", 1, {"m": 1.0}, "t")
+    assert r.doc == {"kind": "x"} and r.response is None and r.extracted is None
+    assert not r.meta and not r.judgements and not r.outputs and not r.trajectory
+    with pytest.raises(TypeError):  # a dropped mapping is read-only: a late write fails loudly
+        r.meta["x"] = 1
+    whole = _rec("b", meta={"prompt": "p"}, response="reply")
+    slim([whole], None, ["kind"])
+    assert whole.meta == {"prompt": "p"} and whole.response == "reply" and whole.doc["q"] == "long text"
+    kept = _rec("c")
+    slim([kept], frozenset({"doc"}), [])
+    assert kept.doc["q"] == "long text"
+
+
+def _samples(run: Path, task: str) -> list[dict]:
+    return [json.loads(line) for line in (run / "samples" / f"{task.replace('/', '__')}.jsonl").read_text().splitlines()]
+
+
+def _run(tmp_path: Path, name: str, monkeypatch, size: int, seen: list | None = None) -> dict:
+    from avhb_testpack.backends import EchoBackend
+
+    monkeypatch.setattr("avhb.run.evaluator.window_size", lambda concurrency: size)
+    answer = EchoBackend.generate
+    out = tmp_path / name
+
+    async def generate(self, request):
+        if seen is not None:  # what the run holds and has written when this call is made
+            gc.collect()
+            held = [o for o in gc.get_objects() if type(o) is SampleRecord and o.id.startswith("e")
+                    and "prompt" in o.meta]
+            temp = list((out / "samples").glob(".*.tmp"))
+            lines = len(temp[0].read_text().splitlines()) if temp else 0
+            seen.append((lines, len(held), (out / "samples" / "testpack__qa_easy.jsonl").exists()))
+        return await answer(self, request)
+
+    monkeypatch.setattr(EchoBackend, "generate", generate)
+    return avhb.evaluate(avhb.RunOptions(tasks=["testpack/qa_easy"], model=parse_backend_spec("testpack/echo"),
+                                         output_dir=out, sample_data=True, write_report=False))
+
+
+def test_a_task_is_written_and_reduced_window_by_window(testpack, tmp_path, monkeypatch):
+    seen: list[tuple[int, int, bool]] = []
+    windowed = _run(tmp_path, "windowed", monkeypatch, 2, seen)
+    # six samples in windows of two: each window's calls see the earlier windows written to the temp
+    # file, none of their records still holding its prompt (at most one of this window's: the echo
+    # answers at once), and no samples file in place yet
+    assert [lines for lines, _, _ in sorted(seen)] == [0, 0, 2, 2, 4, 4]
+    assert all(held <= 1 and not placed for _, held, placed in seen)
+    whole = _run(tmp_path, "whole", monkeypatch, 10_000)
+    assert windowed["results"] == whole["results"] and windowed["breakdowns"] == whole["breakdowns"]
+    assert windowed["results"]["testpack/qa_easy"]["samples"] == 6
+    lines = _samples(tmp_path / "windowed", "testpack/qa_easy")
+    assert lines == _samples(tmp_path / "whole", "testpack/qa_easy")
+    assert [l["id"] for l in lines] == [f"e{i}" for i in range(6)] and all(l["prompt"] for l in lines)
+    assert not list((tmp_path / "windowed" / "samples").glob(".*.tmp"))
