@@ -5,7 +5,8 @@ One JSON object per line in ``journal/<kind>.jsonl`` (kinds: ``responses``,
 SIGKILL loses at most the line being written (a torn last line is skipped on
 reading); ``fsync`` runs at most every ``fsync_interval`` seconds and on
 close, which bounds what a power cut can lose without paying one fsync per
-sample.  In memory: an index of byte offsets, the entries stay on disk.
+sample.  In memory: an index of byte offsets (:class:`_Offsets`, about 16
+bytes a call), the entries stay on disk.
 
 Entries are redacted (:func:`avhb.redact.redact`) before they are kept or
 written, as the samples file is: a reply that echoes an API key never
@@ -16,12 +17,15 @@ without raising again.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from avhb.atomic import write_atomic
 from avhb.errors import EnvironmentFailure
@@ -31,15 +35,15 @@ from avhb.redact import redacted_json
 class Journal:
     """``get`` / ``put`` over the journal files.  What is kept in memory is
     an index, key -> the byte offset of the key's last line, not the
-    entries: an entry is read back (one ``pread``) when it is asked for,
-    so a 100,000-sample run's journal costs a few tens of MB, not its size
-    in Python objects."""
+    entries: an entry is read back (one ``pread``) when it is asked for and
+    its full key compared, so a million calls' journal costs about 16 MB
+    (:class:`_Offsets`), not its size in Python objects."""
 
     def __init__(self, folder: Path, fsync_interval: float = 0.2):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
-        self._index: dict[str, dict[str | bytes, int]] = {}  # kind -> key (as _compact makes it) -> offset
+        self._index: dict[str, _Offsets] = {}  # kind -> where its keys' lines start
         self._files: dict[str, Any] = {}
         self._ends: dict[str, int] = {}  # where the next line of a kind's file starts
         self._readers: dict[str, int] = {}  # read-only descriptors
@@ -56,9 +60,9 @@ class Journal:
     def _path(self, kind: str) -> Path:
         return self.folder / f"{kind}.jsonl"
 
-    def _load(self, kind: str) -> dict[str | bytes, int]:
+    def _load(self, kind: str) -> "_Offsets":
         if kind not in self._index:
-            index: dict[str | bytes, int] = {}
+            index = _Offsets()
             path = self._path(kind)
             if path.is_file():  # a regular file: a device (/dev/full) has no entries, only bytes
                 with open(path, "rb") as fh:
@@ -69,7 +73,7 @@ class Journal:
                         except ValueError:
                             record = None  # torn write from a killed run
                         if isinstance(record, dict) and isinstance(record.get("key"), str):
-                            index[_compact(record["key"])] = offset
+                            index.add(_hash(record["key"]), offset)
                         offset += len(line)
             self._index[kind] = index
         return self._index[kind]
@@ -93,20 +97,24 @@ class Journal:
         return record if isinstance(record, dict) else None
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:
-        offset = self._load(kind).get(_compact(key))
-        return None if offset is None else self._read(kind, offset)
+        for offset in self._load(kind).newest_first(_hash(key)):  # a hash two keys share: the line's key decides
+            entry = self._read(kind, offset)
+            if entry is not None and entry.get("key") == key:
+                return entry
+        return None
 
     def holds(self, kind: str) -> bool:
         """Whether the journal has any entry of ``kind``."""
-        return bool(self._load(kind))
+        return len(self._load(kind)) > 0
 
     def all(self, kind: str) -> dict[str, dict[str, Any]]:
-        """Every entry of a kind (read from disk: for tools and tests)."""
+        """Every entry of a kind, its last line per key (read from disk: for
+        tools and tests)."""
         out = {}
-        for key, offset in self._load(kind).items():
+        for offset in sorted(self._load(kind).offsets()):
             entry = self._read(kind, offset)
-            if entry is not None:
-                out[key.hex() if isinstance(key, bytes) else key] = entry
+            if entry is not None and isinstance(entry.get("key"), str):
+                out[entry["key"]] = entry
         return out
 
     def put(self, kind: str, key: str, record: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +143,7 @@ class Journal:
             self._failed = True
             raise EnvironmentFailure(f"cannot write the journal {self._path(kind)}: {exc.strerror or exc}; the run's "
                                      "finished work is kept, re-run the command to resume") from None
-        index[_compact(key)] = self._ends[kind]
+        index.add(_hash(key), self._ends[kind])
         self._ends[kind] += len(line)
         return record
 
@@ -168,19 +176,71 @@ class Journal:
         self._readers.clear()
 
 
-def _compact(key: str) -> str | bytes:
-    """A key as the index holds it: a call key (64 lowercase hex digits, a
-    SHA-256) as its 32 bytes (half the memory of the text, for every call
-    of the run), any other key as it is."""
+def _hash(key: str) -> int:
+    """A key's 8 bytes in the index: a call key (64 hex digits, a SHA-256)
+    gives its first 8 bytes, any other key those of its BLAKE2b.  Any
+    deterministic choice is right: a lookup compares the full key."""
     if len(key) == 64:
         try:
-            raw = bytes.fromhex(key)
+            return int(key[:16], 16) & 0xFFFF_FFFF_FFFF_FFFF
         except ValueError:
-            return key
-        if raw.hex() == key:
-            return raw
-    return key
+            pass
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
 
+
+class _Offsets:
+    """One journal file's index: key hash -> the byte offsets of its lines.
+    The bulk is two sorted arrays (8-byte hash, 8-byte offset: 16 bytes a
+    line); the lines added since the last merge wait in a dict, merged in
+    once there are ``MERGE_AT`` of them (a sort in numpy).  Two keys can
+    share a hash, so a lookup gives every offset of the hash, newest first
+    (a later line of a key replaces its earlier one), and the caller reads
+    the key back."""
+
+    MERGE_AT = 1 << 16
+
+    def __init__(self) -> None:
+        self._hashes = np.empty(0, dtype=np.uint64)
+        self._offsets = np.empty(0, dtype=np.uint64)
+        self._recent: dict[int, int | list[int]] = {}  # hash -> offset (or offsets, oldest first)
+        self._count = 0
+
+    def __len__(self) -> int:
+        return self._count
+
+    def add(self, hashed: int, offset: int) -> None:
+        held = self._recent.get(hashed)
+        self._recent[hashed] = offset if held is None else [*(held if isinstance(held, list) else [held]), offset]
+        self._count += 1
+        if len(self._recent) >= self.MERGE_AT:
+            self._merge()
+
+    def newest_first(self, hashed: int) -> list[int]:
+        held = self._recent.get(hashed)
+        out = [] if held is None else list(held) if isinstance(held, list) else [held]
+        hashes = self._hashes
+        if len(hashes):
+            key = np.uint64(hashed)
+            at = int(hashes.searchsorted(key))
+            while at < len(hashes) and hashes[at] == key:
+                out.append(int(self._offsets[at]))
+                at += 1
+        return out if len(out) < 2 else sorted(out, reverse=True)
+
+    def offsets(self) -> list[int]:
+        recent = [o for held in self._recent.values() for o in (held if isinstance(held, list) else [held])]
+        return [*self._offsets.tolist(), *recent]
+
+    def _merge(self) -> None:
+        hashes = [h for h, held in self._recent.items() for _ in (held if isinstance(held, list) else [held])]
+        offsets = [o for held in self._recent.values() for o in (held if isinstance(held, list) else [held])]
+        new_hashes = np.array(hashes, dtype=np.uint64)
+        order = new_hashes.argsort()
+        hashes_all = np.concatenate([self._hashes, new_hashes[order]])
+        offsets_all = np.concatenate([self._offsets, np.array(offsets, dtype=np.uint64)[order]])
+        order = hashes_all.argsort(kind="stable")  # two sorted runs: a merge
+        self._hashes, self._offsets = hashes_all[order], offsets_all[order]
+        self._recent = {}
 
 def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as fh:

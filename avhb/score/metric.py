@@ -102,9 +102,10 @@ def first_sentence(doc: str | None, limit: int = 160) -> str:
     return (head[: limit - 1] + "…") if len(head) > limit else head
 
 
-@dataclass
+@dataclass(slots=True)
 class SampleRecord:
-    """One sample as metrics see it; also one line of samples/<task>.jsonl."""
+    """One sample as metrics see it; also one line of samples/<task>.jsonl.
+    Slotted: a run holds one per sample (and repeat) of each of its tasks."""
 
     id: str
     doc: dict[str, Any]

@@ -1,11 +1,16 @@
-"""The journal's in-memory index holds call keys (SHA-256 hex) as their 32
-bytes (issue 26: memory per sample); every key still answers as written,
-before and after the journal is reopened, and ``all`` gives the keys back."""
+"""The journal's in-memory index holds 8 bytes of each key's hash and its
+line's offset (issue 26: memory per sample); every key still answers as
+written, before and after the journal is reopened and across the index's
+merges, two keys sharing a hash each answer for themselves, and ``all``
+gives the keys back."""
 from __future__ import annotations
 
 import hashlib
 
-from avhb.run.journal import Journal, _compact
+import pytest
+
+from avhb.run import journal as journal_module
+from avhb.run.journal import Journal, _Offsets
 
 
 def test_keys_answer_as_written_and_come_back_from_all(tmp_path):
@@ -25,7 +30,36 @@ def test_keys_answer_as_written_and_come_back_from_all(tmp_path):
     assert again.get("responses", hashlib.sha256(b"other").hexdigest()) is None
 
 
-def test_a_call_key_is_held_as_its_bytes():
-    key = hashlib.sha256(b"x").hexdigest()
-    assert _compact(key) == bytes.fromhex(key)
-    assert _compact(key.upper()) == key.upper() and _compact("k") == "k" and _compact("g" * 64) == "g" * 64
+def test_keys_sharing_a_hash_each_answer_for_themselves(tmp_path, monkeypatch):
+    monkeypatch.setattr(journal_module, "_hash", lambda key: 7)  # every key collides
+    journal = Journal(tmp_path)
+    for key, text in [("a", "first a"), ("b", "b"), ("a", "second a")]:
+        journal.put("responses", key, {"response": text})
+    assert journal.get("responses", "a")["response"] == "second a"  # the last line of a key wins
+    assert journal.get("responses", "b")["response"] == "b" and journal.get("responses", "c") is None
+    journal.close()
+    again = Journal(tmp_path)
+    assert again.get("responses", "a")["response"] == "second a" and again.get("responses", "b")["response"] == "b"
+    assert {k: v["response"] for k, v in again.all("responses").items()} == {"a": "second a", "b": "b"}
+
+
+@pytest.mark.parametrize("reopen", [False, True])
+def test_the_index_answers_across_its_merges(tmp_path, monkeypatch, reopen):
+    monkeypatch.setattr(_Offsets, "MERGE_AT", 8)
+    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(50)] + ["plain", "k" * 64]
+    journal = Journal(tmp_path)
+    for i, key in enumerate(keys):
+        journal.put("responses", key, {"response": f"r{i}"})
+    journal.put("responses", keys[3], {"response": "again"})  # after its line was merged into the arrays
+    later = [hashlib.sha256(f"later{i}".encode()).hexdigest() for i in range(8)]
+    for key in later:  # and "again" merged too: both of its lines in the arrays, the newer one must win
+        journal.put("responses", key, {"response": key[:4]})
+    if reopen:
+        journal.close()
+        journal = Journal(tmp_path)
+    index = journal._load("responses")
+    assert len(index._hashes) >= 56 and len(index) == len(keys) + 9  # merged: most of it in the arrays
+    want = {k: f"r{i}" for i, k in enumerate(keys)} | {keys[3]: "again"} | {k: k[:4] for k in later}
+    assert {k: journal.get("responses", k)["response"] for k in [*keys, *later]} == want
+    assert journal.get("responses", hashlib.sha256(b"never").hexdigest()) is None
+    assert {k: v["response"] for k, v in journal.all("responses").items()} == want
