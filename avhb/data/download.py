@@ -62,7 +62,9 @@ def fetch_http(url: str, dest: Path, sha256: str | None = None, *, retries: int 
       ``RetryPolicy(max_attempts=retries + 1, base_delay=retry_wait)``): a
       retryable HTTP status (408, 409, 425, 429, 5xx; its Retry-After
       honoured) or a transport error is retried after a full-jitter
-      backoff; a restart from byte 0 is an attempt too, retried at once.
+      backoff.  A restart from byte 0 (a resumed file whose hash is wrong,
+      ranges that do not add up) happens within the attempt: it does not
+      spend the budget, and a spent budget does not hide it.
 
     Raises :class:`UserError` (one line) when the file cannot be fetched.
     """
@@ -78,34 +80,41 @@ def fetch_http(url: str, dest: Path, sha256: str | None = None, *, retries: int 
     part = dest.with_name(dest.name + ".part")
     meta = dest.with_name(dest.name + ".part.json")
 
-    state = {"restarts": 0, "restarted": False}
+    def restart() -> None:
+        part.unlink(missing_ok=True)
+        meta.unlink(missing_ok=True)
 
     def attempt() -> Path:
-        resumed = part.is_file() and part.stat().st_size > 0
-        try:
-            _transfer(url, part, meta, timeout, headers or {})
-        except _Restart as exc:
-            part.unlink(missing_ok=True)
+        """One attempt of the retry budget; a restart from byte 0 is part of
+        it (at most twice for ranges that do not add up, once for a resumed
+        file whose hash is wrong), so a budget spent on dropped connections
+        cannot turn a restart into a wrong message."""
+        bad_ranges, rehashed = 0, False
+        while True:
+            resumed = part.is_file() and part.stat().st_size > 0
+            try:
+                _transfer(url, part, meta, timeout, headers or {})
+            except _Restart as exc:
+                restart()
+                bad_ranges += 1
+                if bad_ranges > 2:
+                    raise UserError(f"could not fetch {url}: the server's byte ranges do not add up "
+                                    f"({exc or 'inconsistent Content-Range'}); place the file at {dest} by hand") from exc
+                continue
+            got = hub.sha256_file(part) if want is not None else None
+            if got is not None and got != want:
+                restart()
+                if resumed and not rehashed:  # the part may hold another version's bytes: once from byte 0
+                    rehashed = True
+                    continue
+                raise UserError(f"sha256 mismatch for {url}: expected {want}, got {got}"
+                                + (" (after a restart from byte 0)" if rehashed else "")
+                                + f"; the file on the server changed or is corrupt (nothing was kept at {dest})")
+            with open(part, "rb+") as f:
+                os.fsync(f.fileno())
+            os.replace(part, dest)
             meta.unlink(missing_ok=True)
-            state["restarts"] += 1
-            if state["restarts"] > 2:
-                raise UserError(f"could not fetch {url}: the server's byte ranges do not add up "
-                                f"({exc or 'inconsistent Content-Range'}); place the file at {dest} by hand") from exc
-            raise
-        got = hub.sha256_file(part) if want is not None else None
-        if got is not None and got != want:
-            part.unlink(missing_ok=True)
-            meta.unlink(missing_ok=True)
-            if resumed and not state["restarted"]:
-                state["restarted"] = True
-                raise _Restart("the resumed file did not match its sha256")
-            raise UserError(f"sha256 mismatch for {url}: expected {want}, got {got}; the file on the "
-                            f"server changed or is corrupt (nothing was kept at {dest})")
-        with open(part, "rb+") as f:
-            os.fsync(f.fileno())
-        os.replace(part, dest)
-        meta.unlink(missing_ok=True)
-        return dest
+            return dest
 
     policy = RetryPolicy(max_attempts=max(0, retries) + 1, base_delay=retry_wait)
     outcome = Resilient(policy, classify=_classify_transfer).call_sync(attempt)
@@ -117,9 +126,6 @@ def fetch_http(url: str, dest: Path, sha256: str | None = None, *, retries: int 
     if isinstance(exc, urllib.error.HTTPError):
         raise UserError(f"could not fetch {url}: HTTP {exc.code} {exc.reason}; "
                         f"check the URL, or place the file at {dest} by hand") from exc
-    if isinstance(exc, _Restart):
-        raise UserError(f"could not fetch {url}: the server's byte ranges do not add up "
-                        f"({exc or 'inconsistent Content-Range'}); place the file at {dest} by hand") from exc
     if isinstance(exc, _TRANSIENT):
         raise UserError(f"could not fetch {url}: {type(exc).__name__}: {exc}; rerun "
                         f"`avhb prepare` to resume, or place the file at {dest} by hand") from exc
@@ -128,10 +134,8 @@ def fetch_http(url: str, dest: Path, sha256: str | None = None, *, retries: int 
 
 def _classify_transfer(exc: BaseException) -> Failure:
     """A failed transfer attempt: HTTP errors by status (a 429's or 503's
-    Retry-After honoured), transport errors retryable, a restart from byte
-    0 retried at once, anything else fatal."""
-    if isinstance(exc, _Restart):
-        return Failure(str(exc) or "restart", True, retry_after=0.0)
+    Retry-After honoured), transport errors retryable, anything else fatal
+    (a restart from byte 0 happens within the attempt)."""
     if isinstance(exc, urllib.error.HTTPError):
         return classify_exception(exc)
     if isinstance(exc, _TRANSIENT):

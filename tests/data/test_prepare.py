@@ -380,6 +380,23 @@ def test_fetch_http_corrupt_resume_retries_from_zero_then_fails_clearly(files, t
     assert not (tmp_path / "other.json").exists() and not (tmp_path / "other.json.part").exists()
 
 
+def test_a_restart_from_zero_is_not_spent_from_the_retry_budget(files, tmp_path):
+    """A resumed part whose hash is wrong restarts from byte 0 within its
+    attempt: with no retries left it still downloads (it used to fail with
+    "byte ranges do not add up"), and a file that is wrong from byte 0 too
+    is said as a sha256 mismatch after the restart."""
+    dest = tmp_path / "curve.json"
+    (tmp_path / "curve.json.part").write_bytes(b"\0" * 1000)
+    fetch_http(files.url_of, dest, sha256(BLOB), retries=0)
+    assert dest.read_bytes() == BLOB
+    assert _gets(files) == [("bytes=1000-", 206), (None, 200)]
+    other = tmp_path / "other.json"
+    (tmp_path / "other.json.part").write_bytes(b"\0" * 1000)
+    with pytest.raises(UserError, match=r"sha256 mismatch .* \(after a restart from byte 0\)"):
+        fetch_http(files.url_of, other, "0" * 64, retries=0)
+    assert not other.exists() and not (tmp_path / "other.json.part").exists()
+
+
 def test_fetch_http_replaces_a_wrong_existing_file(files, tmp_path):
     dest = tmp_path / "curve.json"
     dest.write_bytes(b"stale")
