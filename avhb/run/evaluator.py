@@ -310,9 +310,9 @@ class Evaluator:
                 failures.add(window)
                 slim(window, keep, axes)
         path = self.folder.samples_path(task.name)
-        if failures.scoring_crashes:
-            print(f"avhb: warning: {task.name}: scoring failed on {len(failures.scoring_crashes)} samples (recorded "
-                  f"as errors); first: {failures.scoring_crashes[0]}", file=sys.stderr)
+        if failures.crashes:
+            print(f"avhb: warning: {task.name}: scoring failed on {failures.crashes} samples (recorded "
+                  f"as errors); first: {failures.first_crash}", file=sys.stderr)
         self._say(judge_adaptation_notes(run.judges.adaptations, self._said))
         self.results.add_judge_errors(run.judges.errors, run.judges.last_error)
         result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
@@ -338,8 +338,8 @@ class Evaluator:
                                   "first; avhb score makes no model calls", task.name, window)
         if metrics:
             try:
-                failures.scoring_crashes += await score(task, window, metrics, run.judges, judge_cost,
-                                                        run.source.media_root, bar=score_bar_)
+                failures.add_crashes(await score(task, window, metrics, run.judges, judge_cost,
+                                                 run.source.media_root, bar=score_bar_))
             except NotInJournal:
                 raise NotInRunJournal(f"a judge answer of task {task.name!r} is not in {self.folder.root}'s journal "
                                       "(the run is unfinished there): resume it with its original command first",

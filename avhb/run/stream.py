@@ -19,15 +19,13 @@ an answer is not in the journal it reports the task's records whole
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Iterable, Iterator
 
 from avhb.score.metric import RECORD_FIELDS, SampleRecord, reads_of
 
 WINDOW = 8192  # samples (each with its repeats) held whole at once
-# what the task's summary reads of every record itself (avhb.run.scoring.summarize) is never dropped:
-# id, repeat, error, scores, and the document's breakdown fields
 _NOTHING: Any = MappingProxyType({})  # a dropped mapping: read-only, so a late write fails loudly
 
 
@@ -87,7 +85,13 @@ class Failures:
     count: int = 0
     not_attempted: int = 0  # samples an open breaker never sent
     first: tuple[str, str] | None = None  # (sample id, error)
-    scoring_crashes: list[str] = field(default_factory=list)  # a filter's or metric's own exception
+    crashes: int = 0  # samples whose filter or metric raised
+    first_crash: str | None = None
+
+    def add_crashes(self, errors: list[str]) -> None:
+        self.crashes += len(errors)
+        if errors and self.first_crash is None:
+            self.first_crash = errors[0]
 
     def add(self, records: list[SampleRecord]) -> None:
         for r in records:

@@ -122,3 +122,20 @@ def test_a_task_is_written_and_reduced_window_by_window(testpack, tmp_path, monk
     assert lines == _samples(tmp_path / "whole", "testpack/qa_easy")
     assert [l["id"] for l in lines] == [f"e{i}" for i in range(6)] and all(l["prompt"] for l in lines)
     assert not list((tmp_path / "windowed" / "samples").glob(".*.tmp"))
+
+
+def test_a_replay_keeps_one_window_and_counts_every_missing_answer(testpack, tmp_path, monkeypatch):
+    """``avhb score`` replays the task in one window: answers missing from
+    two windows' worth of samples are all counted in the one error."""
+    from avhb.run.evaluator import NotInRunJournal
+    from avhb.run.options import options_from_run
+
+    _run(tmp_path, "run", monkeypatch, 10_000)
+    journal = tmp_path / "run" / "journal" / "responses.jsonl"
+    lines = journal.read_text().splitlines()
+    assert len(lines) == 6
+    journal.write_text("\n".join(lines[1:5]) + "\n")  # the first and the last sample's answers gone
+    monkeypatch.setattr("avhb.run.evaluator.window_size", lambda concurrency: 2)
+    with pytest.raises(NotInRunJournal, match="^2 responses of task 'testpack/qa_easy'") as err:
+        avhb.evaluate(options_from_run(tmp_path / "run"))
+    assert len(err.value.records) == 6
