@@ -139,3 +139,14 @@ def test_a_replay_keeps_one_window_and_counts_every_missing_answer(testpack, tmp
     with pytest.raises(NotInRunJournal, match="^2 responses of task 'testpack/qa_easy'") as err:
         avhb.evaluate(options_from_run(tmp_path / "run"))
     assert len(err.value.records) == 6
+
+
+def test_a_window_is_large_beside_what_the_model_takes_at_once():
+    from avhb.run.stream import WINDOW, window_size
+
+    assert window_size(1) == WINDOW == 8192 and window_size(0) == WINDOW
+    assert window_size(1000) == 32_000  # the drain between windows stays a small part of one
+
+
+def test_a_record_has_no_instance_dict():
+    assert not hasattr(_rec("a"), "__dict__")  # slotted: a run holds one per sample
