@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from avhb.data.jsonl_rows import JsonlRows
 from avhb.errors import UserError
 from avhb.taskdef.config import TaskConfig
 
@@ -245,12 +246,13 @@ def default_loader(root: Path, task: TaskConfig, split: str | None = None) -> An
     return ds
 
 
-def _read_records(path: Path) -> list[dict[str, Any]]:
+def _read_records(path: Path) -> Sequence[dict[str, Any]]:
     """The rows of a .jsonl, .json or .csv data file; every row must be an
-    object.  Errors name the file and the (1-based) line."""
+    object.  Errors name the file and the (1-based) line.  A .jsonl file's
+    rows are read when they are used (:class:`JsonlRows`)."""
     try:
         if path.suffix == ".jsonl":
-            return _read_jsonl(path)
+            return JsonlRows(path)  # decoded again when a window needs them (avhb.data.jsonl_rows)
         if path.suffix == ".json":
             raw = path.read_bytes()
             try:
@@ -276,49 +278,3 @@ def _read_records(path: Path) -> list[dict[str, Any]]:
     except OSError as exc:
         raise UserError(f"{path}: cannot read data: {exc.strerror or exc}") from None
     raise UserError(f"{path}: unsupported data file (expected .json, .jsonl or .csv)")
-
-
-_decode_json = json.JSONDecoder().decode  # json.loads without its per-call checks (a str is given)
-
-
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The rows, read in one go; a file with any bad line is read again line
-    by line, for the message naming it (:func:`_read_jsonl_lines`)."""
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError:
-        return _read_jsonl_lines(path)
-    rows: list[dict[str, Any]] = []
-    append = rows.append
-    try:
-        for line in text.split("\n"):
-            if line.strip():
-                row = _decode_json(line)
-                if type(row) is not dict:
-                    raise ValueError(line)
-                append(row)
-    except ValueError:
-        return _read_jsonl_lines(path)
-    return rows
-
-
-def _read_jsonl_lines(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise UserError(f"{path}:{lineno}: not UTF-8 text (byte {exc.start} of the line)") from None
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                raise UserError(f"{path}:{lineno}: not valid JSON: {getattr(exc, 'msg', exc)} "
-                                f"(column {getattr(exc, 'colno', '?')})") from None
-            if not isinstance(row, dict):
-                raise UserError(f"{path}:{lineno}: a row must be a JSON object (one sample), got "
-                                f"{type(row).__name__}")
-            rows.append(row)
-    return rows

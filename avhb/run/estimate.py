@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from avhb.model.messages import ImagePart, TextPart, VideoPart
+from avhb.run.stream import WINDOW
 
 _MAX_TOKEN_KEYS = ("max_tokens", "max_new_tokens", "max_completion_tokens", "max_gen_toks")
 
@@ -102,10 +103,12 @@ class Estimate:
         return "; ".join(parts)
 
 
-def estimate(runs: dict[str, Any], records: dict[str, list[Any]], skip: set[str], judges: Any,
+def estimate(runs: dict[str, Any], samples: dict[str, Any], skip: set[str], judges: Any,
              journal: Any, predict_only: bool) -> Estimate:
     """The estimate for the tasks in ``runs`` (``TaskRun`` by name) not in
-    ``skip`` (finished earlier)."""
+    ``skip`` (finished earlier); ``samples``: each task's
+    :class:`avhb.run.records.TaskSamples`, whose records are built a window
+    at a time here as when they run."""
     from avhb.run.driver import SampleContext
 
     first = next(iter(runs.values()))
@@ -119,9 +122,9 @@ def estimate(runs: dict[str, Any], records: dict[str, list[Any]], skip: set[str]
         caps = model.capabilities
         if replies is None:
             replies = model.journal.holds(model.kind)  # an empty journal answers nothing: no key to compute
-        todo = [r for r in records[name] if r.error is None]
+        task_samples = samples[name]
         unplanned_video = False
-        for record in todo:
+        for record in (r for window in task_samples.windows(WINDOW) for r in window if r.error is None):
             ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=False)
             try:
                 request = ctx.request()
@@ -152,7 +155,7 @@ def estimate(runs: dict[str, Any], records: dict[str, list[Any]], skip: set[str]
         if unplanned_video:
             out.notes.append(f"{name}: video sampled by fps without max_frames; its frames are not counted")
         if not predict_only:
-            _judge_calls(out, run, len(todo), judges, held, name)
+            _judge_calls(out, run, task_samples.todo, judges, held, name)
     return out
 
 

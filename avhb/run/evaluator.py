@@ -41,11 +41,11 @@ from avhb.run.notes import adaptation_notes, judge_adaptation_notes, said_kinds,
 from avhb.run.options import RunOptions, media_plan
 from avhb.run.plan import (backend_notes, check_backend, check_metric_roles, check_names_used, check_transcribers,
                            resolve_sources, resolve_tasks)
-from avhb.run.records import SampleReader
+from avhb.run.records import SampleReader, TaskSamples
 from avhb.run.results import RunResults
 from avhb.run.settle import kept_and_rerun, mark_finished, settle
 from avhb.run.scoring import score, score_bar, summarize
-from avhb.run.stream import Failures, kept_fields, slim, window_size, windows
+from avhb.run.stream import Failures, kept_fields, slim, window_size
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.index import TaskIndex, build_index
@@ -74,7 +74,7 @@ class Evaluator:
         self.index = index or build_index(self.registry)
         self.folder = RunFolder(options.output_dir)
         self.results = RunResults()
-        self.reader = SampleReader(options, self.index, self.results.absent)  # the data, read into records
+        self.reader = SampleReader(options, self.index, self.results.absent)  # the data, checked; its samples chosen
         self._said: set[str] = set()  # "task|adaptation kind" already said in a note
         self.manifest: dict[str, Any] = {}
         self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
@@ -104,17 +104,17 @@ class Evaluator:
         plans = {t.name: media_plan(t, self.o) for t in tasks}
         for t in tasks:
             check_metric_roles(t, self.o.predict_only)
-        records, absent_note = self.reader.read(tasks, sources)  # data read before any model call
-        tasks = [t for t in tasks if t.name in records]
+        samples, absent_note = self.reader.read(tasks, sources)  # data checked before any model call
+        tasks = [t for t in tasks if t.name in samples]
         notes = (list(self.o.notes) + absent_note + samples_notes(self.o.samples, self.reader.matched)
                  + task_key_notes(tasks))
         make_backend = create_backend if self.o.executor is None else self.o.executor.backend_factory()
         backend = None if self.o.score_only else make_backend(self._model)
         if backend is not None:
-            notes += backend_notes(backend, tasks, plans, sources, records, self.o, self._model.label)
+            notes += backend_notes(backend, tasks, plans, sources, samples, self.o, self._model.label)
         session = CallSession(self.folder.journal_dir, self.o.judges, make_backend,
                               replay_identities=(recorded.get("judge_identities") or {}) if self.o.replay_judges else None)
-        self._check_before_calls(tasks, plans, sources, records, backend, session.judges)
+        self._check_before_calls(tasks, plans, sources, samples, backend, session.judges)
         model = self._model_caller(session, backend, recorded)
         notes = self._say_notes(backend, tasks, notes)
         if self.o.max_cost is not None:
@@ -128,19 +128,19 @@ class Evaluator:
             kept, rerun = kept_and_rerun([t.name for t in tasks], before.tasks, recorded, parts,
                                          self.folder.samples_path, self.o.score_only)
             if self.o.write_out:
-                write_out(runs, records)
+                write_out(runs, samples)
             if backend is not None:  # before anything is moved aside: --max-cost may refuse to start
-                self._say_estimate(runs, records, kept, session.judges, session.journal)
+                self._say_estimate(runs, samples, kept, session.judges, session.journal)
             settle(self.folder, self.manifest, recorded, rerun, self.o)
             self.folder.write_run(self.manifest)
-            await self._run_tasks(tasks, runs, records, kept, before, parts, model, session.judges)
+            await self._run_tasks(tasks, runs, samples, kept, before, parts, model, session.judges)
         finally:
             await session.aclose()
         return self._finish(tasks)
 
     # ------------------------------------------------------------------ before any call
     def _check_before_calls(self, tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
-                            records: dict[str, list[SampleRecord]], backend: Backend | None, judges: Judges) -> None:
+                            samples: dict[str, TaskSamples], backend: Backend | None, judges: Judges) -> None:
         """What would fail mid-run fails now: a judge that cannot be built
         (or cannot see what it is sent), a later task's missing
         speech-to-text package, settings the backend refuses before it
@@ -149,7 +149,7 @@ class Evaluator:
             if not self.o.replay_judges:
                 judges.prepare(t.bound_roles(self.o.predict_only))
         if backend is not None:
-            check_transcribers(tasks, plans, sources, records, backend, judges, self.o)
+            check_transcribers(tasks, plans, sources, samples, backend, judges, self.o)
             check_backend(tasks, plans, backend, self.o, self.registry, self._model.label)
 
     def _model_caller(self, session: CallSession, backend: Backend | None, recorded: dict[str, Any]) -> Caller:
@@ -197,7 +197,7 @@ class Evaluator:
                                 self.o.seed, self.o.system_instruction, self.reader.fewshot.get(t.name, {}),
                                 self.o.fewshot_as_multiturn) for t in tasks}
 
-    async def _run_tasks(self, tasks: list[Task], runs: dict[str, TaskRun], records: dict[str, list[SampleRecord]],
+    async def _run_tasks(self, tasks: list[Task], runs: dict[str, TaskRun], samples: dict[str, TaskSamples],
                          kept: set[str], before: RunResults, parts: dict[str, dict[str, str] | None], model: Caller,
                          judges: Judges) -> None:
         """Each task in turn: kept whole (finished earlier with the same
@@ -214,7 +214,7 @@ class Evaluator:
                 clean = True
             else:
                 ran = True
-                clean = await self._run_task(run, judges, records[task.name])
+                clean = await self._run_task(run, judges, samples[task.name])
             self.results.aggregate_groups(self.index.groups, self.index.group_members, self.index.group_entries)
             self._write_results(judges, ran)  # each task's results land as soon as it finishes
             mark_finished(self.folder, self.manifest, task.name, parts[task.name] if clean else None)
@@ -239,13 +239,13 @@ class Evaluator:
             raise RunStopped(message + "; re-running the command retries them", self.results.to_json())
         return self.results.to_json()
 
-    def _say_estimate(self, runs: dict[str, TaskRun], records: dict[str, list[SampleRecord]], finished: set[str],
+    def _say_estimate(self, runs: dict[str, TaskRun], samples: dict[str, TaskSamples], finished: set[str],
                       judges: Judges, journal: Journal) -> None:
         """The calls, tokens and cost ahead, before the first call
         (:mod:`avhb.run.estimate`); ``--max-cost`` refuses to start above it."""
         from avhb.run.estimate import estimate
 
-        ahead = estimate(runs, records, finished, judges, journal, self.o.predict_only)
+        ahead = estimate(runs, samples, finished, judges, journal, self.o.predict_only)
         print(f"avhb: estimate: {ahead.line()}", file=sys.stderr)
         for note in ahead.notes:
             print(f"avhb: estimate: {note}", file=sys.stderr)
@@ -285,7 +285,7 @@ class Evaluator:
         roles = task.bound_roles(self.o.predict_only)
         return {name: [judges.caller(spec).identity for spec in judges.panel(role)] for name, role in roles.items()}
 
-    async def _run_task(self, run: TaskRun, judges: Judges, records: list[SampleRecord]) -> bool:
+    async def _run_task(self, run: TaskRun, judges: Judges, samples: TaskSamples) -> bool:
         """Generate, score and write one task, a window of samples at a time
         (:mod:`avhb.run.stream`), then summarize it; True when no sample
         failed and every judge verdict was read (the task is finished:
@@ -294,21 +294,22 @@ class Evaluator:
         metrics = [] if self.o.predict_only else task.metrics()
         keep = kept_fields(metrics)
         axes = [axis.field for axis in task.breakdown]
-        size = len(records) if run.model.replaying else window_size(run.model.concurrency)
-        parts = list(windows(records, size))
+        size = len(samples) if run.model.replaying else window_size(run.model.concurrency)
         failures = Failures()
+        records: list[SampleRecord] = []  # each window's, reduced to what the aggregates read
         model_cost = lambda: judges.usage.cost + run.model.usage.cost  # noqa: E731
         judge_cost = lambda: judges.usage.cost  # noqa: E731
         # one window: each stage's progress opens and closes with it; several: each spans them all
-        spanning = len(parts) > 1
-        with (generate_bar(run, records) if spanning else nullcontext()) as model_bar, \
-                (score_bar(task, records) if spanning and metrics else nullcontext()) as score_bar_, \
+        spanning = samples.window_count(size) > 1
+        with (generate_bar(run, samples.todo) if spanning else nullcontext()) as model_bar, \
+                (score_bar(task, len(samples)) if spanning and metrics else nullcontext()) as score_bar_, \
                 self.folder.samples_file(task.name) as append:
-            for window in parts:
+            for window in samples.windows(size):
                 await self._window(run, window, metrics, model_cost, judge_cost, model_bar, score_bar_, failures)
                 append(window)
                 failures.add(window)
                 slim(window, keep, axes)
+                records += window
         path = self.folder.samples_path(task.name)
         if failures.crashes:
             print(f"avhb: warning: {task.name}: scoring failed on {failures.crashes} samples (recorded "

@@ -59,10 +59,10 @@ class TaskRun:
         return self.source.media_root
 
 
-def generate_bar(run: TaskRun, records: list[SampleRecord]) -> Progress:
-    """The model stage's progress over ``records`` (those not failed already)."""
+def generate_bar(run: TaskRun, todo: int) -> Progress:
+    """The model stage's progress over ``todo`` records (those not failed already)."""
     label = f"{run.task.name}: {'replay' if run.model.replaying else 'model'}"
-    return Progress(label, sum(1 for r in records if r.error is None))
+    return Progress(label, todo)
 
 
 async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[[], float] = lambda: 0.0,
@@ -72,7 +72,7 @@ async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[
     progress when it spans several calls (a task's windows), else its own."""
     missing = 0
     todo = [r for r in records if r.error is None]
-    with nullcontext(bar) if bar is not None else generate_bar(run, records) as bar:
+    with nullcontext(bar) if bar is not None else generate_bar(run, len(todo)) as bar:
         seen = [cost_of()]
 
         async def one(record: SampleRecord) -> None:
@@ -91,7 +91,7 @@ async def generate(run: TaskRun, records: list[SampleRecord], cost_of: Callable[
     return missing
 
 
-def write_out(runs: dict[str, "TaskRun"], records: dict[str, list[SampleRecord]]) -> None:
+def write_out(runs: dict[str, "TaskRun"], samples: dict[str, Any]) -> None:
     """``--write_out`` (lm-eval's): each task's first sample as it will be
     sent (prompt text, media parts named), and its target, on stderr."""
     import sys
@@ -99,7 +99,7 @@ def write_out(runs: dict[str, "TaskRun"], records: dict[str, list[SampleRecord]]
     from avhb.model.messages import TextPart
 
     for name, run in runs.items():
-        record = next((r for r in records[name] if r.error is None), None)
+        record = samples[name].first(ok=True)  # avhb.run.records.TaskSamples
         if record is None:
             continue
         ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=run.multi_step)

@@ -67,14 +67,14 @@ def task_key_notes(tasks: Iterable[Any]) -> list[str]:
     return out
 
 
-def first_request_media(task: Any, records: list[Any], root: Any, spec: Any) -> dict[str, bool] | None:
-    """The media the task's first sample sends (None for a driver task,
-    whose requests exist only while it runs)."""
+def first_request_media(task: Any, record: Any, root: Any, spec: Any) -> dict[str, bool] | None:
+    """The media the task's first sample (``record``) sends (None for a
+    driver task, whose requests exist only while it runs)."""
     from avhb.taskdef.requests import build_request
 
     if task.cfg.get("driver"):
         return None
-    for record in records[:1]:
+    if record is not None:
         try:
             return media_of(build_request(task, record.doc, root, record.id, spec))
         except (SampleError, UserError):

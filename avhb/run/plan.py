@@ -16,7 +16,7 @@ from avhb.run.notes import first_request_media, gen_kwargs_notes, plan_notes
 from avhb.run.options import RunOptions
 from avhb.run.task import Task
 from avhb.score.judges import Judges
-from avhb.score.metric import SampleRecord
+from avhb.run.records import TaskSamples
 from avhb.taskdef.index import TaskIndex, load_task
 from avhb.taskdef.requests import LOGLIKELIHOOD_TYPES
 
@@ -87,7 +87,7 @@ def check_metric_roles(task: Task, predict_only: bool) -> None:
 
 
 def check_transcribers(tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
-                       records: dict[str, list[SampleRecord]], backend: Any, judges: Judges, o: RunOptions) -> None:
+                       records: dict[str, TaskSamples], backend: Any, judges: Judges, o: RunOptions) -> None:
     """Every task whose audio will reach the model, or a judge that
     hears none, as a transcript needs its registered transcriber's
     packages (the function's ``requires``): a missing one stops the run
@@ -102,7 +102,7 @@ def check_transcribers(tasks: list[Task], plans: dict[str, Any], sources: dict[s
         ablations = set(plan.ablations)
         if ablations & {"no_audio", "text_only"}:
             continue
-        media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec) or \
+        media = first_request_media(t, records[t.name].first(), sources[t.name].root, plan.spec) or \
             media_of_spec(plan.spec)
         model_side = media["audio"] and ("audio_as_transcript" in ablations or not backend.capabilities.audio)
         roles = {} if o.replay_judges else t.bound_roles(o.predict_only)
@@ -145,7 +145,7 @@ def check_loglikelihood(task: Task, backend: Any, registry: Registry, label: str
 
 
 def backend_notes(backend: Any, tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
-                  records: dict[str, list[SampleRecord]], o: RunOptions, label: str) -> list[str]:
+                  records: dict[str, TaskSamples], o: RunOptions, label: str) -> list[str]:
     """What this backend will not get as asked (:mod:`avhb.run.notes`)."""
     notes: list[str] = []
     if o.batch_size == "auto":
@@ -158,7 +158,7 @@ def backend_notes(backend: Any, tasks: list[Task], plans: dict[str, Any], source
     notes += gen_kwargs_notes(o.gen_kwargs, backend)
     for t in tasks:
         plan = plans[t.name]
-        media = first_request_media(t, records[t.name], sources[t.name].root, plan.spec)
+        media = first_request_media(t, records[t.name].first(), sources[t.name].root, plan.spec)
         notes += plan_notes(t.name, media, plan.spec, plan.ablations, backend.capabilities, label,
                             getattr(backend, "transcribes", None))
     return notes

@@ -1,11 +1,21 @@
-"""Reading a run's data into SampleRecords, before any model call: every
-task's documents, their ids (unique), few-shot examples (drawn before
-``--limit``, ``--samples`` and ``--shard`` keep some), repeats and
-targets; tasks whose data has no samples are recorded as absent."""
+"""Reading a run's data before any model call: every task's documents
+checked (ids unique, targets readable), few-shot examples drawn (before
+``--limit``, ``--samples`` and ``--shard`` keep some), the documents kept
+chosen; tasks whose data has no samples are recorded as absent.
+
+A task's samples are a :class:`TaskSamples`: which documents, each with
+its repeats.  Its records are built a window at a time
+(:meth:`TaskSamples.windows`), each document read from the task's data when
+its window comes (a .jsonl file's rows are decoded again from their lines:
+:mod:`avhb.data.jsonl_rows`), so a task holds its documents' positions, not
+its documents or records, until they run."""
 from __future__ import annotations
 
-from typing import Any
+from array import array
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
 
+from avhb.data.jsonl_rows import JsonlRows
 from avhb.data.sources import DataSource
 from avhb.errors import SampleError, UserError
 from avhb.run.options import RunOptions, limit_for
@@ -13,6 +23,75 @@ from avhb.run.task import Task
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.fewshot import examples_for
 from avhb.taskdef.index import TaskIndex
+
+
+@dataclass
+class TaskSamples:
+    """A task's samples as this run takes them: the documents at
+    ``picked`` (positions in ``docs``, in order, after ``--samples``,
+    ``--limit`` and ``--shard``), each ``repeats`` times.  ``failed``:
+    position -> why its target cannot be read (its records fail before any
+    call)."""
+
+    task: Task
+    docs: Sequence[dict[str, Any]]
+    picked: Sequence[int]
+    repeats: int = 1
+    failed: dict[int, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        """Records: every repeat of every sample."""
+        return len(self.picked) * self.repeats
+
+    @property
+    def todo(self) -> int:
+        """Records that have not failed already (the model is asked for each)."""
+        return len(self) - len(self.failed) * self.repeats
+
+    def windows(self, size: int) -> Iterator[list[SampleRecord]]:
+        """The records, in consecutive windows of about ``size`` records
+        (every repeat of a sample in the same window), each window built
+        when it is asked for."""
+        per = self._per_window(size)
+        for start in range(0, len(self.picked), per):
+            yield self._records(self.picked[start:start + per])
+
+    def window_count(self, size: int) -> int:
+        """How many windows :meth:`windows` gives for ``size``."""
+        return -(-len(self.picked) // self._per_window(size))
+
+    def _per_window(self, size: int) -> int:
+        return max(1, -(-max(1, size) // self.repeats))  # samples a window: ceil(size / repeats)
+
+    def records(self) -> list[SampleRecord]:
+        """Every record at once (one window)."""
+        return self._records(self.picked)
+
+    def first(self, ok: bool = False) -> SampleRecord | None:
+        """The first record (``ok``: the first that has not failed
+        already), or None."""
+        for position in self.picked:
+            if not ok or position not in self.failed:
+                return self._records([position])[0]
+        return None
+
+    def _records(self, positions: Sequence[int]) -> list[SampleRecord]:
+        task, failed = self.task, self.failed
+        docs = self.docs.take(positions) if isinstance(self.docs, JsonlRows) else [self.docs[p] for p in positions]
+        out = []
+        for position, doc in zip(positions, docs):
+            sample_id = task.doc_id(doc, position)
+            for rep in range(self.repeats):
+                record = SampleRecord(id=sample_id, doc=doc, repeat=rep)
+                if position in failed:
+                    record.error = failed[position]
+                else:
+                    try:
+                        record.target = task.target(doc, sample_id)
+                    except SampleError as exc:  # read when the run started; a hook may answer otherwise now
+                        record.error = str(exc)
+                out.append(record)
+        return out
 
 
 class SampleReader:
@@ -29,8 +108,7 @@ class SampleReader:
         self.docs: dict[str, int] = {}  # task -> its documents before --limit/--samples/--shard
         self.fewshot: dict[str, dict[str, list[dict[str, Any]]]] = {}  # task -> sample id -> few-shot examples
 
-    def read(self, tasks: list[Task], sources: dict[str, DataSource]) -> tuple[dict[str, list[SampleRecord]],
-                                                                              list[str]]:
+    def read(self, tasks: list[Task], sources: dict[str, DataSource]) -> tuple[dict[str, TaskSamples], list[str]]:
         """Every task's records, and the note on the ones skipped.  A task
         reached through a group, tag or glob whose data has no samples (a
         locale the user's copy lacks) is skipped and recorded as absent
@@ -38,7 +116,7 @@ class SampleReader:
         ``RunResults.absent``); a task named in ``--tasks`` with no samples
         is an error, as is a run left with no task."""
         explicit = {n for n in self.o.tasks if n in self.index.tasks}
-        records: dict[str, list[SampleRecord]] = {}
+        records: dict[str, TaskSamples] = {}
         empty: dict[str, list[str]] = {}  # data root -> its tasks with no samples
         for t in tasks:
             docs = t.load_docs(sources[t.name])
@@ -61,40 +139,47 @@ class SampleReader:
                  "absent_members)") if groups else ""
         return records, [f"skipped {sum(map(len, empty.values()))} task(s) whose data has no samples: {skipped}{where}"]
 
-    def _records(self, task: Task, source: DataSource, docs: list[dict[str, Any]]) -> list[SampleRecord]:
-        pairs = [(task.doc_id(d, i), d) for i, d in enumerate(docs)]
-        self.fewshot[task.name] = self._examples(task, source, docs, pairs)
-        first: dict[str, int] = {}
-        for i, (sample_id, _) in enumerate(pairs):
-            if sample_id in first:
-                field = task.cfg.get("doc_id")
-                raise UserError(f"task {task.name!r}: sample id {sample_id!r} appears twice in {source.root} "
-                                f"(samples {first[sample_id]} and {i}"
-                                + (f"; doc_id field {field!r} must be unique)" if field else ")"))
-            first[sample_id] = i
+    def _records(self, task: Task, source: DataSource, docs: Sequence[dict[str, Any]]) -> TaskSamples:
+        if task.fewshot.num > 0 and isinstance(docs, JsonlRows):
+            docs = list(docs)  # few-shot draws compare documents again and again: held decoded
+        ids = _checked_ids(task, source, docs)
+        if task.fewshot.num > 0:
+            self.fewshot[task.name] = self._examples(task, source, docs, ids())
+        picked: Sequence[int] = range(len(docs))
         if self.o.samples:
             wanted = set(self.o.samples)
-            pairs = [(i, d) for i, d in pairs if i in wanted]
-            self.matched[task.name] = {i for i, _ in pairs}
-        limit = limit_for(self.o.limit, len(pairs))
+            matched = [(i, sample_id) for i, sample_id in enumerate(ids()) if sample_id in wanted]
+            picked = array("q", (i for i, _ in matched))
+            self.matched[task.name] = {sample_id for _, sample_id in matched}
+        limit = limit_for(self.o.limit, len(picked))
         if limit is not None:
-            pairs = pairs[:limit]
-        repeats = self.o.repeats or task.repeats
-        records = []
-        for sample_id, doc in pairs:
-            for rep in range(repeats):
-                record = SampleRecord(id=sample_id, doc=doc, repeat=rep)
-                try:
-                    record.target = task.target(doc, sample_id)
-                except SampleError as exc:
-                    record.error = str(exc)
-                records.append(record)
+            picked = picked[:limit]
+        failed: dict[int, str] = {}
+        for position, doc in _at(docs, picked):
+            try:
+                task.target(doc, task.doc_id(doc, position))
+            except SampleError as exc:
+                failed[position] = str(exc)
+        samples = TaskSamples(task, docs, picked, self.o.repeats or task.repeats, failed)
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
-            records = self.o.shard.select(records, task.metrics(), task.name)
-        return records
+            samples = self._shard(samples)
+        return samples
 
-    def _examples(self, task: Task, source: DataSource, docs: list[dict[str, Any]],
-                  pairs: list[tuple[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    def _shard(self, samples: TaskSamples) -> TaskSamples:
+        """``samples`` cut to this shard's units (every member of a unit, every
+        repeat of a sample): the units are found over every record at once."""
+        assert self.o.shard is not None
+        task = samples.task
+        every = samples.records()
+        kept = {r.id for r in self.o.shard.select(every, task.metrics(), task.name)}
+        ids = [r.id for r in every[::samples.repeats]]
+        picked = array("q", (p for p, sample_id in zip(samples.picked, ids) if sample_id in kept))
+        chosen = set(picked)
+        return TaskSamples(task, samples.docs, picked, samples.repeats,
+                           {p: why for p, why in samples.failed.items() if p in chosen})
+
+    def _examples(self, task: Task, source: DataSource, docs: Sequence[dict[str, Any]],
+                  ids: Iterator[str]) -> dict[str, list[dict[str, Any]]]:
         """Every sample's few-shot examples, drawn in the task's order
         (avhb.taskdef.fewshot): before --limit, --samples and --shard keep
         some, so a sample's examples do not depend on which others run."""
@@ -105,9 +190,49 @@ class SampleReader:
             raise UserError(f"task {task.name!r}: few-shot examples (num_fewshot {fs.num}) need doc_to_text; its "
                             "doc_to_messages hook builds its own messages")
         pool = task.fewshot_pool(source, docs)
+        if isinstance(pool, JsonlRows):
+            pool = list(pool)
         seed = self.o.fewshot_seed if self.o.fewshot_seed is not None else self.o.seed
         try:
             drawn = examples_for(docs, pool, fs, seed)
         except UserError as exc:
             raise UserError(f"task {task.name!r}: {exc}") from None
-        return {sample_id: examples for (sample_id, _), examples in zip(pairs, drawn)}
+        return dict(zip(ids, drawn))
+
+
+def _at(docs: Sequence[dict[str, Any]], positions: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(position, document) for each of ``positions``, read in one pass."""
+    if isinstance(docs, JsonlRows):
+        if isinstance(positions, range) and positions.step == 1 and positions.start == 0 and \
+                len(positions) == len(docs):
+            return enumerate(docs)  # read one row at a time
+        window = 8192
+        return ((p, d) for start in range(0, len(positions), window)
+                for p, d in zip(positions[start:start + window], docs.take(positions[start:start + window])))
+    return ((p, docs[p]) for p in positions)
+
+
+def _checked_ids(task: Task, source: DataSource, docs: Sequence[dict[str, Any]]):
+    """Check that the documents' sample ids are unique, holding 8 bytes a
+    document (each id's hash; the ids of hashes seen twice are compared
+    again); returns a function giving the ids again, in order."""
+    import numpy as np
+
+    def ids() -> Iterator[str]:
+        return (task.doc_id(d, i) for i, d in enumerate(docs))
+
+    hashes = np.fromiter((hash(i) for i in ids()), dtype=np.int64, count=len(docs))
+    ordered = np.sort(hashes)
+    twice = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+    if twice:
+        first: dict[str, int] = {}
+        for i, (sample_id, h) in enumerate(zip(ids(), hashes.tolist())):
+            if h not in twice:
+                continue
+            if sample_id in first:
+                field = task.cfg.get("doc_id")
+                raise UserError(f"task {task.name!r}: sample id {sample_id!r} appears twice in {source.root} "
+                                f"(samples {first[sample_id]} and {i}"
+                                + (f"; doc_id field {field!r} must be unique)" if field else ")"))
+            first[sample_id] = i
+    return ids

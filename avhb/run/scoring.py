@@ -21,9 +21,9 @@ from avhb.run.task import Task
 SCORING_IN_FLIGHT = 64
 
 
-def score_bar(task: Task, records: list[SampleRecord]) -> Progress:
-    """The scoring stage's progress over ``records``."""
-    return Progress(f"{task.name}: scoring", len(records))
+def score_bar(task: Task, total: int) -> Progress:
+    """The scoring stage's progress over ``total`` records."""
+    return Progress(f"{task.name}: scoring", total)
 
 
 async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], judges: TaskJudges,
@@ -40,7 +40,7 @@ async def score(task: Task, records: list[SampleRecord], metrics: list[Metric], 
     pipelines = task.filter_pipelines()
     repeats = _by_sample(records) if pipelines is not None else {}
     crashed: list[str] = []
-    with nullcontext(bar) if bar is not None else score_bar(task, records) as bar:
+    with nullcontext(bar) if bar is not None else score_bar(task, len(records)) as bar:
         seen = [cost_of()]
 
         async def one(record: SampleRecord) -> None:

@@ -13,8 +13,9 @@ import functools
 import inspect
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from avhb.data.jsonl_rows import JsonlRows
 from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
@@ -133,7 +134,7 @@ class Task:
         return isinstance(value, dict) and "function" in value
 
     # -- data --------------------------------------------------------------
-    def fewshot_pool(self, source: DataSource, docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def fewshot_pool(self, source: DataSource, docs: Sequence[dict[str, Any]]) -> Sequence[dict[str, Any]]:
         """The docs few-shot examples are drawn from (lm-eval's order, see
         avhb.taskdef.fewshot): the few-shot split, else ``samples`` (inline
         or a hook), else the training split, else the validation split,
@@ -153,7 +154,8 @@ class Task:
                 return self.load_docs(source, self.cfg.get(key), fs.process_docs)
         return docs
 
-    def load_docs(self, source: DataSource, split: str | None = None, process_docs: Any = OWN) -> list[dict[str, Any]]:
+    def load_docs(self, source: DataSource, split: str | None = None,
+                  process_docs: Any = OWN) -> Sequence[dict[str, Any]]:
         """The task's samples of ``split`` (default: the evaluated one,
         ``test_split`` else ``validation_split``): its data loader (called
         with the config's ``test_split`` set to ``split``), a builder
@@ -182,12 +184,15 @@ class Task:
             where = str(source.root)
         hook = self.cfg.get("process_docs") if process_docs is OWN else process_docs
         if isinstance(hook, dict) and "function" in hook:  # a Dataset stays one: lm-eval's hooks call .map/.filter
-            docs = self._load_hook_at(("process_docs",), hook["function"], docs)
+            docs = self._load_hook_at(("process_docs",), hook["function"],
+                                      list(docs) if isinstance(docs, JsonlRows) else docs)
             where = f"{self.cfg.file}: process_docs hook {hook['function']}"
         return self._listed(docs, where)
 
     @staticmethod
-    def _listed(docs: Any, where: str) -> list[dict[str, Any]]:
+    def _listed(docs: Any, where: str) -> Sequence[dict[str, Any]]:
+        if isinstance(docs, JsonlRows):  # every row was checked when the file was scanned
+            return docs
         try:
             docs = list(docs)
         except TypeError:

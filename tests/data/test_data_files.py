@@ -45,7 +45,7 @@ def test_json_syntax_error_names_its_line(tmp_path):
 def test_good_files_still_load(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text('{"id": 1}\n\n{"id": 2}\n')
-    assert _read_records(path) == [{"id": 1}, {"id": 2}]
+    assert list(_read_records(path)) == [{"id": 1}, {"id": 2}]
 
 
 def test_media_root_of_a_data_file_is_its_folder(tmp_path):

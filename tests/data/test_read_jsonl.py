@@ -1,18 +1,28 @@
-"""A JSONL data file read in one go (issue 26) says what the line-by-line
-reader said: rows in order, blank lines skipped, and a bad line, a row that
-is not an object, a BOM or bytes that are not UTF-8 named by line."""
+"""A JSONL data file's rows (issue 26, avhb.data.jsonl_rows): one scan checks
+every line, as the line-by-line reader did (rows in order, blank lines
+skipped; a bad line, a row that is not an object, a BOM or bytes that are not
+UTF-8 named by line), then each row is decoded from its line when asked; a
+file changed under the run is an error, never rows the scan did not check."""
 from __future__ import annotations
+
+import os
 
 import pytest
 
-from avhb.data.sources import _read_jsonl
+from avhb.data.jsonl_rows import JsonlRows
 from avhb.errors import UserError
 
 
 def test_rows_in_order_blank_lines_skipped(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_bytes(b'{"id": 1}\r\n\n  \n{"id": 2, "t": "a\\nb \\u00e9"}\n{"id": 3}')
-    assert _read_jsonl(path) == [{"id": 1}, {"id": 2, "t": "a\nb \u00e9"}, {"id": 3}]
+    rows = JsonlRows(path)
+    assert len(rows) == 3 and list(rows) == [{"id": 1}, {"id": 2, "t": "a\nb \u00e9"}, {"id": 3}]
+    assert rows[1] == {"id": 2, "t": "a\nb \u00e9"} and rows[-1] == {"id": 3} and rows[1:] == [rows[1], rows[2]]
+    assert rows.take([2, 0, 2]) == [{"id": 3}, {"id": 1}, {"id": 3}]
+    assert rows[0] is not rows[0]  # decoded again each time: nothing held
+    with pytest.raises(IndexError):
+        rows[3]
 
 
 @pytest.mark.parametrize("data, message", [
@@ -21,9 +31,28 @@ def test_rows_in_order_blank_lines_skipped(tmp_path):
     (b'{"id": 1}\n[1, 2]\n', "rows.jsonl:2: a row must be a JSON object"),
     (b'\xef\xbb\xbf{"id": 1}\n', "rows.jsonl:1: not valid JSON"),
     (b'{"id": 1}\n{"t": "\xff"}\n', "rows.jsonl:2: not UTF-8 text"),
+    (b'{"id": 1}\n\n\n{"id": 2,}\n', "rows.jsonl:4: not valid JSON"),
 ])
 def test_a_bad_line_is_named(tmp_path, data, message):
     path = tmp_path / "rows.jsonl"
     path.write_bytes(data)
     with pytest.raises(UserError, match=message.replace("[", r"\[")):
-        _read_jsonl(path)
+        JsonlRows(path)
+
+
+def test_a_file_changed_under_the_run_is_an_error(tmp_path):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": 1}\n{"id": 2}\n')
+    rows = JsonlRows(path)
+    stat = os.stat(path)
+    path.write_text('{"id": 7}\n{"id": 8}\n')  # the same size: the modification time tells
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    with pytest.raises(UserError, match="rows.jsonl: the data file changed during the run"):
+        rows.take([0])
+    with pytest.raises(UserError, match="changed during the run"):
+        list(rows)
+
+
+def test_a_missing_file_is_one_line(tmp_path):
+    with pytest.raises(UserError, match="nothing.jsonl: cannot read data"):
+        JsonlRows(tmp_path / "nothing.jsonl")

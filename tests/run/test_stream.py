@@ -13,7 +13,7 @@ import pytest
 import avhb
 from avhb.errors import UserError
 from avhb.model.backend import parse_backend_spec
-from avhb.run.stream import kept_fields, slim, windows
+from avhb.run.stream import kept_fields, slim
 from avhb.score.metric import Metric, SampleRecord, reads_of
 
 
@@ -21,15 +21,57 @@ def _rec(sample_id: str, repeat: int = 0, **kw) -> SampleRecord:
     return SampleRecord(id=sample_id, doc={"id": sample_id, "kind": "x", "q": "long text"}, repeat=repeat, **kw)
 
 
+class _Ids:
+    """A task as TaskSamples builds records for it: ids by position, no target."""
+
+    cfg: dict = {}
+
+    def doc_id(self, doc, index):
+        return doc["id"]
+
+    def target(self, doc, sample_id):
+        return None
+
+
 def test_windows_never_cut_the_repeats_of_a_sample():
-    records = [_rec("a", 0), _rec("a", 1), _rec("a", 2), _rec("b"), _rec("c", 0), _rec("c", 1)]
-    assert [[(r.id, r.repeat) for r in w] for w in windows(records, 2)] == [
-        [("a", 0), ("a", 1), ("a", 2)], [("b", 0), ("c", 0), ("c", 1)]]
-    assert [len(w) for w in windows(records, 1)] == [3, 1, 2]
-    assert [len(w) for w in windows(records, 100)] == [6]
-    assert list(windows([], 4)) == []
-    for size in range(1, 8):
-        assert [r for w in windows(records, size) for r in w] == records
+    from avhb.run.records import TaskSamples
+
+    docs = [{"id": name} for name in "abcd"]
+    samples = TaskSamples(_Ids(), docs, range(4), repeats=3)
+    assert [[(r.id, r.repeat) for r in w] for w in samples.windows(4)] == [
+        [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1), ("b", 2)],
+        [("c", 0), ("c", 1), ("c", 2), ("d", 0), ("d", 1), ("d", 2)]]  # 4 records: 2 samples of 3 repeats
+    assert [len(w) for w in samples.windows(1)] == [3, 3, 3, 3] and samples.window_count(1) == 4
+    assert [len(w) for w in samples.windows(100)] == [12] and samples.window_count(100) == 1
+    assert list(TaskSamples(_Ids(), docs, range(0), repeats=2).windows(4)) == []
+    whole = [(r.id, r.repeat) for r in samples.records()]
+    for size in range(1, 14):
+        assert [(r.id, r.repeat) for w in samples.windows(size) for r in w] == whole
+        assert samples.window_count(size) == len(list(samples.windows(size)))
+
+
+def test_a_window_reads_its_documents_when_it_comes(tmp_path):
+    """A .jsonl task's records are built from rows decoded when their window
+    is asked for; a failed target is kept by position, not by record."""
+    from avhb.data.jsonl_rows import JsonlRows
+    from avhb.run.records import TaskSamples
+
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps({"id": f"s{i}", "q": "x" * 50}) + "\n" for i in range(6)))
+    rows = JsonlRows(path)
+    read: list[list[int]] = []
+    take = rows.take
+    rows.take = lambda positions: read.append(list(positions)) or take(positions)  # type: ignore[method-assign]
+    samples = TaskSamples(_Ids(), rows, range(1, 6), repeats=2, failed={3: "no target"})
+    assert len(samples) == 10 and samples.todo == 8
+    it = samples.windows(4)
+    assert read == []  # nothing read before a window is asked for
+    first = next(it)
+    assert read == [[1, 2]] and [r.id for r in first] == ["s1", "s1", "s2", "s2"]
+    second = next(it)
+    assert read == [[1, 2], [3, 4]]
+    assert [(r.id, r.error) for r in second] == [("s3", "no target"), ("s3", "no target"), ("s4", None), ("s4", None)]
+    assert first[0].doc is not second[0].doc and first[0].doc == {"id": "s1", "q": "x" * 50}
 
 
 class _Reads(Metric):
@@ -79,6 +121,19 @@ def test_slim_keeps_what_is_read_and_the_breakdown_fields():
     kept = _rec("c")
     slim([kept], frozenset({"doc"}), [])
     assert kept.doc["q"] == "long text"
+
+
+def test_slim_shares_one_read_only_mapping_for_equal_scores():
+    records = [_rec(str(i), scores={"m": v}) for i, v in enumerate([1.0, 0.0, 1.0, True, 1, -0.0, 0.0])]
+    listed = _rec("l", scores={"m": [1, 2]})
+    slim(records + [listed], frozenset(), [])
+    assert records[0].scores is records[2].scores and records[1].scores is records[6].scores
+    # equal under ==, but not the same number: each keeps its own type and sign
+    assert [type(r.scores["m"]) for r in records[2:5]] == [float, bool, int]
+    assert len({id(r.scores) for r in records}) == 5 and str(records[5].scores["m"]) == "-0.0"
+    with pytest.raises(TypeError):  # read-only: a late write fails loudly
+        records[0].scores["m"] = 0.0
+    assert listed.scores == {"m": [1, 2]} and type(listed.scores) is dict  # unhashable: left as it is
 
 
 def _samples(run: Path, task: str) -> list[dict]:

@@ -1,0 +1,117 @@
+"""A .jsonl data file's rows, decoded when they are used.
+
+One scan checks every line (UTF-8, one JSON object; an error names the file
+and the 1-based line) and keeps the byte offset of each row; a row is read
+and decoded again from its line when a window of samples needs it
+(:meth:`JsonlRows.take`).  Between uses a task's documents so cost 8 bytes
+each, not the decoded row (a million rows of 500 bytes: 8 MB, not about a
+gigabyte held from reading to the last window).
+
+The file must not change under the run: every read compares its size and
+modification time with the scan's, and a changed file is an error naming
+it, never rows of a file the run did not check.
+"""
+from __future__ import annotations
+
+import json
+import os
+from array import array
+from pathlib import Path
+from typing import Any, BinaryIO, Iterable, Iterator, Sequence, overload
+
+from avhb.errors import UserError
+
+_decode_json = json.JSONDecoder().decode  # json.loads without its per-call checks (a str is given)
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int]:
+    return st.st_size, st.st_mtime_ns
+
+
+def scan(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Every row of ``path`` with the byte offset of its line; blank lines
+    are skipped.  Raises UserError naming the first bad line."""
+    offset = 0
+    with open(path, "rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            start, offset = offset, offset + len(raw)
+            if raw.isspace():
+                continue
+            yield start, _row(f"{path}:{lineno}", raw)
+
+
+def _row(where: str, raw: bytes) -> dict[str, Any]:
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserError(f"{where}: not UTF-8 text (byte {exc.start} of the line)") from None
+    try:
+        row = _decode_json(line)
+    except ValueError as exc:
+        raise UserError(f"{where}: not valid JSON: {getattr(exc, 'msg', exc)} "
+                        f"(column {getattr(exc, 'colno', '?')})") from None
+    if type(row) is not dict:
+        raise UserError(f"{where}: a row must be a JSON object (one sample), got {type(row).__name__}")
+    return row
+
+
+class JsonlRows(Sequence[dict[str, Any]]):
+    """The rows of one .jsonl file (module docstring): a sequence whose
+    items are decoded from the file when asked, a fresh dict each time."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        try:
+            self._stamp = _stamp(os.stat(self.path))
+            self._offsets = array("q", (offset for offset, _ in scan(self.path)))
+            if _stamp(os.stat(self.path)) != self._stamp:
+                raise UserError(f"{self.path}: changed while it was being read; read it again when it is written")
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot read data: {exc.strerror or exc}") from None
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, index: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(index, slice):
+            return self.take(range(len(self))[index])
+        if not -len(self) <= index < len(self):
+            raise IndexError("row index out of range")
+        return self.take([index % len(self)])[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        """The rows in order, read one at a time (none held here)."""
+        try:
+            with open(self.path, "rb") as fh:
+                self._unchanged(fh)
+                for i in range(len(self)):
+                    yield self._read(fh, i)
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot read data: {exc.strerror or exc}") from None
+
+    def take(self, positions: Iterable[int]) -> list[dict[str, Any]]:
+        """The rows at ``positions`` (indices of rows, in any order), read
+        in one opening of the file."""
+        try:
+            with open(self.path, "rb") as fh:
+                self._unchanged(fh)
+                return [self._read(fh, i) for i in positions]
+        except OSError as exc:
+            raise UserError(f"{self.path}: cannot read data: {exc.strerror or exc}") from None
+
+    def _unchanged(self, fh: BinaryIO) -> None:
+        if _stamp(os.fstat(fh.fileno())) != self._stamp:
+            raise UserError(f"{self.path}: the data file changed during the run (its size or modification time "
+                            "is not what it was when the run read it first); rerun the command to read it again")
+
+    def _read(self, fh: BinaryIO, index: int) -> dict[str, Any]:
+        offset = self._offsets[index]
+        if fh.tell() != offset:
+            fh.seek(offset)
+        return _row(f"{self.path} (row {index + 1})", fh.readline())
