@@ -18,8 +18,11 @@ def pytest_configure(config):
     """Every ``aggregate`` the suite calls is asked again over the same
     records reduced to what its metric declares it reads (``Metric.reads``,
     as a run reduces a task's records once they are written:
-    :func:`avhb.run.stream.slim`); a different answer fails the test.  So
-    each hand-computed aggregate test also checks its metric's declaration."""
+    :func:`avhb.run.stream.slim`), and, when it reads none, over those
+    records held as columns (:class:`avhb.run.reduced.Reduced`); an
+    aggregate a run asks over columns is asked again over them as a list.
+    A different answer fails the test.  So each hand-computed aggregate test
+    also checks its metric's declaration and the columns."""
     from avhb.score.metric import Metric
 
     for klass in [Metric, *_subclasses(Metric)]:
@@ -54,26 +57,36 @@ def _check_reads(klass):
     @functools.wraps(aggregate)
     def checked(self, records, *args, **kwargs):
         out = aggregate(self, records, *args, **kwargs)
-        if _CHECKING or args or kwargs or not isinstance(records, list):
+        if _CHECKING or args or kwargs:
             return out
+        from avhb.run.reduced import Reduced, Subset
         from avhb.run.stream import slim
         from avhb.score.metric import SampleRecord, reads_of
 
-        keep = reads_of(self)
-        if keep is None or not all(type(r) is SampleRecord for r in records):
+        if isinstance(records, (Reduced, Subset)):  # a run's columns: the same answer over them as a list
+            forms = [("its reduced records as a list", [dataclasses.replace(r) for r in records])]
+        elif isinstance(records, list) and all(type(r) is SampleRecord for r in records):
+            keep = reads_of(self)
+            if keep is None:
+                return out
+            copies = [dataclasses.replace(r) for r in records]
+            slim(copies, keep, ())
+            forms = [(f"records reduced to its reads {sorted(keep)}", copies)]
+            if not keep:
+                forms.append(("reduced records held as columns (avhb.run.reduced)", Reduced(copies)))
+        else:
             return out
-        copies = [dataclasses.replace(r) for r in records]
-        slim(copies, keep, ())
-        _CHECKING.append(self)
-        try:
-            again = aggregate(self, copies)
-        except Exception as exc:
-            raise AssertionError(f"{type(self).__qualname__}.aggregate fails on records reduced to its reads "
-                                 f"{sorted(keep)}: {type(exc).__name__}: {exc}") from exc
-        finally:
-            _CHECKING.pop()
-        assert repr(again) == repr(out), (f"{type(self).__qualname__}.aggregate differs on records reduced to its "
-                                          f"reads {sorted(keep)}: {again!r} != {out!r}")
+        for what, form in forms:
+            _CHECKING.append(self)
+            try:
+                again = aggregate(self, form)
+            except Exception as exc:
+                raise AssertionError(f"{type(self).__qualname__}.aggregate fails on {what}: "
+                                     f"{type(exc).__name__}: {exc}") from exc
+            finally:
+                _CHECKING.pop()
+            assert repr(again) == repr(out), (f"{type(self).__qualname__}.aggregate differs on {what}: "
+                                              f"{again!r} != {out!r}")
         return out
 
     checked._checks_reads = True

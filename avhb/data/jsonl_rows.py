@@ -35,21 +35,28 @@ def scan(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     with open(path, "rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             start, offset = offset, offset + len(raw)
-            if raw.isspace():
-                continue
-            yield start, _row(f"{path}:{lineno}", raw)
+            row = _row(f"{path}:{lineno}", raw)
+            if row is not None:
+                yield start, row
 
 
-def _row(where: str, raw: bytes) -> dict[str, Any]:
+def _row(where: str, raw: bytes) -> dict[str, Any] | None:
+    """The row of a line; None for a blank one (any Unicode whitespace)."""
     try:
         line = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise UserError(f"{where}: not UTF-8 text (byte {exc.start} of the line)") from None
     try:
         row = _decode_json(line)
-    except ValueError as exc:
-        raise UserError(f"{where}: not valid JSON: {getattr(exc, 'msg', exc)} "
-                        f"(column {getattr(exc, 'colno', '?')})") from None
+    except ValueError:
+        if not line.strip():
+            return None
+        try:
+            json.loads(line)  # its message (a BOM: "decode using utf-8-sig")
+        except ValueError as exc:
+            raise UserError(f"{where}: not valid JSON: {getattr(exc, 'msg', exc)} "
+                            f"(column {getattr(exc, 'colno', '?')})") from None
+        raise
     if type(row) is not dict:
         raise UserError(f"{where}: a row must be a JSON object (one sample), got {type(row).__name__}")
     return row
@@ -114,4 +121,7 @@ class JsonlRows(Sequence[dict[str, Any]]):
         offset = self._offsets[index]
         if fh.tell() != offset:
             fh.seek(offset)
-        return _row(f"{self.path} (row {index + 1})", fh.readline())
+        row = _row(f"{self.path} (row {index + 1})", fh.readline())
+        if row is None:
+            raise UserError(f"{self.path}: row {index + 1} is not where the run found it; rerun the command")
+        return row

@@ -42,6 +42,7 @@ from avhb.run.options import RunOptions, media_plan
 from avhb.run.plan import (backend_notes, check_backend, check_metric_roles, check_names_used, check_transcribers,
                            resolve_sources, resolve_tasks)
 from avhb.run.records import SampleReader, TaskSamples
+from avhb.run.reduced import Reduced
 from avhb.run.results import RunResults
 from avhb.run.settle import kept_and_rerun, mark_finished, settle
 from avhb.run.scoring import score, score_bar, summarize
@@ -296,7 +297,9 @@ class Evaluator:
         axes = [axis.field for axis in task.breakdown]
         size = len(samples) if run.model.replaying else window_size(run.model.concurrency)
         failures = Failures()
-        records: list[SampleRecord] = []  # each window's, reduced to what the aggregates read
+        # each window's records, reduced to what the aggregates read: as columns when they read no more
+        # than the summary keeps (avhb.run.reduced)
+        records: list[SampleRecord] | Reduced = Reduced() if keep == frozenset() else []
         model_cost = lambda: judges.usage.cost + run.model.usage.cost  # noqa: E731
         judge_cost = lambda: judges.usage.cost  # noqa: E731
         # one window: each stage's progress opens and closes with it; several: each spans them all
@@ -309,7 +312,7 @@ class Evaluator:
                 append(window)
                 failures.add(window)
                 slim(window, keep, axes)
-                records += window
+                records.extend(window)
         path = self.folder.samples_path(task.name)
         if failures.crashes:
             print(f"avhb: warning: {task.name}: scoring failed on {failures.crashes} samples (recorded "

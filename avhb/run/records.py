@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
 
 from avhb.data.jsonl_rows import JsonlRows
 from avhb.data.sources import DataSource
@@ -142,9 +144,11 @@ class SampleReader:
     def _records(self, task: Task, source: DataSource, docs: Sequence[dict[str, Any]]) -> TaskSamples:
         if task.fewshot.num > 0 and isinstance(docs, JsonlRows):
             docs = list(docs)  # few-shot draws compare documents again and again: held decoded
-        ids = _checked_ids(task, source, docs)
+        ids = lambda: (task.doc_id(d, i) for i, d in enumerate(docs))  # noqa: E731  (read again: not held)
+        hashes = np.fromiter((hash(i) for i in ids()), dtype=np.int64, count=len(docs))  # a missing doc_id: said here
         if task.fewshot.num > 0:
             self.fewshot[task.name] = self._examples(task, source, docs, ids())
+        _check_unique(task, source, ids, hashes)
         picked: Sequence[int] = range(len(docs))
         if self.o.samples:
             wanted = set(self.o.samples)
@@ -212,27 +216,21 @@ def _at(docs: Sequence[dict[str, Any]], positions: Sequence[int]) -> Iterator[tu
     return ((p, docs[p]) for p in positions)
 
 
-def _checked_ids(task: Task, source: DataSource, docs: Sequence[dict[str, Any]]):
-    """Check that the documents' sample ids are unique, holding 8 bytes a
-    document (each id's hash; the ids of hashes seen twice are compared
-    again); returns a function giving the ids again, in order."""
-    import numpy as np
-
-    def ids() -> Iterator[str]:
-        return (task.doc_id(d, i) for i, d in enumerate(docs))
-
-    hashes = np.fromiter((hash(i) for i in ids()), dtype=np.int64, count=len(docs))
+def _check_unique(task: Task, source: DataSource, ids: Callable[[], Iterator[str]], hashes: Any) -> None:
+    """The sample ids are unique, checked on their hashes (8 bytes a
+    document); the ids of a hash seen twice are compared again, in order,
+    for the message naming the first id that repeats."""
     ordered = np.sort(hashes)
     twice = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
-    if twice:
-        first: dict[str, int] = {}
-        for i, (sample_id, h) in enumerate(zip(ids(), hashes.tolist())):
-            if h not in twice:
-                continue
-            if sample_id in first:
-                field = task.cfg.get("doc_id")
-                raise UserError(f"task {task.name!r}: sample id {sample_id!r} appears twice in {source.root} "
-                                f"(samples {first[sample_id]} and {i}"
-                                + (f"; doc_id field {field!r} must be unique)" if field else ")"))
-            first[sample_id] = i
-    return ids
+    if not twice:
+        return
+    first: dict[str, int] = {}
+    for i, (sample_id, h) in enumerate(zip(ids(), hashes.tolist())):
+        if h not in twice:
+            continue
+        if sample_id in first:
+            field = task.cfg.get("doc_id")
+            raise UserError(f"task {task.name!r}: sample id {sample_id!r} appears twice in {source.root} "
+                            f"(samples {first[sample_id]} and {i}"
+                            + (f"; doc_id field {field!r} must be unique)" if field else ")"))
+        first[sample_id] = i

@@ -3,15 +3,17 @@ through the same call path as the model) per sample, then the task's
 aggregates, per breakdown value and per repeat."""
 from __future__ import annotations
 
+from array import array
 from contextlib import nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from avhb.errors import EnvironmentFailure, SampleError, UserError
 from avhb.call.caller import NotInJournal
 from avhb.run.generate import run_bounded
 from avhb.run.progress import Progress
+from avhb.run.reduced import take
 from avhb.run.results import TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.judges import TaskJudges
@@ -105,7 +107,7 @@ async def _filter_repeats(record: SampleRecord, group: list[SampleRecord], pipel
     return True
 
 
-def _cells(metrics: list[Metric], records: list[SampleRecord],
+def _cells(metrics: list[Metric], records: Sequence[SampleRecord],
            owners: dict[str, Metric] | None = None) -> dict[str, Aggregate]:
     """Every metric's aggregates; ``owners`` (when given) learns which
     metric reported each number."""
@@ -118,7 +120,7 @@ def _cells(metrics: list[Metric], records: list[SampleRecord],
     return out
 
 
-def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], judges: TaskJudges,
+def summarize(task: Task, records: Sequence[SampleRecord], metrics: list[Metric], judges: TaskJudges,
               repeats: int) -> TaskResult:
     """The task's ``TaskResult``: every metric over all records; with
     ``repeats > 1`` also each repeat's value (``Aggregate.runs``); one cell
@@ -132,17 +134,21 @@ def summarize(task: Task, records: list[SampleRecord], metrics: list[Metric], ju
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
     result.info = {key: m.describe(key) for key, m in owners.items()}
     if repeats > 1 and metrics and not any(m.filter_key for m in metrics):  # lm-eval pipelines score a sample once
-        per_run = [_cells(metrics, [r for r in records if r.repeat == k]) for k in range(repeats)]
+        by_repeat: dict[int, array] = {}
+        for i, r in enumerate(records):
+            by_repeat.setdefault(r.repeat, array("q")).append(i)
+        per_run = [_cells(metrics, take(records, by_repeat.get(k, ()))) for k in range(repeats)]
         for name, agg in result.metrics.items():
             agg.runs = [run[name].value if name in run else None for run in per_run]
     if metrics:
         for axis in task.breakdown:
-            values: dict[str, list[SampleRecord]] = {}
-            for r in records:
+            where: dict[str, array] = {}
+            for i, r in enumerate(records):
                 for key in axis.values(r.doc):
-                    values.setdefault(key, []).append(r)
-            result.breakdowns[axis.field] = {value: _cells(metrics, subset) for value, subset in sorted(values.items())}
+                    where.setdefault(key, array("q")).append(i)
+            subsets = {value: take(records, where[value]) for value in sorted(where)}
+            result.breakdowns[axis.field] = {value: _cells(metrics, subset) for value, subset in subsets.items()}
             result.breakdown_counts[axis.field] = {value: {"samples": len(subset),
                                                            "errors": sum(1 for r in subset if r.error)}
-                                                   for value, subset in sorted(values.items())}
+                                                   for value, subset in subsets.items()}
     return result

@@ -20,15 +20,13 @@ an answer is not in the journal it reports the task's records whole
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import copysign
-from types import MappingProxyType
 from typing import Any, Iterable
 
+from avhb.run.reduced import NOTHING, Interned
 from avhb.score.metric import RECORD_FIELDS, SampleRecord, reads_of
 
 WINDOW = 8192  # samples (each with its repeats) held whole at once
-SHARED = 1024  # distinct scores mappings a window's records share
-_NOTHING: Any = MappingProxyType({})  # a dropped mapping: read-only, so a late write fails loudly
+_NOTHING = NOTHING
 
 
 def window_size(concurrency: int) -> int:
@@ -56,9 +54,9 @@ def slim(records: list[SampleRecord], keep: frozenset[str] | None, breakdown: It
         return
     axes = tuple(breakdown)
     drop = sorted(RECORD_FIELDS - keep)
-    shared: dict[tuple[Any, ...], Any] = {}  # equal scores, one read-only mapping (a binary metric: two)
+    shared = Interned()  # equal scores, one read-only mapping (a binary metric: two)
     for r in records:
-        r.scores = _shared(shared, r.scores)
+        r.scores = shared.shared(r.scores)
         for name in drop:
             if name == "doc":
                 r.doc = {k: r.doc[k] for k in axes if k in r.doc} if axes else _NOTHING
@@ -68,23 +66,6 @@ def slim(records: list[SampleRecord], keep: frozenset[str] | None, breakdown: It
                 r.trajectory = ()  # type: ignore[assignment]
             else:
                 setattr(r, name, _NOTHING)
-
-
-def _shared(table: dict[tuple[Any, ...], Any], scores: dict[str, Any]) -> Any:
-    """``scores`` as a read-only mapping, the one already made for equal
-    scores in ``table`` (at most ``SHARED`` of them; scores holding an
-    unhashable value stay as they are)."""
-    try:
-        key = tuple((k, v.__class__, copysign(1.0, v) if v.__class__ is float else None, v)
-                    for k, v in scores.items())  # 1 == 1.0 == True, and 0.0 == -0.0: told apart
-        found = table.get(key)
-    except TypeError:
-        return scores
-    if found is None:
-        found = MappingProxyType(scores)
-        if len(table) < SHARED:
-            table[key] = found
-    return found
 
 
 @dataclass

@@ -234,13 +234,16 @@ class Metric:
         ``count`` output summed (n = those samples).  Per-sample keys the
         metric does not declare are its own business (an override reads
         them)."""
-        ok = [r for r in records if r.error is None]
-        values: list[Any] = [r.scores.get(self.name) for r in ok]
+        # passes over the records, none holding them: a long task's are built as they are read (avhb.run.reduced)
+        values: list[Any] = [r.scores.get(self.name) for r in records if r.error is None]
+        ok = len(values)
         out = {self.name: self.aggregation.aggregate(values) if self.aggregation is not None else mean_stderr(values)}
-        for key in dict.fromkeys(k for r in ok for k in r.scores if k != self.name and self.declares(k)):
-            values = [v for r in ok if _is_number(v := r.scores.get(key))]
+        keys = dict.fromkeys(k for r in records if r.error is None for k in r.scores
+                             if k != self.name and self.declares(k))
+        for key in keys:
+            values = [v for r in records if r.error is None and _is_number(v := r.scores.get(key))]
             if self.describe(key).kind == COUNT:
-                out[key] = Aggregate(float(sum(values)), None, len(ok))
+                out[key] = Aggregate(float(sum(values)), None, ok)
             elif values:
                 out[key] = mean_stderr(values)
         return out

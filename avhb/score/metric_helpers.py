@@ -18,7 +18,7 @@ comes from in a :class:`avhb.score.metric.SampleRecord`:
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Mapping
 
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import SampleRecord
@@ -49,7 +49,7 @@ def resolve(record: SampleRecord, spec: str) -> Any:
         raise ValueError(f"unknown field spec {spec!r} (use response, extracted, target, id, doc.KEY, "
                          "meta.KEY, scores.KEY, outputs.KEY or literal:TEXT)")
     for part in rest.split(".") if rest else []:
-        if isinstance(obj, dict):
+        if isinstance(obj, Mapping):  # a reduced record's mappings are read-only ones
             obj = obj.get(part)
         else:
             return None

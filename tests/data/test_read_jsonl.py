@@ -15,7 +15,7 @@ from avhb.errors import UserError
 
 def test_rows_in_order_blank_lines_skipped(tmp_path):
     path = tmp_path / "rows.jsonl"
-    path.write_bytes(b'{"id": 1}\r\n\n  \n{"id": 2, "t": "a\\nb \\u00e9"}\n{"id": 3}')
+    path.write_bytes(b'{"id": 1}\r\n\n  \n{"id": 2, "t": "a\\nb \\u00e9"}\n\xc2\xa0\n{"id": 3}')  # U+00A0: blank too
     rows = JsonlRows(path)
     assert len(rows) == 3 and list(rows) == [{"id": 1}, {"id": 2, "t": "a\nb \u00e9"}, {"id": 3}]
     assert rows[1] == {"id": 2, "t": "a\nb \u00e9"} and rows[-1] == {"id": 3} and rows[1:] == [rows[1], rows[2]]
@@ -29,7 +29,7 @@ def test_rows_in_order_blank_lines_skipped(tmp_path):
     (b'{"id": 1}\n{"id": 2\n', "rows.jsonl:2: not valid JSON"),
     (b'{"id": 1}\n{"id": 2}, {"id": 3}\n', "rows.jsonl:2: not valid JSON"),
     (b'{"id": 1}\n[1, 2]\n', "rows.jsonl:2: a row must be a JSON object"),
-    (b'\xef\xbb\xbf{"id": 1}\n', "rows.jsonl:1: not valid JSON"),
+    (b'\xef\xbb\xbf{"id": 1}\n', "rows.jsonl:1: not valid JSON: Unexpected UTF-8 BOM"),
     (b'{"id": 1}\n{"t": "\xff"}\n', "rows.jsonl:2: not UTF-8 text"),
     (b'{"id": 1}\n\n\n{"id": 2,}\n', "rows.jsonl:4: not valid JSON"),
 ])

@@ -133,7 +133,15 @@ def test_slim_shares_one_read_only_mapping_for_equal_scores():
     assert len({id(r.scores) for r in records}) == 5 and str(records[5].scores["m"]) == "-0.0"
     with pytest.raises(TypeError):  # read-only: a late write fails loudly
         records[0].scores["m"] = 0.0
-    assert listed.scores == {"m": [1, 2]} and type(listed.scores) is dict  # unhashable: left as it is
+    assert listed.scores == {"m": [1, 2]} and type(listed.scores) is dict  # not a plain scalar: left as it is
+    import numpy as np
+
+    named = [_rec("n", scores={"a": 1.0}), _rec("o", scores={"b": 1.0}), _rec("p", scores={"a": 1.0, "b": 1.0}),
+             _rec("q", scores={"m": np.float64(-0.0)}), _rec("r", scores={"m": (1.0, 2.0)}), _rec("s", scores={"m": (1, 2)})]
+    slim(named, frozenset(), [])
+    assert [dict(r.scores) for r in named[:3]] == [{"a": 1.0}, {"b": 1.0}, {"a": 1.0, "b": 1.0}]
+    assert str(named[3].scores["m"]) == "-0.0" and named[4].scores["m"] == (1.0, 2.0)
+    assert type(named[5].scores["m"][0]) is int  # a tuple is not shared with an equal one of floats
 
 
 def _samples(run: Path, task: str) -> list[dict]:

@@ -1,0 +1,80 @@
+"""A long task's reduced records held as columns (avhb.run.reduced): every
+item equals the reduced record stored (id, repeat, error, scores, breakdown
+fields), across repeats, odd ids, unhashable and overflowing scores; views
+by index; and about 20 bytes a record, not a record object's 190."""
+from __future__ import annotations
+
+import dataclasses
+import tracemalloc
+
+import pytest
+
+from avhb.run.reduced import SHARED, Reduced, take
+from avhb.run.stream import slim
+from avhb.score.metric import Metric, SampleRecord
+
+
+def _fields(r: SampleRecord) -> tuple:
+    return (r.id, type(r.id), dict(r.doc), r.repeat, r.error, {k: (type(v), v) for k, v in r.scores.items()},
+            r.target, r.response, r.extracted, dict(r.judgements), dict(r.meta), list(r.trajectory), dict(r.outputs))
+
+
+def _records() -> list[SampleRecord]:
+    out = []
+    for i in range(40):
+        for rep in range(3):
+            scores = {"m": [1.0, 0.0, True, 1][(i + rep) % 4], "aux": i % 2}
+            if i == 7:
+                scores = {"m": [i, rep]}  # unhashable: kept by record
+            out.append(SampleRecord(id=f"s{i}é" if i != 5 else 5, doc={"kind": f"k{i % 3}", "q": "long"}, repeat=rep,
+                                    scores=scores, error="failed" if (i, rep) == (3, 1) else None,
+                                    meta={"prompt": "p"}, response="r", target="t"))
+    return out
+
+
+def test_every_item_is_the_reduced_record_stored():
+    records = _records()
+    slim(records, frozenset(), ["kind"])
+    reduced = Reduced(records)
+    assert len(reduced) == len(records) == 120
+    assert [_fields(r) for r in reduced] == [_fields(r) for r in records]
+    assert _fields(reduced[-1]) == _fields(records[-1]) and _fields(reduced[16]) == _fields(records[16])
+    assert [_fields(r) for r in reduced[10:14]] == [_fields(r) for r in records[10:14]]
+    with pytest.raises(IndexError):
+        reduced[120]
+    with pytest.raises(TypeError):  # read-only, as the reduced record's
+        reduced[0].scores["m"] = 2
+
+
+def test_views_by_index_and_more_distinct_scores_than_the_table_holds():
+    records = [SampleRecord(id=str(i), doc={}, scores={"m": i / 7}) for i in range(SHARED + 50)]
+    slim(records, frozenset(), [])
+    reduced = Reduced(records)
+    assert [r.scores["m"] for r in reduced] == [i / 7 for i in range(SHARED + 50)]
+    assert len(reduced._score_table.items) == SHARED  # the table stops growing: the rest kept by record
+    view = take(reduced, [3, SHARED + 10, 0])
+    assert [r.id for r in view] == ["3", str(SHARED + 10), "0"] and len(view) == 3 and view[1].id == str(SHARED + 10)
+    assert [r.id for r in take(view, [2, 0])] == ["0", "3"]
+    assert take(records, [1, 0]) == [records[1], records[0]]  # a list stays a list
+
+
+def test_the_default_aggregate_gives_the_same_numbers_over_columns():
+    records = [r for r in _records() if not isinstance(r.scores["m"], list)]
+    slim(records, frozenset(), ["kind"])
+    m = Metric("m", outputs=("aux",))
+    assert repr(m.aggregate(Reduced(records))) == repr(m.aggregate([dataclasses.replace(r) for r in records]))
+
+
+def test_a_record_costs_about_twenty_bytes():
+    n = 50_000
+    records = [SampleRecord(id=f"q{i:07d}", doc={"id": i}, scores={"exact_match": float(i % 2)}) for i in range(n)]
+    slim(records, frozenset(), [])
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        reduced = Reduced(records)
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(reduced) == n
+    assert held / n < 40, held / n  # a reduced SampleRecord and its id: about 190
