@@ -3,9 +3,9 @@
 One scan checks every line (UTF-8, one JSON object; an error names the file
 and the 1-based line) and keeps the byte offset of each row; a row is read
 and decoded again from its line when a window of samples needs it
-(:meth:`JsonlRows.take`).  Between uses a task's documents so cost 8 bytes
-each, not the decoded row (a million rows of 500 bytes: 8 MB, not about a
-gigabyte held from reading to the last window).
+(:meth:`JsonlRows.take`).  Between uses a task's documents so cost 4 bytes
+each (8 in a file over 4 GiB), not the decoded row (a million rows of 500
+bytes: 4 MB, not about a gigabyte held from reading to the last window).
 
 The file must not change under the run: every read compares its size and
 modification time with the scan's, and a changed file is an error naming
@@ -70,7 +70,8 @@ class JsonlRows(Sequence[dict[str, Any]]):
         self.path = Path(path)
         try:
             self._stamp = _stamp(os.stat(self.path))
-            self._offsets = array("q", (offset for offset, _ in scan(self.path)))
+            # 4 bytes an offset in a file under 4 GiB
+            self._offsets = array("I" if self._stamp[0] < 1 << 32 else "q", (offset for offset, _ in scan(self.path)))
             if _stamp(os.stat(self.path)) != self._stamp:
                 raise UserError(f"{self.path}: changed while it was being read; read it again when it is written")
         except OSError as exc:

@@ -232,15 +232,17 @@ class _Offsets:
         return [*self._offsets.tolist(), *recent]
 
     def _merge(self) -> None:
+        """The recent lines inserted where their hashes sort: each array is
+        copied once (a sort of the whole would hold three more copies)."""
         hashes = [h for h, held in self._recent.items() for _ in (held if isinstance(held, list) else [held])]
         offsets = [o for held in self._recent.values() for o in (held if isinstance(held, list) else [held])]
-        new_hashes = np.array(hashes, dtype=np.uint64)
-        order = new_hashes.argsort()
-        hashes_all = np.concatenate([self._hashes, new_hashes[order]])
-        offsets_all = np.concatenate([self._offsets, np.array(offsets, dtype=np.uint64)[order]])
-        order = hashes_all.argsort(kind="stable")  # two sorted runs: a merge
-        self._hashes, self._offsets = hashes_all[order], offsets_all[order]
         self._recent = {}
+        new_hashes = np.array(hashes, dtype=np.uint64)
+        order = new_hashes.argsort(kind="stable")
+        new_hashes = new_hashes[order]
+        at = self._hashes.searchsorted(new_hashes)
+        self._hashes = np.insert(self._hashes, at, new_hashes)
+        self._offsets = np.insert(self._offsets, at, np.array(offsets, dtype=np.uint64)[order])
 
 def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as fh:

@@ -85,8 +85,8 @@ class Reduced(Sequence[SampleRecord]):
         self._id_bytes = bytearray()  # every sample's id, UTF-8, one after the other
         self._id_ends = array("q")  # sample -> where its id ends in _id_bytes
         self._odd_ids: dict[int, Any] = {}  # sample -> an id that is not a str
-        self._sample = array("l")  # record -> its sample
-        self._repeat = array("l")
+        self._sample = array("i")  # record -> its sample
+        self._repeat = array("i")
         self._scores = array("H")  # record -> index in _score_table, or _OTHER
         self._docs = array("H")
         self._score_table, self._doc_table = Interned(), Interned()

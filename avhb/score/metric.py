@@ -42,7 +42,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from avhb.score.aggregate import Aggregate, mean_stderr
 
@@ -227,7 +227,7 @@ class Metric:
         suffix = key[len(self.name) + 1:] if key.startswith(self.name + "_") else key
         return any(fnmatch.fnmatchcase(suffix, pattern) for pattern in self.outputs)
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         """Over samples that did not fail: the mean of the per-sample values
         of ``self.name`` (or the YAML's ``aggregation`` of them) and of each
         declared output the samples report (``None`` values excluded), a

@@ -20,7 +20,7 @@ for the sample log.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from avhb.errors import SampleError
 from avhb.score.aggregate import Aggregate
@@ -60,7 +60,7 @@ class ProcessResults(Metric):
                               "metric names to values")
         return {k + self.suffix: _jsonable(v) for k, v in out.items()}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = [r for r in records if r.error is None]
         return {self.key(e): e.aggregation.aggregate([r.scores.get(self.key(e)) for r in ok]) for e in self.reported}
 

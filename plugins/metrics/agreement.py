@@ -404,7 +404,7 @@ class JudgeAgreement(Metric):
             return labels
         raise ValueError(f"{self.name}: labels must be a list, 'scale' or 'observed', not {labels!r}")
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ratings = self.table(records)
         iters = int(self.options.get("bootstrap_iters", 1000))
         items = str(self.options.get("items", "pairwise"))

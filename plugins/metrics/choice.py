@@ -66,7 +66,7 @@ import re
 import string
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from avhb import COUNT, Aggregate, Metric, SampleError, SampleRecord, ScoreContext
 from avhb.score.metric_helpers import as_text, count, usable, verdict_log
@@ -458,7 +458,7 @@ class ChoiceAccuracy(Metric):
 
     takes_aggregation = True  # its own value is Metric.aggregate's
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         out = super().aggregate(records)
         ok = usable(records)
         out[f"{self.name}_unparsed"] = count(sum(bool(r.meta.get("unparsed")) for r in ok), len(ok))

@@ -67,7 +67,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Sequence
 
 from avhb import (COUNT, DIAGNOSTIC, HEADLINE, Aggregate, AudioPart, ImagePart, Metric, SampleRecord, ScoreContext,
                   UserError, VideoPart, bootstrap_stderr, mean_stderr)
@@ -418,7 +418,7 @@ class Citation(Metric):
             record.meta.setdefault("judge_failures", []).append(self.name)
         return {f"{self.name}_recall": res.recall, f"{self.name}_precision": res.precision, f"{self.name}_f1": res.f1}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         out = {}
         for part in ("recall", "precision", "f1"):

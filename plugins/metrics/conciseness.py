@@ -144,7 +144,7 @@ class Conciseness(Metric):
         text = resolve(record, self.options.get("source", "response"))
         return {f"{self.name}_tokens": None if text is None else count_tokens(str(text))}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         counts = [r.scores.get(f"{self.name}_tokens") for r in usable(records)]
         present = [c for c in counts if c is not None]
         cuts = self.cut_points_for(records)

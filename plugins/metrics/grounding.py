@@ -343,7 +343,7 @@ class TemporalGrounding(_Grounding):
         keys = [f"{self.name}_{k}" for k in ("precision", "recall", "f1")]
         return dict(zip(keys, prf if prf is not None else (None, None, None)))
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         rows = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
         rows = [(p, r) for p, r in rows if p is not None]
@@ -392,7 +392,7 @@ class TemporalIoU(_Grounding):
             self._unparsed(record, str(exc))
             return {self.name: 0.0}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         out = {self.name: mean_stderr([r.scores.get(self.name) for r in ok])}
         out.update(self._counts(records))
@@ -425,7 +425,7 @@ class BoxIoU(_Grounding):
             self._unparsed(record, "; ".join(match.unreadable))
         return {self.name: sum(match.ious) / len(match.ious), f"{self.name}_pairs": match.ious}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         t = float(self.options.get("threshold", 0.5))
         samples = [r.scores.get(f"{self.name}_pairs") for r in usable(records)]
         samples = [s for s in samples if s]

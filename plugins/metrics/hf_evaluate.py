@@ -65,7 +65,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from avhb import Aggregate, Metric, SampleRecord, ScoreContext, UserError, bootstrap_stderr
 
@@ -216,7 +216,7 @@ class EvaluateMetric(Metric):
             return {keys[0]: self.name}
         return {k: f"{self.name}_{k}" for k in keys}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         scored = [r for r in records if r.error is None]
         if not scored:
             return {out: Aggregate(None, None, 0) for out in self._names(self.keys or [""]).values()}

@@ -37,7 +37,7 @@ Both metrics pass the judge the fields configured by the ``fields`` option
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.score.metric_helpers import count, judge_fields, usable, verdict_log
@@ -153,7 +153,7 @@ class LikertFacet(_JudgedScale):
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {self.name: await self._ask(record, ctx)}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         values = [r.scores.get(self.name) for r in ok]
         return {
@@ -188,7 +188,7 @@ class Judge012(_JudgedScale):
         value = await self._ask(record, ctx)
         return {self.name: None if value is None else value / 2, f"{self.name}_raw": value}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         # ``score`` already applied the single-judge/panel rule (a rejected
         # value has score None and raw None), so any raw value on [0, 2] is
         # accepted here.

@@ -184,7 +184,7 @@ class UnitAccuracy(Metric):
             return None
         return _norm(record.extracted) == _norm(record.target)
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         units = group_units(records, self._key)
         failed = {k for k, members in units.items() if any(m.error is not None for m in members)}
         kept = [r for r in records if self._key(r) not in failed]
@@ -238,7 +238,7 @@ class MacroF1(Metric):
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = [r for r in records if r.error is None]
         items = [(_norm(r.extracted), _norm(r.target)) for r in ok]
         n_unknown = sum(p is None for p, _ in items)

@@ -17,7 +17,7 @@ parsed is left out of that mean and counted in ``<name>_member_failures``).
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from avhb import Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.plugins.metrics.likert import LikertFacet
@@ -43,7 +43,7 @@ class GoldFacet(LikertFacet):
             return {self.name: None}
         return await super().score(record, ctx)
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         out = super().aggregate(records)
         ok = usable(records)
         no_gold = sum(bool(r.meta.get(self._no_gold_flag())) for r in ok)
@@ -83,7 +83,7 @@ class AnswerAcc(Metric):
             record.meta.setdefault("judge_failures", []).append(self.name)
         return {self.name: value}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         values = [r.scores.get(self.name) for r in ok]
         return {

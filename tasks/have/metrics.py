@@ -36,7 +36,7 @@ that reached a fail node) and ``skipped_learn`` (instances that reached a
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.plugins.metrics.choice import ChoiceAccuracy
@@ -106,7 +106,7 @@ class StaticScore(Metric):
             return {self.name: None}
         return {self.name: 1.0 if verdict.value == "yes" else 0.0}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         values = [r.scores.get(self.name) for r in ok]
         matcher_failed = sum(bool((r.meta.get("choice") or {}).get("judge_failed")) for r in ok)
@@ -141,7 +141,7 @@ class InteractionScore(Metric):
             return {self.name: None}
         return {self.name: 1.0 if out.get("success") else 0.0}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         scored = [r for r in ok if r.scores.get(self.name) is not None]
         outcome = [r.outputs.get("outcome") for r in scored]

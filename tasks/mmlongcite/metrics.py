@@ -51,7 +51,7 @@ error) are excluded from both and counted in the task's ``errors``.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from avhb import Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
 from avhb.plugins.metrics.choice import resolve_choice
@@ -119,7 +119,7 @@ class Correctness(Metric):
             return {self.name: None}
         return {self.name: float(value)}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         infos = [r.meta.get(self.name) or {} for r in ok]
         return {
@@ -175,7 +175,7 @@ class Taxonomy(Metric):
         record.meta[self.name] = label
         return {f"{self.name}_error": None if label is None else float(label != "correct")}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         labels = [r.meta.get(self.name) for r in ok]
         errors = [x for x in labels if x not in (None, "correct")]

@@ -31,7 +31,7 @@ number on the scale (booleans included), is excluded and counted in
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleError, SampleRecord, ScoreContext, UserError
 from avhb.plugins.metrics.choice import check_parser, inline_options, options_from, resolve_choice
@@ -108,7 +108,7 @@ class _Binary(Metric):
     def tallies(self, records: list[SampleRecord]) -> list[scoring.BinaryTally]:
         return scoring.tally_binary(self.items(records), self.mode, self.unknown)
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         return {self.name: scoring.binary_stat(self.tallies(records), self.stat, self.gt_yes, self.iters)}
 
 
@@ -144,7 +144,7 @@ class YesDiff(_Binary):
     description = "(model yes - gold yes) / questions: the yes-bias (0 is unbiased)"
     outputs = {"model_yes": COUNT, "gt_yes": COUNT}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
         total = scoring._total(ts)
         return {self.name: scoring.binary_stat(ts, self.stat, self.gt_yes, self.iters),
@@ -162,7 +162,7 @@ class FPRate(_Binary):
     description = "share of questions answered yes where the gold is no"
     outputs = {"fp": COUNT}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
         total = scoring._total(ts)
         return {self.name: scoring.binary_stat(ts, self.stat, self.gt_yes, self.iters),
@@ -180,7 +180,7 @@ class UnknownCount(_Binary):
     description = "replies that are neither yes nor no"
     outputs = {"missing": COUNT, "skipped_pairs": COUNT}
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ts = self.tallies(records)
         total = scoring._total(ts)
         return {self.name: _count(total.unknown, total.rows - total.missing),
@@ -288,7 +288,7 @@ class _Mcq(Metric):
                 pred=got["pred"] if got else None, answered=r.error is None))
         return out
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ts = scoring.tally_mcq(self.items(records), self.mode, self.unknown)
         return {self.name: scoring.mcq_stat(ts, self.stat, self.iters)}
 
@@ -312,7 +312,7 @@ class McqF1(_Mcq):
     description = "upstream F1: accuracy over the rows counted (unparsed replies count as wrong)"
 
     outputs = {"unparsed": COUNT, "missing": COUNT, "skipped_samples": COUNT}
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         items = self.items(records)
         ts = scoring.tally_mcq(items, self.mode, self.unknown)
         unparsed = sum(1 for it in items if it.answered and it.pred is None)
@@ -341,7 +341,7 @@ class McqPairAcc(_Mcq):
     stat = "pair_acc"
 
     outputs = {"incomplete_pairs": COUNT}
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ts = scoring.tally_mcq(self.items(records), self.mode, self.unknown)
         return {self.name: scoring.mcq_stat(ts, self.stat, self.iters),
                 f"{self.name}_incomplete_pairs": _count(sum(t.incomplete_pairs for t in ts), len(ts))}
@@ -425,7 +425,7 @@ class OpenScore(Metric):
         """The pair whose ratings cluster the stderr; ``--shard`` keeps it in one shard."""
         return (record.doc.get("level"), record.doc.get("pair_id") or record.doc.get("id"))
 
-    def aggregate(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         units: dict[Any, list[float | None]] = {}
         for r in records:
             d = r.doc
