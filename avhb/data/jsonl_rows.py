@@ -1,8 +1,9 @@
 """A .jsonl data file's rows, decoded when they are used.
 
-One scan checks every line (UTF-8, one JSON object; an error names the file
-and the 1-based line) and keeps the byte offset of each row; a row is read
-and decoded again from its line when a window of samples needs it
+One scan keeps the byte offset of each row; the first pass over the rows
+checks every line (UTF-8, one JSON object; an error names the file and the
+1-based line), and a row is read and decoded again from its line when a
+window of samples needs it
 (:meth:`JsonlRows.take`).  Between uses a task's documents so cost 4 bytes
 each (8 in a file over 4 GiB), not the decoded row (a million rows of 500
 bytes: 4 MB, not about a gigabyte held from reading to the last window).
@@ -28,16 +29,22 @@ def _stamp(st: os.stat_result) -> tuple[int, int]:
     return st.st_size, st.st_mtime_ns
 
 
-def scan(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Every row of ``path`` with the byte offset of its line; blank lines
-    are skipped.  Raises UserError naming the first bad line."""
+def _offsets(path: Path) -> array:
+    """The byte offset of every line of ``path`` that is not blank (4 bytes
+    each in a file under 4 GiB)."""
+    offsets = array("I" if os.path.getsize(path) < 1 << 32 else "q")
     offset = 0
     with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, 1):
-            start, offset = offset, offset + len(raw)
-            row = _row(f"{path}:{lineno}", raw)
-            if row is not None:
-                yield start, row
+        for raw in fh:
+            if raw[:1] == b"{" or not _blank(raw):
+                offsets.append(offset)
+            offset += len(raw)
+    return offsets
+
+
+def _blank(raw: bytes) -> bool:
+    """Nothing but whitespace (any Unicode whitespace), as :func:`_row` skips."""
+    return not raw.decode("utf-8", "replace").strip()
 
 
 def _row(where: str, raw: bytes) -> dict[str, Any] | None:
@@ -49,7 +56,7 @@ def _row(where: str, raw: bytes) -> dict[str, Any] | None:
     try:
         row = _decode_json(line)
     except ValueError:
-        if not line.strip():
+        if _blank(raw):
             return None
         try:
             json.loads(line)  # its message (a BOM: "decode using utf-8-sig")
@@ -64,14 +71,15 @@ def _row(where: str, raw: bytes) -> dict[str, Any] | None:
 
 class JsonlRows(Sequence[dict[str, Any]]):
     """The rows of one .jsonl file (module docstring): a sequence whose
-    items are decoded from the file when asked, a fresh dict each time."""
+    items are decoded from the file when asked, a fresh dict each time.
+    Making one finds the rows' offsets; the first pass over the rows (the
+    run's reader makes it before any call) checks every line."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
         try:
             self._stamp = _stamp(os.stat(self.path))
-            # 4 bytes an offset in a file under 4 GiB
-            self._offsets = array("I" if self._stamp[0] < 1 << 32 else "q", (offset for offset, _ in scan(self.path)))
+            self._offsets = _offsets(self.path)
             if _stamp(os.stat(self.path)) != self._stamp:
                 raise UserError(f"{self.path}: changed while it was being read; read it again when it is written")
         except OSError as exc:
@@ -94,12 +102,15 @@ class JsonlRows(Sequence[dict[str, Any]]):
         return self.take([index % len(self)])[0]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
-        """The rows in order, read one at a time (none held here)."""
+        """The rows in order, read one at a time (none held here); a bad
+        line is named by its line number."""
         try:
             with open(self.path, "rb") as fh:
                 self._unchanged(fh)
-                for i in range(len(self)):
-                    yield self._read(fh, i)
+                for lineno, raw in enumerate(fh, 1):
+                    row = _row(f"{self.path}:{lineno}", raw)
+                    if row is not None:
+                        yield row
         except OSError as exc:
             raise UserError(f"{self.path}: cannot read data: {exc.strerror or exc}") from None
 
@@ -122,7 +133,15 @@ class JsonlRows(Sequence[dict[str, Any]]):
         offset = self._offsets[index]
         if fh.tell() != offset:
             fh.seek(offset)
-        row = _row(f"{self.path} (row {index + 1})", fh.readline())
-        if row is None:
-            raise UserError(f"{self.path}: row {index + 1} is not where the run found it; rerun the command")
+        raw = fh.readline()
+        try:
+            row = _row("", raw)
+        except UserError:  # said again with the line's number
+            _row(f"{self.path}:{self._lineno(offset)}", raw)
+            raise
+        assert row is not None, "a blank line at a row's offset"
         return row
+
+    def _lineno(self, offset: int) -> int:
+        with open(self.path, "rb") as fh:
+            return fh.read(offset).count(b"\n") + 1

@@ -144,26 +144,20 @@ class SampleReader:
     def _records(self, task: Task, source: DataSource, docs: Sequence[dict[str, Any]]) -> TaskSamples:
         if task.fewshot.num > 0 and isinstance(docs, JsonlRows):
             docs = list(docs)  # few-shot draws compare documents again and again: held decoded
-        ids = lambda: (task.doc_id(d, i) for i, d in enumerate(docs))  # noqa: E731  (read again: not held)
-        hashes = np.fromiter((hash(i) for i in ids()), dtype=np.int64, count=len(docs))  # a missing doc_id: said here
+        first = _FirstPass(task, docs, self.o.samples, self.o.limit)
+        hashes = np.fromiter(first, dtype=np.int64)  # a missing doc_id, or a bad line of the data: said here
         if task.fewshot.num > 0:
-            self.fewshot[task.name] = self._examples(task, source, docs, ids())
-        _check_unique(task, source, ids, hashes)
-        picked: Sequence[int] = range(len(docs))
+            self.fewshot[task.name] = self._examples(task, source, docs, first.ids())
+        _check_unique(task, source, first.ids, hashes)
+        picked: Sequence[int] = range(first.bound)
         if self.o.samples:
-            wanted = set(self.o.samples)
-            matched = [(i, sample_id) for i, sample_id in enumerate(ids()) if sample_id in wanted]
-            picked = array("q", (i for i, _ in matched))
-            self.matched[task.name] = {sample_id for _, sample_id in matched}
-        limit = limit_for(self.o.limit, len(picked))
-        if limit is not None:
-            picked = picked[:limit]
-        failed: dict[int, str] = {}
-        for position, doc in _at(docs, picked):
-            try:
-                task.target(doc, task.doc_id(doc, position))
-            except SampleError as exc:
-                failed[position] = str(exc)
+            self.matched[task.name] = first.matched_ids
+            limit = limit_for(self.o.limit, len(first.matched))
+            picked = first.matched if limit is None else first.matched[:limit]
+        chosen = picked if isinstance(picked, range) else set(picked)
+        if first.raised is not None and first.raised[0] in chosen:  # a target hook that raised: after the
+            raise first.raised[1]  # checks above, as before (a later document than the --limit: not run)
+        failed = {p: why for p, why in first.failed.items() if p in chosen}
         samples = TaskSamples(task, docs, picked, self.o.repeats or task.repeats, failed)
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
             samples = self._shard(samples)
@@ -204,16 +198,49 @@ class SampleReader:
         return dict(zip(ids, drawn))
 
 
-def _at(docs: Sequence[dict[str, Any]], positions: Sequence[int]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(position, document) for each of ``positions``, read in one pass."""
-    if isinstance(docs, JsonlRows):
-        if isinstance(positions, range) and positions.step == 1 and positions.start == 0 and \
-                len(positions) == len(docs):
-            return enumerate(docs)  # read one row at a time
-        window = 8192
-        return ((p, d) for start in range(0, len(positions), window)
-                for p, d in zip(positions[start:start + window], docs.take(positions[start:start + window])))
-    return ((p, docs[p]) for p in positions)
+class _FirstPass:
+    """One pass over a task's documents, yielding each sample id's hash
+    (the documents are not held): the ``--samples`` it matches, and the
+    target of each document this run may take (``--samples``' matches, or
+    the first ``--limit``), a target that cannot be read kept as
+    ``failed`` (position -> why).  ``ids()`` gives the ids again."""
+
+    def __init__(self, task: Task, docs: Sequence[dict[str, Any]], samples: Sequence[str] | None,
+                 limit: int | float | None):
+        self.task, self.docs = task, docs
+        self.wanted = set(samples) if samples else None
+        bound = limit_for(limit, len(docs)) if self.wanted is None else None
+        self.bound = len(docs) if bound is None else min(bound, len(docs))
+        self.matched = array("q")  # positions of the --samples ids
+        self.matched_ids: set[str] = set()
+        self.failed: dict[int, str] = {}
+        # the first error of a target other than a sample's (position, error); the documents after it are
+        # after it among those taken, so a run that takes it raises it and one that does not takes none of them
+        self.raised: tuple[int, Exception] | None = None
+
+    def ids(self) -> Iterator[str]:
+        return (self.task.doc_id(d, i) for i, d in enumerate(self.docs))
+
+    def __iter__(self) -> Iterator[int]:
+        task, wanted = self.task, self.wanted
+        for i, doc in enumerate(self.docs):
+            sample_id = task.doc_id(doc, i)
+            if wanted is None:
+                taken = i < self.bound
+            elif sample_id in wanted:
+                taken = True
+                self.matched.append(i)
+                self.matched_ids.add(sample_id)
+            else:
+                taken = False
+            if taken and self.raised is None:
+                try:
+                    task.target(doc, sample_id)
+                except SampleError as exc:
+                    self.failed[i] = str(exc)
+                except Exception as exc:  # e.g. a hook's UserError: raised once ids and few-shot are checked
+                    self.raised = (i, exc)
+            yield hash(sample_id)
 
 
 def _check_unique(task: Task, source: DataSource, ids: Callable[[], Iterator[str]], hashes: Any) -> None:

@@ -1,8 +1,9 @@
-"""A JSONL data file's rows (issue 26, avhb.data.jsonl_rows): one scan checks
-every line, as the line-by-line reader did (rows in order, blank lines
+"""A JSONL data file's rows (issue 26, avhb.data.jsonl_rows): every line is
+checked as the line-by-line reader did (rows in order, blank lines
 skipped; a bad line, a row that is not an object, a BOM or bytes that are not
-UTF-8 named by line), then each row is decoded from its line when asked; a
-file changed under the run is an error, never rows the scan did not check."""
+UTF-8 named by line) when the rows are first read, and each row is decoded
+from its line when asked; a file changed under the run is an error, never
+rows of a file the run did not check."""
 from __future__ import annotations
 
 import os
@@ -36,8 +37,11 @@ def test_rows_in_order_blank_lines_skipped(tmp_path):
 def test_a_bad_line_is_named(tmp_path, data, message):
     path = tmp_path / "rows.jsonl"
     path.write_bytes(data)
+    rows = JsonlRows(path)  # the offsets only
     with pytest.raises(UserError, match=message.replace("[", r"\[")):
-        JsonlRows(path)
+        list(rows)  # the first pass checks every line
+    with pytest.raises(UserError, match=message.replace("[", r"\[")):
+        rows.take(range(len(rows)))  # a row read before that pass is named by its line too
 
 
 def test_a_file_changed_under_the_run_is_an_error(tmp_path):
