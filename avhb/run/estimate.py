@@ -124,7 +124,7 @@ def estimate(runs: dict[str, Any], samples: dict[str, Any], skip: set[str], judg
             replies = model.journal.holds(model.kind)  # an empty journal answers nothing: no key to compute
         task_samples = samples[name]
         unplanned_video = False
-        for record in (r for window in task_samples.windows(WINDOW) for r in window if r.error is None):
+        for record in (r for window in task_samples.windows(WINDOW, targets=False) for r in window if r.error is None):
             ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=False)
             try:
                 request = ctx.request()

@@ -299,7 +299,7 @@ class Evaluator:
         failures = Failures()
         # each window's records, reduced to what the aggregates read: as columns when they read no more
         # than the summary keeps (avhb.run.reduced)
-        records: list[SampleRecord] | Reduced = Reduced() if keep == frozenset() else []
+        records: list[SampleRecord] | Reduced = Reduced(breakdown=axes) if keep == frozenset() else []
         model_cost = lambda: judges.usage.cost + run.model.usage.cost  # noqa: E731
         judge_cost = lambda: judges.usage.cost  # noqa: E731
         # one window: each stage's progress opens and closes with it; several: each spans them all
@@ -311,8 +311,11 @@ class Evaluator:
                 await self._window(run, window, metrics, model_cost, judge_cost, model_bar, score_bar_, failures)
                 append(window)
                 failures.add(window)
-                slim(window, keep, axes)
-                records.extend(window)
+                if isinstance(records, Reduced):
+                    records.extend(window)  # it keeps what slim would, as columns
+                else:
+                    slim(window, keep, axes)
+                    records.extend(window)
         path = self.folder.samples_path(task.name)
         if failures.crashes:
             print(f"avhb: warning: {task.name}: scoring failed on {failures.crashes} samples (recorded "

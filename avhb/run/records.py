@@ -50,13 +50,14 @@ class TaskSamples:
         """Records that have not failed already (the model is asked for each)."""
         return len(self) - len(self.failed) * self.repeats
 
-    def windows(self, size: int) -> Iterator[list[SampleRecord]]:
+    def windows(self, size: int, targets: bool = True) -> Iterator[list[SampleRecord]]:
         """The records, in consecutive windows of about ``size`` records
         (every repeat of a sample in the same window), each window built
-        when it is asked for."""
+        when it is asked for; ``targets`` False: without their targets (the
+        estimate builds requests only)."""
         per = self._per_window(size)
         for start in range(0, len(self.picked), per):
-            yield self._records(self.picked[start:start + per])
+            yield self._records(self.picked[start:start + per], targets)
 
     def window_count(self, size: int) -> int:
         """How many windows :meth:`windows` gives for ``size``."""
@@ -77,7 +78,7 @@ class TaskSamples:
                 return self._records([position])[0]
         return None
 
-    def _records(self, positions: Sequence[int]) -> list[SampleRecord]:
+    def _records(self, positions: Sequence[int], targets: bool = True) -> list[SampleRecord]:
         task, failed = self.task, self.failed
         docs = self.docs.take(positions) if isinstance(self.docs, JsonlRows) else [self.docs[p] for p in positions]
         out = []
@@ -87,7 +88,7 @@ class TaskSamples:
                 record = SampleRecord(id=sample_id, doc=doc, repeat=rep)
                 if position in failed:
                     record.error = failed[position]
-                else:
+                elif targets:
                     try:
                         record.target = task.target(doc, sample_id)
                     except SampleError as exc:  # read when the run started; a hook may answer otherwise now

@@ -79,9 +79,13 @@ class Interned:
 
 class Reduced(Sequence[SampleRecord]):
     """Reduced records (module docstring), appended in order; an item is a
-    new ``SampleRecord`` each time it is read."""
+    new ``SampleRecord`` each time it is read.  A record appended whole
+    keeps what :func:`avhb.run.stream.slim` would keep of it (its
+    document's ``breakdown`` fields), so a run appends its windows as they
+    are."""
 
-    def __init__(self, records: Iterable[SampleRecord] = ()):
+    def __init__(self, records: Iterable[SampleRecord] = (), breakdown: Iterable[str] = ()):
+        self._axes = tuple(breakdown)  # the document's fields kept (avhb.run.stream.slim keeps the same)
         self._id_bytes = bytearray()  # every sample's id, UTF-8, one after the other
         self._id_ends = array("q")  # sample -> where its id ends in _id_bytes
         self._odd_ids: dict[int, Any] = {}  # sample -> an id that is not a str
@@ -113,8 +117,10 @@ class Reduced(Sequence[SampleRecord]):
         self._repeat.append(r.repeat)
         if r.error is not None:
             self._errors[i] = r.error
-        for name, column, table in (("scores", self._scores, self._score_table), ("doc", self._docs, self._doc_table)):
-            value = getattr(r, name)
+        doc, axes = r.doc, self._axes
+        for name, column, table, value in (("scores", self._scores, self._score_table, r.scores),
+                                           ("doc", self._docs, self._doc_table,
+                                            {k: doc[k] for k in axes if k in doc} if axes else NOTHING)):
             found = table.index(value)
             if found is None:
                 self._other[(name, i)] = value
