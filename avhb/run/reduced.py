@@ -77,7 +77,35 @@ class Interned:
         return MappingProxyType(mapping)
 
 
-class Reduced(Sequence[SampleRecord]):
+class _Records(Sequence[SampleRecord]):
+    """A sequence of the records of a :class:`Reduced` at ``_positions``."""
+
+    _store: "Reduced"
+    _positions: Sequence[int]
+
+    def __len__(self) -> int:
+        return len(self._positions)
+
+    @overload
+    def __getitem__(self, index: int) -> SampleRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[SampleRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> SampleRecord | list[SampleRecord]:
+        if isinstance(index, slice):
+            return [self._store._record(i) for i in self._positions[index]]
+        return self._store._record(self._positions[index])  # an index out of range: IndexError
+
+    def __iter__(self) -> Iterator[SampleRecord]:
+        return map(self._store._record, self._positions)
+
+    def subset(self, indices: Sequence[int]) -> "Subset":
+        """The records at ``indices``, as a sequence that holds the indices only."""
+        return Subset(self._store, array("q", (self._positions[i] for i in indices)))
+
+
+class Reduced(_Records):
     """Reduced records (module docstring), appended in order; an item is a
     new ``SampleRecord`` each time it is read.  A record appended whole
     keeps what :func:`avhb.run.stream.slim` would keep of it (its
@@ -85,6 +113,7 @@ class Reduced(Sequence[SampleRecord]):
     are."""
 
     def __init__(self, records: Iterable[SampleRecord] = (), breakdown: Iterable[str] = ()):
+        self._store = self
         self._axes = tuple(breakdown)  # the document's fields kept (avhb.run.stream.slim keeps the same)
         self._id_bytes = bytearray()  # every sample's id, UTF-8, one after the other
         self._id_ends = array("q")  # sample -> where its id ends in _id_bytes
@@ -126,28 +155,9 @@ class Reduced(Sequence[SampleRecord]):
                 self._other[(name, i)] = value
             column.append(_OTHER if found is None else found)
 
-    def __len__(self) -> int:
-        return len(self._sample)
-
-    @overload
-    def __getitem__(self, index: int) -> SampleRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[SampleRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> SampleRecord | list[SampleRecord]:
-        if isinstance(index, slice):
-            return [self._record(i) for i in range(len(self))[index]]
-        if not -len(self) <= index < len(self):
-            raise IndexError("record index out of range")
-        return self._record(index % len(self))
-
-    def __iter__(self) -> Iterator[SampleRecord]:
-        return map(self._record, range(len(self)))
-
-    def subset(self, indices: Sequence[int]) -> "Subset":
-        """The records at ``indices``, as a sequence that holds the indices only."""
-        return Subset(self, indices)
+    @property
+    def _positions(self) -> range:  # type: ignore[override]
+        return range(len(self._sample))
 
     def _id(self, sample: int) -> Any:
         assert sample >= 0, "a record without its sample"
@@ -173,32 +183,12 @@ class Reduced(Sequence[SampleRecord]):
                             outputs=NOTHING)
 
 
-class Subset(Sequence[SampleRecord]):
+class Subset(_Records):
     """Some of a :class:`Reduced`'s records, by index."""
 
-    def __init__(self, base: Reduced, indices: Sequence[int]):
-        self._base = base
-        self._indices = indices
-
-    def __len__(self) -> int:
-        return len(self._indices)
-
-    @overload
-    def __getitem__(self, index: int) -> SampleRecord: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[SampleRecord]: ...
-
-    def __getitem__(self, index: int | slice) -> SampleRecord | list[SampleRecord]:
-        if isinstance(index, slice):
-            return [self._base[i] for i in self._indices[index]]
-        return self._base[self._indices[index]]
-
-    def __iter__(self) -> Iterator[SampleRecord]:
-        return map(self._base._record, self._indices)
-
-    def subset(self, indices: Sequence[int]) -> "Subset":
-        return Subset(self._base, array("q", (self._indices[i] for i in indices)))
+    def __init__(self, store: Reduced, positions: Sequence[int]):
+        self._store = store
+        self._positions = positions
 
 
 def take(records: Sequence[SampleRecord], indices: Sequence[int]) -> Sequence[SampleRecord]:
