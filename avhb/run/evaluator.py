@@ -316,6 +316,7 @@ class Evaluator:
                 else:
                     slim(window, keep, axes)
                     records.extend(window)
+                window.clear()  # let go before the next window is built (the loop still names this one)
         path = self.folder.samples_path(task.name)
         if failures.crashes:
             print(f"avhb: warning: {task.name}: scoring failed on {failures.crashes} samples (recorded "

@@ -166,18 +166,34 @@ def _run(tmp_path: Path, name: str, monkeypatch, size: int, seen: list | None = 
         return await answer(self, request)
 
     monkeypatch.setattr(EchoBackend, "generate", generate)
+    if seen is not None:
+        from avhb.run.records import TaskSamples
+
+        build = TaskSamples._records
+
+        def records(self, positions, targets=True):  # what is held when the next window is built
+            gc.collect()
+            held = [o for o in gc.get_objects() if type(o) is SampleRecord and o.id.startswith("e") and "prompt" in o.meta]
+            seen.append(("build", len(held)))
+            return build(self, positions, targets)
+
+        monkeypatch.setattr(TaskSamples, "_records", records)
     return avhb.evaluate(avhb.RunOptions(tasks=["testpack/qa_easy"], model=parse_backend_spec("testpack/echo"),
                                          output_dir=out, sample_data=True, write_report=False))
 
 
 def test_a_task_is_written_and_reduced_window_by_window(testpack, tmp_path, monkeypatch):
-    seen: list[tuple[int, int, bool]] = []
+    seen: list = []
     windowed = _run(tmp_path, "windowed", monkeypatch, 2, seen)
     # six samples in windows of two: each window's calls see the earlier windows written to the temp
     # file, none of their records still holding its prompt (at most one of this window's: the echo
     # answers at once), and no samples file in place yet
-    assert [lines for lines, _, _ in sorted(seen)] == [0, 0, 2, 2, 4, 4]
-    assert all(held <= 1 and not placed for _, held, placed in seen)
+    calls = [entry for entry in seen if entry[0] != "build"]
+    assert [lines for lines, _, _ in sorted(calls)] == [0, 0, 2, 2, 4, 4]
+    assert all(held <= 1 and not placed for _, held, placed in calls)
+    # and when a window is built (the estimate's and the run's), no earlier window's record is held whole
+    builds = [held for kind, held in (e for e in seen if e[0] == "build")]
+    assert builds == [0] * 6  # the estimate's three windows, then the run's
     whole = _run(tmp_path, "whole", monkeypatch, 10_000)
     assert windowed["results"] == whole["results"] and windowed["breakdowns"] == whole["breakdowns"]
     assert windowed["results"]["testpack/qa_easy"]["samples"] == 6
