@@ -59,6 +59,13 @@ class TaskSamples:
         for start in range(0, len(self.picked), per):
             yield self._records(self.picked[start:start + per], targets)
 
+    def keep(self, picked: Sequence[int]) -> "TaskSamples":
+        """These samples at ``picked`` only (positions among
+        :attr:`picked`), with their failures."""
+        chosen = picked if isinstance(picked, range) else set(picked)
+        return TaskSamples(self.task, self.docs, picked, self.repeats,
+                           {p: why for p, why in self.failed.items() if p in chosen})
+
     def window_count(self, size: int) -> int:
         """How many windows :meth:`windows` gives for ``size``."""
         return -(-len(self.picked) // self._per_window(size))
@@ -155,11 +162,9 @@ class SampleReader:
             self.matched[task.name] = first.matched_ids
             limit = limit_for(self.o.limit, len(first.matched))
             picked = first.matched if limit is None else first.matched[:limit]
-        chosen = picked if isinstance(picked, range) else set(picked)
-        if first.raised is not None and first.raised[0] in chosen:  # a target hook that raised: after the
-            raise first.raised[1]  # checks above, as before (a later document than the --limit: not run)
-        failed = {p: why for p, why in first.failed.items() if p in chosen}
-        samples = TaskSamples(task, docs, picked, self.o.repeats or task.repeats, failed)
+        samples = TaskSamples(task, docs, range(len(docs)), self.o.repeats or task.repeats, first.failed).keep(picked)
+        if first.raised is not None and first.raised[0] in samples.picked:  # a target hook that raised: after
+            raise first.raised[1]  # the checks above, as before (a document after the --limit: not run)
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
             samples = self._shard(samples)
         return samples
@@ -172,10 +177,7 @@ class SampleReader:
         every = samples.records()
         kept = {r.id for r in self.o.shard.select(every, task.metrics(), task.name)}
         ids = [r.id for r in every[::samples.repeats]]
-        picked = array("q", (p for p, sample_id in zip(samples.picked, ids) if sample_id in kept))
-        chosen = set(picked)
-        return TaskSamples(task, samples.docs, picked, samples.repeats,
-                           {p: why for p, why in samples.failed.items() if p in chosen})
+        return samples.keep(array("q", (p for p, sample_id in zip(samples.picked, ids) if sample_id in kept)))
 
     def _examples(self, task: Task, source: DataSource, docs: Sequence[dict[str, Any]],
                   ids: Iterator[str]) -> dict[str, list[dict[str, Any]]]:

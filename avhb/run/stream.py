@@ -26,7 +26,6 @@ from avhb.run.reduced import NOTHING, Interned
 from avhb.score.metric import RECORD_FIELDS, SampleRecord, reads_of
 
 WINDOW = 8192  # samples (each with its repeats) held whole at once
-_NOTHING = NOTHING
 
 
 def window_size(concurrency: int) -> int:
@@ -59,13 +58,13 @@ def slim(records: list[SampleRecord], keep: frozenset[str] | None, breakdown: It
         r.scores = shared.shared(r.scores)
         for name in drop:
             if name == "doc":
-                r.doc = {k: r.doc[k] for k in axes if k in r.doc} if axes else _NOTHING
+                r.doc = {k: r.doc[k] for k in axes if k in r.doc} if axes else NOTHING
             elif name in ("target", "response", "extracted"):
                 setattr(r, name, None)
             elif name == "trajectory":
                 r.trajectory = ()  # type: ignore[assignment]
             else:
-                setattr(r, name, _NOTHING)
+                setattr(r, name, NOTHING)
 
 
 @dataclass
