@@ -60,3 +60,12 @@ def test_a_file_changed_under_the_run_is_an_error(tmp_path):
 def test_a_missing_file_is_one_line(tmp_path):
     with pytest.raises(UserError, match="nothing.jsonl: cannot read data"):
         JsonlRows(tmp_path / "nothing.jsonl")
+
+
+def test_offsets_are_four_bytes_under_4_gib_and_eight_above(tmp_path, monkeypatch):
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": 1}\n{"id": 2}\n')
+    assert JsonlRows(path)._offsets.typecode == "I"
+    monkeypatch.setattr("avhb.data.jsonl_rows.os.path.getsize", lambda p: 1 << 32)  # a file past 4 GiB
+    wide = JsonlRows(path)
+    assert wide._offsets.typecode == "q" and list(wide) == [{"id": 1}, {"id": 2}]

@@ -81,3 +81,13 @@ def test_a_record_costs_about_twenty_bytes():
         tracemalloc.stop()
     assert len(reduced) == n
     assert held / n < 40, held / n  # a reduced SampleRecord and its id: about 190
+
+
+def test_a_field_spec_reads_a_reduced_records_read_only_scores():
+    from avhb.score.metric_helpers import resolve
+
+    records = [SampleRecord(id="a", doc={}, scores={"m": {"part": 0.5}})]
+    slim(records, frozenset(), [])
+    assert resolve(records[0], "scores.m") == {"part": 0.5}
+    plain = Reduced([SampleRecord(id="b", doc={}, scores={"m": 1.0})])[0]
+    assert type(plain.scores).__name__ == "mappingproxy" and resolve(plain, "scores.m") == 1.0
