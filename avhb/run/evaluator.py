@@ -311,11 +311,9 @@ class Evaluator:
                 await self._window(run, window, metrics, model_cost, judge_cost, model_bar, score_bar_, failures)
                 append(window)
                 failures.add(window)
-                if isinstance(records, Reduced):
-                    records.extend(window)  # it keeps what slim would, as columns
-                else:
+                if not isinstance(records, Reduced):  # the columns keep what slim would
                     slim(window, keep, axes)
-                    records.extend(window)
+                records.extend(window)
                 window.clear()  # let go before the next window is built (the loop still names this one)
         path = self.folder.samples_path(task.name)
         if failures.crashes:

@@ -183,8 +183,15 @@ def _run(tmp_path: Path, name: str, monkeypatch, size: int, seen: list | None = 
 
 
 def test_a_task_is_written_and_reduced_window_by_window(testpack, tmp_path, monkeypatch):
+    from avhb.run import evaluator
+
     seen: list = []
+    summarized: list[str] = []
+    summarize = evaluator.summarize
+    monkeypatch.setattr(evaluator, "summarize", lambda task, records, *a: summarized.append(type(records).__name__)
+                        or summarize(task, records, *a))
     windowed = _run(tmp_path, "windowed", monkeypatch, 2, seen)
+    assert summarized == ["Reduced"]  # its metric reads no more than the summary keeps: held as columns
     # six samples in windows of two: each window's calls see the earlier windows written to the temp
     # file, none of their records still holding its prompt (at most one of this window's: the echo
     # answers at once), and no samples file in place yet
