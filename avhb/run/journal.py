@@ -5,7 +5,7 @@ One JSON object per line in ``journal/<kind>.jsonl`` (kinds: ``responses``,
 SIGKILL loses at most the line being written (a torn last line is skipped on
 reading); ``fsync`` runs at most every ``fsync_interval`` seconds and on
 close, which bounds what a power cut can lose without paying one fsync per
-sample.  In memory: an index of byte offsets (:class:`_Offsets`, about 16
+sample.  In memory: an index of byte offsets (:class:`_Offsets`, about 8
 bytes a call), the entries stay on disk.
 
 Entries are redacted (:func:`avhb.redact.redact`) before they are kept or
@@ -36,7 +36,7 @@ class Journal:
     """``get`` / ``put`` over the journal files.  What is kept in memory is
     an index, key -> the byte offset of the key's last line, not the
     entries: an entry is read back (one ``pread``) when it is asked for and
-    its full key compared, so a million calls' journal costs about 16 MB
+    its full key compared, so a million calls' journal costs about 8 MB
     (:class:`_Offsets`), not its size in Python objects."""
 
     def __init__(self, folder: Path, fsync_interval: float = 0.2):
@@ -190,18 +190,20 @@ def _hash(key: str) -> int:
 
 class _Offsets:
     """One journal file's index: key hash -> the byte offsets of its lines.
-    The bulk is two sorted arrays (8-byte hash, 8-byte offset: 16 bytes a
-    line); the lines added since the last merge wait in a dict, merged in
-    once there are ``MERGE_AT`` of them (a sort in numpy).  Two keys can
-    share a hash, so a lookup gives every offset of the hash, newest first
-    (a later line of a key replaces its earlier one), and the caller reads
-    the key back."""
+    The bulk is two sorted arrays, 8 bytes a line: a 4-byte hash (the top
+    half of :func:`_hash`) and a 4-byte offset, widened to 8 bytes once a
+    file passes 4 GiB.  The lines added since the last merge wait in a dict,
+    merged in once there are ``MERGE_AT`` of them (a sort in numpy).  Keys
+    share a hash (about one lookup in 4,000 at a million lines finds another
+    key's line), so a lookup gives every offset of the hash, newest first (a
+    later line of a key replaces its earlier one), and the caller reads the
+    key back."""
 
-    MERGE_AT = 1 << 16
+    MERGE_AT = 1 << 14
 
     def __init__(self) -> None:
-        self._hashes = np.empty(0, dtype=np.uint64)
-        self._offsets = np.empty(0, dtype=np.uint64)
+        self._hashes = np.empty(0, dtype=np.uint32)
+        self._offsets = np.empty(0, dtype=np.uint32)
         self._recent: dict[int, int | list[int]] = {}  # hash -> offset (or offsets, oldest first)
         self._count = 0
 
@@ -209,6 +211,7 @@ class _Offsets:
         return self._count
 
     def add(self, hashed: int, offset: int) -> None:
+        hashed >>= 32
         held = self._recent.get(hashed)
         self._recent[hashed] = offset if held is None else [*(held if isinstance(held, list) else [held]), offset]
         self._count += 1
@@ -216,11 +219,12 @@ class _Offsets:
             self._merge()
 
     def newest_first(self, hashed: int) -> list[int]:
+        hashed >>= 32
         held = self._recent.get(hashed)
         out = [] if held is None else list(held) if isinstance(held, list) else [held]
         hashes = self._hashes
         if len(hashes):
-            key = np.uint64(hashed)
+            key = np.uint32(hashed)
             at = int(hashes.searchsorted(key))
             while at < len(hashes) and hashes[at] == key:
                 out.append(int(self._offsets[at]))
@@ -237,12 +241,15 @@ class _Offsets:
         hashes = [h for h, held in self._recent.items() for _ in (held if isinstance(held, list) else [held])]
         offsets = [o for held in self._recent.values() for o in (held if isinstance(held, list) else [held])]
         self._recent = {}
-        new_hashes = np.array(hashes, dtype=np.uint64)
+        if offsets and max(offsets) > 0xFFFF_FFFF and self._offsets.dtype != np.uint64:
+            self._offsets = self._offsets.astype(np.uint64)  # the file passed 4 GiB
+        new_hashes = np.array(hashes, dtype=np.uint32)
         order = new_hashes.argsort(kind="stable")
         new_hashes = new_hashes[order]
         at = self._hashes.searchsorted(new_hashes)
         self._hashes = np.insert(self._hashes, at, new_hashes)
-        self._offsets = np.insert(self._offsets, at, np.array(offsets, dtype=np.uint64)[order])
+        self._offsets = np.insert(self._offsets, at, np.array(offsets, dtype=self._offsets.dtype)[order])
+
 
 def _ends_with_newline(path: Path) -> bool:
     with open(path, "rb") as fh:

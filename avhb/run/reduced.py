@@ -116,10 +116,10 @@ class Reduced(_Records):
         self._store = self
         self._axes = tuple(breakdown)  # the document's fields kept (avhb.run.stream.slim keeps the same)
         self._id_bytes = bytearray()  # every sample's id, UTF-8, one after the other
-        self._id_ends = array("q")  # sample -> where its id ends in _id_bytes
+        self._id_ends = array("I")  # sample -> where its id ends in _id_bytes (widened: _appended)
         self._odd_ids: dict[int, Any] = {}  # sample -> an id that is not a str
         self._sample = array("i")  # record -> its sample
-        self._repeat = array("i")
+        self._repeat = array("B")  # widened past 255 repeats
         self._scores = array("H")  # record -> index in _score_table, or _OTHER
         self._docs = array("H")
         self._score_table, self._doc_table = Interned(), Interned()
@@ -141,9 +141,9 @@ class Reduced(_Records):
                 self._id_bytes += r.id.encode("utf-8", "surrogatepass")
             else:
                 self._odd_ids[len(self._id_ends)] = r.id
-            self._id_ends.append(len(self._id_bytes))
+            self._id_ends = _appended(self._id_ends, len(self._id_bytes))
         self._sample.append(len(self._id_ends) - 1)
-        self._repeat.append(r.repeat)
+        self._repeat = _appended(self._repeat, r.repeat)
         if r.error is not None:
             self._errors[i] = r.error
         doc, axes = r.doc, self._axes
@@ -181,6 +181,17 @@ class Reduced(_Records):
                             scores=self._mapping("scores", self._scores, self._score_table, i),
                             judgements=NOTHING, meta=NOTHING, trajectory=(),  # type: ignore[arg-type]
                             outputs=NOTHING)
+
+
+def _appended(column: array, value: int) -> array:
+    """``column`` with ``value`` appended: the same array, or a copy of
+    it in 8-byte items when ``value`` does not fit its items."""
+    try:
+        column.append(value)
+    except OverflowError:
+        column = array("q", column)
+        column.append(value)
+    return column
 
 
 class Subset(_Records):

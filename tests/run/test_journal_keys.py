@@ -1,4 +1,4 @@
-"""The journal's in-memory index holds 8 bytes of each key's hash and its
+"""The journal's in-memory index holds 4 bytes of each key's hash and its
 line's offset (issue 26: memory per sample); every key still answers as
 written, before and after the journal is reopened and across the index's
 merges, two keys sharing a hash each answer for themselves, and ``all``
@@ -63,3 +63,19 @@ def test_the_index_answers_across_its_merges(tmp_path, monkeypatch, reopen):
     assert {k: journal.get("responses", k)["response"] for k in [*keys, *later]} == want
     assert journal.get("responses", hashlib.sha256(b"never").hexdigest()) is None
     assert {k: v["response"] for k, v in journal.all("responses").items()} == want
+
+
+def test_offsets_past_4_gib_widen_the_index(monkeypatch):
+    """A journal file past 4 GiB: its offsets no longer fit the index's 4
+    bytes, and the index widens to 8 (a uint32 would wrap 2**33 + 5 to 5)."""
+    monkeypatch.setattr(_Offsets, "MERGE_AT", 2)
+    index = _Offsets()
+    index.add(1 << 40, 10)
+    index.add(2 << 40, 20)  # merged: 4-byte offsets
+    assert index._offsets.dtype.itemsize == 4
+    index.add(3 << 40, (1 << 33) + 5)
+    index.add(1 << 40, (1 << 32) + 7)  # the same hash again, past 4 GiB: newest first
+    assert index._offsets.dtype.itemsize == 8
+    assert index.newest_first(1 << 40) == [(1 << 32) + 7, 10]
+    assert index.newest_first(3 << 40) == [(1 << 33) + 5] and index.newest_first(2 << 40) == [20]
+    assert sorted(index.offsets()) == [10, 20, (1 << 32) + 7, (1 << 33) + 5]
