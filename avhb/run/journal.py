@@ -177,21 +177,21 @@ class Journal:
 
 
 def _hash(key: str) -> int:
-    """A key's 8 bytes in the index: a call key (64 hex digits, a SHA-256)
-    gives its first 8 bytes, any other key those of its BLAKE2b.  Any
+    """A key's 4 bytes in the index: a call key (64 hex digits, a SHA-256)
+    gives its first 4 bytes, any other key those of its BLAKE2b.  Any
     deterministic choice is right: a lookup compares the full key."""
     if len(key) == 64:
         try:
-            return int(key[:16], 16) & 0xFFFF_FFFF_FFFF_FFFF
+            return int(key[:8], 16)
         except ValueError:
             pass
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
+    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
 
 
 class _Offsets:
     """One journal file's index: key hash -> the byte offsets of its lines.
-    The bulk is two sorted arrays, 8 bytes a line: a 4-byte hash (the top
-    half of :func:`_hash`) and a 4-byte offset, widened to 8 bytes once a
+    The bulk is two sorted arrays, 8 bytes a line: a 4-byte hash
+    (:func:`_hash`) and a 4-byte offset, widened to 8 bytes once a
     file passes 4 GiB.  The lines added since the last merge wait in a dict,
     merged in once there are ``MERGE_AT`` of them (a sort in numpy).  Keys
     share a hash (about one lookup in 4,000 at a million lines finds another
@@ -211,7 +211,6 @@ class _Offsets:
         return self._count
 
     def add(self, hashed: int, offset: int) -> None:
-        hashed >>= 32
         held = self._recent.get(hashed)
         self._recent[hashed] = offset if held is None else [*(held if isinstance(held, list) else [held]), offset]
         self._count += 1
@@ -219,7 +218,6 @@ class _Offsets:
             self._merge()
 
     def newest_first(self, hashed: int) -> list[int]:
-        hashed >>= 32
         held = self._recent.get(hashed)
         out = [] if held is None else list(held) if isinstance(held, list) else [held]
         hashes = self._hashes
