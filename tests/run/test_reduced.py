@@ -69,7 +69,7 @@ def test_the_default_aggregate_gives_the_same_numbers_over_columns():
     assert repr(m.aggregate(Reduced(records, breakdown=["kind"]))) == repr(m.aggregate([dataclasses.replace(r) for r in records]))
 
 
-def test_a_record_costs_about_sixteen_bytes():
+def test_a_record_costs_about_twenty_bytes():
     n = 50_000
     records = [SampleRecord(id=f"q{i:07d}", doc={"id": i}, scores={"exact_match": float(i % 2)}) for i in range(n)]
     slim(records, frozenset(), [])
