@@ -5,8 +5,8 @@ One JSON object per line in ``journal/<kind>.jsonl`` (kinds: ``responses``,
 SIGKILL loses at most the line being written (a torn last line is skipped on
 reading); ``fsync`` runs at most every ``fsync_interval`` seconds and on
 close, which bounds what a power cut can lose without paying one fsync per
-sample.  In memory: an index of byte offsets (:class:`_Offsets`, about 8
-bytes a call), the entries stay on disk.
+sample.  In memory: an index of byte offsets (:class:`avhb.run.hash_index.HashIndex`,
+about 8 bytes a call), the entries stay on disk.
 
 Entries are redacted (:func:`avhb.redact.redact`) before they are kept or
 written, as the samples file is: a reply that echoes an API key never
@@ -17,7 +17,6 @@ without raising again.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -25,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 
 from avhb.atomic import write_atomic
 from avhb.errors import EnvironmentFailure
 from avhb.redact import redacted_json
+from avhb.run.hash_index import HashIndex, key_hash
 
 
 class Journal:
@@ -37,13 +36,13 @@ class Journal:
     an index, key -> the byte offset of the key's last line, not the
     entries: an entry is read back (one ``pread``) when it is asked for and
     its full key compared, so a million calls' journal costs about 8 MB
-    (:class:`_Offsets`), not its size in Python objects."""
+    (:class:`HashIndex`), not its size in Python objects."""
 
     def __init__(self, folder: Path, fsync_interval: float = 0.2):
         self.folder = Path(folder)
         self.folder.mkdir(parents=True, exist_ok=True)
         self.fsync_interval = fsync_interval
-        self._index: dict[str, _Offsets] = {}  # kind -> where its keys' lines start
+        self._index: dict[str, HashIndex] = {}  # kind -> where its keys' lines start
         self._files: dict[str, Any] = {}
         self._ends: dict[str, int] = {}  # where the next line of a kind's file starts
         self._readers: dict[str, int] = {}  # read-only descriptors
@@ -60,9 +59,9 @@ class Journal:
     def _path(self, kind: str) -> Path:
         return self.folder / f"{kind}.jsonl"
 
-    def _load(self, kind: str) -> "_Offsets":
+    def _load(self, kind: str) -> HashIndex:
         if kind not in self._index:
-            index = _Offsets()
+            index = HashIndex()
             path = self._path(kind)
             if path.is_file():  # a regular file: a device (/dev/full) has no entries, only bytes
                 with open(path, "rb") as fh:
@@ -73,7 +72,7 @@ class Journal:
                         except ValueError:
                             record = None  # torn write from a killed run
                         if isinstance(record, dict) and isinstance(record.get("key"), str):
-                            index.add(_hash(record["key"]), offset)
+                            index.add(key_hash(record["key"]), offset)
                         offset += len(line)
             self._index[kind] = index
         return self._index[kind]
@@ -97,7 +96,8 @@ class Journal:
         return record if isinstance(record, dict) else None
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None:
-        for offset in self._load(kind).newest_first(_hash(key)):  # a hash two keys share: the line's key decides
+        for offset in reversed(self._load(kind).values_of(key_hash(key))):  # newest first; a hash two keys
+            # share: the line's key decides
             entry = self._read(kind, offset)
             if entry is not None and entry.get("key") == key:
                 return entry
@@ -111,7 +111,7 @@ class Journal:
         """Every entry of a kind, its last line per key (read from disk: for
         tools and tests)."""
         out = {}
-        for offset in sorted(self._load(kind).offsets()):
+        for offset in sorted(self._load(kind).values()):
             entry = self._read(kind, offset)
             if entry is not None and isinstance(entry.get("key"), str):
                 out[entry["key"]] = entry
@@ -121,21 +121,20 @@ class Journal:
         """Append one entry (redacted); returns the entry as kept."""
         text, record = redacted_json({"key": key, **record}, default=str)  # = redact(), then json.dumps()
         index = self._load(kind)
-        line = text.encode() + b"\n"
+        line = (text + "\n").encode()
         fh = self._files.get(kind)
         try:
             if fh is None:
                 path = self._path(kind)
-                fh = open(path, "ab")
+                fh = open(path, "ab", buffering=0)  # each line one write to the OS, no buffer to flush
                 end = path.stat().st_size
                 # a torn last line must not swallow the next record
                 if end and not _ends_with_newline(path):
-                    fh.write(b"\n")
+                    _write_all(fh, b"\n")
                     end += 1
                 self._files[kind] = fh
                 self._ends[kind] = end
-            fh.write(line)
-            fh.flush()
+            _write_all(fh, line)
             now = time.monotonic()
             if now - self._last_sync >= self.fsync_interval:
                 self.sync()
@@ -143,7 +142,7 @@ class Journal:
             self._failed = True
             raise EnvironmentFailure(f"cannot write the journal {self._path(kind)}: {exc.strerror or exc}; the run's "
                                      "finished work is kept, re-run the command to resume") from None
-        index.add(_hash(key), self._ends[kind])
+        index.add(key_hash(key), self._ends[kind])
         self._ends[kind] += len(line)
         return record
 
@@ -176,77 +175,12 @@ class Journal:
         self._readers.clear()
 
 
-def _hash(key: str) -> int:
-    """A key's 4 bytes in the index: a call key (64 hex digits, a SHA-256)
-    gives its first 4 bytes, any other key those of its BLAKE2b.  Any
-    deterministic choice is right: a lookup compares the full key."""
-    if len(key) == 64:
-        try:
-            return int(key[:8], 16)
-        except ValueError:
-            pass
-    return int.from_bytes(hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=4).digest(), "big")
-
-
-class _Offsets:
-    """One journal file's index: key hash -> the byte offsets of its lines.
-    The bulk is two sorted arrays, 8 bytes a line: a 4-byte hash
-    (:func:`_hash`) and a 4-byte offset, widened to 8 bytes once a
-    file passes 4 GiB.  The lines added since the last merge wait in a dict,
-    merged in once there are ``MERGE_AT`` of them (a sort in numpy).  Keys
-    share a hash (about one lookup in 4,000 at a million lines finds another
-    key's line), so a lookup gives every offset of the hash, newest first (a
-    later line of a key replaces its earlier one), and the caller reads the
-    key back."""
-
-    MERGE_AT = 1 << 14
-
-    def __init__(self) -> None:
-        self._hashes = np.empty(0, dtype=np.uint32)
-        self._offsets = np.empty(0, dtype=np.uint32)
-        self._recent: dict[int, int | list[int]] = {}  # hash -> offset (or offsets, oldest first)
-        self._count = 0
-
-    def __len__(self) -> int:
-        return self._count
-
-    def add(self, hashed: int, offset: int) -> None:
-        held = self._recent.get(hashed)
-        self._recent[hashed] = offset if held is None else [*(held if isinstance(held, list) else [held]), offset]
-        self._count += 1
-        if len(self._recent) >= self.MERGE_AT:
-            self._merge()
-
-    def newest_first(self, hashed: int) -> list[int]:
-        held = self._recent.get(hashed)
-        out = [] if held is None else list(held) if isinstance(held, list) else [held]
-        hashes = self._hashes
-        if len(hashes):
-            key = np.uint32(hashed)
-            at = int(hashes.searchsorted(key))
-            while at < len(hashes) and hashes[at] == key:
-                out.append(int(self._offsets[at]))
-                at += 1
-        return out if len(out) < 2 else sorted(out, reverse=True)
-
-    def offsets(self) -> list[int]:
-        recent = [o for held in self._recent.values() for o in (held if isinstance(held, list) else [held])]
-        return [*self._offsets.tolist(), *recent]
-
-    def _merge(self) -> None:
-        """The recent lines inserted where their hashes sort: each array is
-        copied once (a sort of the whole would hold three more copies)."""
-        hashes = [h for h, held in self._recent.items() for _ in (held if isinstance(held, list) else [held])]
-        offsets = [o for held in self._recent.values() for o in (held if isinstance(held, list) else [held])]
-        self._recent = {}
-        if offsets and max(offsets) > 0xFFFF_FFFF and self._offsets.dtype != np.uint64:
-            self._offsets = self._offsets.astype(np.uint64)  # the file passed 4 GiB
-        new_hashes = np.array(hashes, dtype=np.uint32)
-        order = new_hashes.argsort(kind="stable")
-        new_hashes = new_hashes[order]
-        at = self._hashes.searchsorted(new_hashes)
-        self._hashes = np.insert(self._hashes, at, new_hashes)
-        self._offsets = np.insert(self._offsets, at, np.array(offsets, dtype=self._offsets.dtype)[order])
+def _write_all(fh: Any, data: bytes) -> None:
+    """``data`` written whole to the unbuffered file ``fh`` (a short write
+    writes the rest)."""
+    view = memoryview(data)
+    while view:
+        view = view[fh.write(view):]
 
 
 def _ends_with_newline(path: Path) -> bool:

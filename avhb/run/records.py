@@ -15,11 +15,10 @@ from array import array
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Sequence
 
-import numpy as np
-
 from avhb.data.jsonl_rows import JsonlRows
 from avhb.data.sources import DataSource
 from avhb.errors import SampleError, UserError
+from avhb.run.hash_index import HashIndex
 from avhb.run.options import RunOptions, limit_for
 from avhb.run.task import Task
 from avhb.score.metric import SampleRecord
@@ -153,10 +152,10 @@ class SampleReader:
         if task.fewshot.num > 0 and isinstance(docs, JsonlRows):
             docs = list(docs)  # few-shot draws compare documents again and again: held decoded
         first = _FirstPass(task, docs, self.o.samples, self.o.limit)
-        hashes = np.fromiter(first, dtype=np.int64)  # a missing doc_id, or a bad line of the data: said here
+        twice = _repeated(first)  # a missing doc_id, or a bad line of the data: said here
         if task.fewshot.num > 0:
             self.fewshot[task.name] = self._examples(task, source, docs, first.ids())
-        _check_unique(task, source, first.ids, hashes)
+        _check_unique(task, source, first.ids, twice)
         picked: Sequence[int] = range(first.bound)
         if self.o.samples:
             self.matched[task.name] = first.matched_ids
@@ -243,20 +242,32 @@ class _FirstPass:
                     self.failed[i] = str(exc)
                 except Exception as exc:  # e.g. a hook's UserError: raised once ids and few-shot are checked
                     self.raised = (i, exc)
-            yield hash(sample_id)
+            yield hash(sample_id) & _HASH_BITS
 
 
-def _check_unique(task: Task, source: DataSource, ids: Callable[[], Iterator[str]], hashes: Any) -> None:
-    """The sample ids are unique, checked on their hashes (8 bytes a
-    document); the ids of a hash seen twice are compared again, in order,
-    for the message naming the first id that repeats."""
-    ordered = np.sort(hashes)
-    twice = set(ordered[1:][ordered[1:] == ordered[:-1]].tolist())
+_HASH_BITS = (1 << 44) - 1  # what a HashIndex keeps of a hash
+
+
+def _repeated(hashes: Iterator[int]) -> set[int]:
+    """The hashes that occur more than once (about 8 bytes a hash while
+    they are read: :class:`HashIndex`)."""
+    seen, twice = HashIndex(), set()
+    for h in hashes:
+        if seen.values_of(h):
+            twice.add(h)
+        seen.add(h, 0)
+    return twice
+
+
+def _check_unique(task: Task, source: DataSource, ids: Callable[[], Iterator[str]], twice: set[int]) -> None:
+    """The sample ids are unique, checked on their hashes (``twice``: the
+    hashes seen more than once); the ids of a hash seen twice are compared
+    again, in order, for the message naming the first id that repeats."""
     if not twice:
         return
     first: dict[str, int] = {}
-    for i, (sample_id, h) in enumerate(zip(ids(), hashes.tolist())):
-        if h not in twice:
+    for i, sample_id in enumerate(ids()):
+        if hash(sample_id) & _HASH_BITS not in twice:
             continue
         if sample_id in first:
             field = task.cfg.get("doc_id")

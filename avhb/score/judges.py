@@ -45,7 +45,6 @@ from avhb.errors import SampleError, UserError
 from avhb.model.backend import Backend, BackendSpec, parse_backend_spec
 from avhb.call.caller import CallJournal, Caller, SpendLimit, Usage
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
-from avhb.score.parsers import answer_space, format_hint, get_parser
 from avhb.taskdef.templates import render
 
 if TYPE_CHECKING:
@@ -136,10 +135,11 @@ class JudgeRole:
         default = cfg.get("default") or []
         gen = {"temperature": 0.0, "max_tokens": 256, **(cfg.get("generation_kwargs") or {})}
         parser = cfg.get("parser", "yes_no")
+        from avhb.score.parsers import get_parser, parser_names  # its patterns compile on import: judged tasks only
+
         try:
             get_parser(parser)
         except UserError:
-            from avhb.score.parsers import parser_names
 
             raise UserError(f"judge role {name!r}: unknown parser {parser!r} (known: {', '.join(parser_names())})") from None
         return cls(name, prompt, parser, dict(cfg.get("parser_options") or {}), cfg.get("system"),
@@ -303,6 +303,8 @@ class TaskJudges:
             system.append(role.system)
         messages = ([Message("system", [TextPart("\n\n".join(system))])] if system else []) + \
                    [Message("user", [TextPart(prompt), *media])]
+        from avhb.score.parsers import answer_space, format_hint, get_parser
+
         parser = get_parser(role.parser)
         options = dict(role.parser_options)
         if option_texts:

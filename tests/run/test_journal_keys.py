@@ -1,7 +1,7 @@
 """The journal's in-memory index holds 4 bytes of each key's hash and its
 line's offset (issue 26: memory per sample); every key still answers as
-written, before and after the journal is reopened and across the index's
-merges, two keys sharing a hash each answer for themselves, and ``all``
+written, before and after the journal is reopened and with many keys a
+bucket, two keys sharing a hash each answer for themselves, and ``all``
 gives the keys back."""
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import hashlib
 import pytest
 
 from avhb.run import journal as journal_module
-from avhb.run.journal import Journal, _Offsets
+from avhb.run import hash_index
+from avhb.run.journal import Journal
 
 
 def test_keys_answer_as_written_and_come_back_from_all(tmp_path):
@@ -31,7 +32,7 @@ def test_keys_answer_as_written_and_come_back_from_all(tmp_path):
 
 
 def test_keys_sharing_a_hash_each_answer_for_themselves(tmp_path, monkeypatch):
-    monkeypatch.setattr(journal_module, "_hash", lambda key: 7)  # every key collides
+    monkeypatch.setattr(journal_module, "key_hash", lambda key: 7)  # every key collides
     journal = Journal(tmp_path)
     for key, text in [("a", "first a"), ("b", "b"), ("a", "second a")]:
         journal.put("responses", key, {"response": text})
@@ -44,39 +45,61 @@ def test_keys_sharing_a_hash_each_answer_for_themselves(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("reopen", [False, True])
-def test_the_index_answers_across_its_merges(tmp_path, monkeypatch, reopen):
-    monkeypatch.setattr(_Offsets, "MERGE_AT", 8)
-    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(50)] + ["plain", "k" * 64]
+def test_the_index_answers_with_many_keys_per_bucket(tmp_path, reopen):
+    """More keys than buckets, so buckets hold several entries; a key
+    written again answers with its newer line, before and after reopening."""
+    keys = [hashlib.sha256(str(i).encode()).hexdigest() for i in range(3 * hash_index.BUCKETS)] + ["plain", "k" * 64]
     journal = Journal(tmp_path)
     for i, key in enumerate(keys):
         journal.put("responses", key, {"response": f"r{i}"})
-    journal.put("responses", keys[3], {"response": "again"})  # after its line was merged into the arrays
-    later = [hashlib.sha256(f"later{i}".encode()).hexdigest() for i in range(8)]
-    for key in later:  # and "again" merged too: both of its lines in the arrays, the newer one must win
-        journal.put("responses", key, {"response": key[:4]})
+    journal.put("responses", keys[3], {"response": "again"})
     if reopen:
         journal.close()
         journal = Journal(tmp_path)
     index = journal._load("responses")
-    assert len(index._hashes) >= 56 and len(index) == len(keys) + 9  # merged: most of it in the arrays
-    assert index._hashes.dtype.itemsize == 4 and index._offsets.dtype.itemsize == 4  # 8 bytes a line
-    want = {k: f"r{i}" for i, k in enumerate(keys)} | {keys[3]: "again"} | {k: k[:4] for k in later}
-    assert {k: journal.get("responses", k)["response"] for k in [*keys, *later]} == want
+    assert len(index) == len(keys) + 1
+    want = {k: f"r{i}" for i, k in enumerate(keys)} | {keys[3]: "again"}
+    assert {k: journal.get("responses", k)["response"] for k in keys} == want
     assert journal.get("responses", hashlib.sha256(b"never").hexdigest()) is None
     assert {k: v["response"] for k, v in journal.all("responses").items()} == want
 
 
-def test_offsets_past_4_gib_widen_the_index(monkeypatch):
-    """A journal file past 4 GiB: its offsets no longer fit the index's 4
-    bytes, and the index widens to 8 (a uint32 would wrap 2**33 + 5 to 5)."""
-    monkeypatch.setattr(_Offsets, "MERGE_AT", 2)
-    index = _Offsets()
+def test_the_index_holds_8_bytes_an_entry():
+    index = hash_index.HashIndex()
+    for i in range(200_000):
+        index.add(hash_index.key_hash(f"k{i}"), i * 300)
+    held = sum(len(h) for h in index._hashes if h is not None) + sum(
+        v.itemsize * len(v) for v in index._values if v is not None)
+    assert held == 8 * 200_000
+    assert index.values_of(hash_index.key_hash("k123456")) == [123456 * 300]
+
+
+def test_a_hash_straddling_two_entries_is_not_found():
+    """The bytes of a hash can occur across two neighbouring entries of a
+    bucket: that is no entry, and the real one after it is still found."""
+    index = hash_index.HashIndex()
+    bucket = 5
+    a, b = 0x11223344, 0x55667788
+    index.add((a << hash_index.BUCKET_BITS) | bucket, 1)
+    index.add((b << hash_index.BUCKET_BITS) | bucket, 2)
+    straddle = int.from_bytes(a.to_bytes(4, "little")[2:] + b.to_bytes(4, "little")[:2], "little")
+    assert index.values_of((straddle << hash_index.BUCKET_BITS) | bucket) == []
+    index.add((straddle << hash_index.BUCKET_BITS) | bucket, 3)
+    assert index.values_of((straddle << hash_index.BUCKET_BITS) | bucket) == [3]
+    assert index.values_of((a << hash_index.BUCKET_BITS) | bucket) == [1]
+    assert index.values_of((a << hash_index.BUCKET_BITS) | (bucket + 1)) == []  # another bucket
+
+
+def test_offsets_past_4_gib_widen_the_index():
+    """A journal file past 4 GiB: its offsets no longer fit 4 bytes, and the
+    bucket widens to 8 (a uint32 would refuse or wrap 2**33 + 5)."""
+    index = hash_index.HashIndex()
     index.add(1, 10)
-    index.add(2, 20)  # merged: 4-byte offsets
-    assert index._offsets.dtype.itemsize == 4
+    index.add(2, 20)
+    assert index._values[1].itemsize == 4
     index.add(3, (1 << 33) + 5)
-    index.add(1, (1 << 32) + 7)  # the same hash again, past 4 GiB: newest first
-    assert index._offsets.dtype.itemsize == 8
-    assert index.newest_first(1) == [(1 << 32) + 7, 10]
-    assert index.newest_first(3) == [(1 << 33) + 5] and index.newest_first(2) == [20]
-    assert sorted(index.offsets()) == [10, 20, (1 << 32) + 7, (1 << 33) + 5]
+    index.add(1, (1 << 32) + 7)  # the same hash again, past 4 GiB: oldest first
+    assert index._values[1].itemsize == 8 and index._values[2].itemsize == 4
+    assert index.values_of(1) == [10, (1 << 32) + 7]
+    assert index.values_of(3) == [(1 << 33) + 5] and index.values_of(2) == [20]
+    assert sorted(index.values()) == [10, 20, (1 << 32) + 7, (1 << 33) + 5]

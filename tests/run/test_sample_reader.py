@@ -37,11 +37,12 @@ def folder(tmp_path_factory) -> Path:
     return folder
 
 
-def _run(folder: Path, out: Path, **options) -> tuple[dict, list[dict]]:
-    result = avhb.evaluate(avhb.RunOptions(tasks=["lazyqa/lazyqa"], model=parse_backend_spec("testpack/echo"),
+def _run(folder: Path, out: Path, name: str = "lazyqa", **options) -> tuple[dict, list[dict]]:
+    task = f"{name}/{name}"
+    result = avhb.evaluate(avhb.RunOptions(tasks=[task], model=parse_backend_spec("testpack/echo"),
                                            output_dir=out, include_paths=[str(folder)],
-                                           data={"lazyqa/lazyqa": folder}, write_report=False, **options))
-    lines = [json.loads(line) for line in (out / "samples" / "lazyqa__lazyqa.jsonl").read_text().splitlines()]
+                                           data={task: folder}, write_report=False, **options))
+    lines = [json.loads(line) for line in (out / "samples" / f"{name}__{name}.jsonl").read_text().splitlines()]
     return result, lines
 
 
@@ -75,3 +76,34 @@ def test_a_shard_holds_its_own_samples_and_failures(testpack, folder, tmp_path, 
         assert result["results"]["lazyqa/lazyqa"]["errors"] == len(failed)
         todo = len(lines) - len(failed)  # only its own failures are left out
         assert f"avhb: estimate: {todo} model calls" in err and f"[lazyqa/lazyqa: model] {todo}/{todo} (100%)" in err
+
+
+def test_ids_sharing_a_hash_are_compared_again(testpack, tmp_path, monkeypatch):
+    """Sample ids are checked unique on their hashes; ids that share a hash
+    but differ are no duplicate (every hash is 0 here), and a real
+    duplicate among them is named with both sample numbers."""
+    import avhb.run.records as records
+    from avhb.errors import UserError
+
+    monkeypatch.setattr(records, "_HASH_BITS", 0)
+    folder = tmp_path / "hashqa"  # its own include path name: the module's lazyqa is registered
+    folder.mkdir()
+    rows = [{"id": f"s{i}", "q": f"question {i}", "a": f"ans{i}"} for i in range(6)]
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "hashqa.yaml").write_text(textwrap.dedent("""\
+        task: hashqa
+        dataset_path: local/hashqa
+        dataset_kwargs:
+          data_files: rows.jsonl
+        doc_id: id
+        doc_to_text: "{{q}}"
+        doc_to_target: a
+        metric_list:
+          - metric: exact_match
+        """))
+    _, lines = _run(folder, tmp_path / "distinct", "hashqa")
+    assert [line["id"] for line in lines] == [f"s{i}" for i in range(6)]
+    rows[4]["id"] = "s1"
+    (folder / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with pytest.raises(UserError, match=r"sample id 's1' appears twice in .* \(samples 1 and 4; doc_id field 'id'"):
+        _run(folder, tmp_path / "dup", "hashqa")
