@@ -22,10 +22,13 @@ become dicts, as they would in JSON); other non-string leaves are kept.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import re
 from functools import lru_cache
 from typing import Any
+
+from avhb.json_text import dumps
 
 MASK = "***"
 
@@ -181,14 +184,18 @@ def _walk(obj: Any, secrets: list[str]) -> Any:
 #     and lowercasing commutes with the escaping for these ASCII triggers;
 # (c) a value masked under a credential-named key (``secret_key``): every such name holds one of
 #     ``_TRIGGERS`` or "cookie".
-# So a line with no secret value and no trigger is what ``redact`` would write, except that the
-# triggers inside a few object keys most entries have (``"key": ``, ``"prompt_tokens": ``) do not
-# count: those keys are neither credential names nor changed by any pattern, whatever their case,
-# and the text ``"name": `` only occurs in a line as that key (inside a string a quote is escaped, and
-# a string value is never followed by ": "); no trigger straddles their ends (no trigger holds a
-# quote or a space).  Dataclasses (``redact`` makes them dicts) take the walk.
+# So a line with no secret value and no trigger is what ``redact`` would write, with two exceptions:
+# - "key" inside the journal's own key (``"key": ``) does not count: that key is neither a credential
+#   name nor changed by any pattern, whatever its case, and the text ``"key": `` only occurs in a line
+#   as that key (inside a string a quote is escaped, and a string value is never followed by ": ");
+#   no trigger straddles its end (no trigger holds a quote or a space).
+# - "token" counts only where it ends a key (``token": ``) or comes before "=": every credential name
+#   that holds "token" ends with it (``secret_key``: token, access_token, ..., *_token, a "-" read as
+#   "_"), and every pattern that reads "token" needs "=" right after it, or "authorization" (a trigger
+#   of its own) before it.  So ``"prompt_tokens": `` and a prompt about tokenizers walk nothing.
+# Dataclasses (``redact`` makes them dicts) take the walk.
 _KEY_TOKENS = ('"key": ',)  # the journal's own key: "key" occurs in a line only there
-_TOKENS_KEYS = ('"prompt_tokens": ', '"completion_tokens": ', '"total_tokens": ', '"max_tokens": ')  # token counts
+_TOKEN_ENDS = ('token": ', "token=")  # where "token" can make redact change something (above)
 _OTHER_TRIGGERS = tuple(t for t in (*_TRIGGERS, "cookie") if t not in ("key", "token"))
 # the scan of _OTHER_TRIGGERS, in fewer passes: "passw" for password and passwd; GitHub's five token
 # prefixes (gh[pousr]_) by one pattern, searched only in a line that holds "gh" at all
@@ -204,21 +211,32 @@ def redacted_json(obj: Any, default: Any = str) -> tuple[str, Any]:
     """``(json.dumps(redact(obj), ensure_ascii=False, default=default), the
     object as written)``: the same line ``redact`` then ``json.dumps``
     give (module comment above), most often without walking ``obj``."""
-    import json
-
-    def guarded(value: Any) -> Any:
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            raise _Walk
-        return default(value)
-
     try:
-        text = json.dumps(obj, ensure_ascii=False, default=guarded)
+        text = dumps(obj, ensure_ascii=False, default=_guard(default))
     except _Walk:
         text = None
     if text is not None and _clean(text):
         return text, obj
     kept = redact(obj)
-    return json.dumps(kept, ensure_ascii=False, default=default), kept
+    return dumps(kept, ensure_ascii=False, default=default), kept
+
+
+_GUARDS: dict[Any, Any] = {}
+
+
+def _guard(default: Any) -> Any:
+    """``default`` for the fast path's encoding: a dataclass (which
+    ``redact`` turns into a dict) raises ``_Walk``; one function per
+    ``default``, so the encoder is built once (avhb.json_text)."""
+    guard = _GUARDS.get(default)
+    if guard is None:
+        def guard(value: Any, default: Any = default) -> Any:
+            if dataclasses.is_dataclass(value) and not isinstance(value, type):
+                raise _Walk
+            return default(value)
+
+        _GUARDS[default] = guard
+    return guard
 
 
 def _clean(text: str) -> bool:
@@ -229,11 +247,10 @@ def _clean(text: str) -> bool:
             return False
     if "gh" in lower and _GITHUB.search(lower):
         return False
-    # "key" and "token" only inside the keys above (none holds either twice, none is inside another)
+    # "key" only inside the journal's own key, "token" only where it cannot matter (comment above)
     if lower.count("key") != lower.count(_KEY_TOKENS[0]):
         return False
-    tokens = lower.count("token")
-    if tokens and tokens != sum([lower.count(k) for k in _TOKENS_KEYS]):
+    if "token" in lower and (_TOKEN_ENDS[0] in lower or _TOKEN_ENDS[1] in lower):
         return False
     for form in _escaped_env_secrets():
         if form in text:
@@ -248,8 +265,6 @@ def _escaped_env_secrets() -> list[str]:
     """The environment's secret values as a JSON line holds them (escaped),
     encoded once per change of :func:`env_secrets`."""
     global _escaped_cache
-    import json
-
     values = env_secrets()
     if values is not _escaped_cache[0]:
         _escaped_cache = (values, [json.dumps(v, ensure_ascii=False)[1:-1] for v in values])

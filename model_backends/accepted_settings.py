@@ -30,6 +30,7 @@ the same entries, which record the adaptation.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -61,6 +62,7 @@ class Change:
         return f"{self.param}={value!r} not sent: the model's default applies ({self.why})"
 
 
+@functools.lru_cache(maxsize=256)  # asked for every request; a run names a few models
 def reasoning_model(name: str) -> bool:
     """An OpenAI reasoning model by name (a provider prefix such as
     ``openai/`` or ``azure/`` is ignored)."""

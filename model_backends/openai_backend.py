@@ -306,9 +306,10 @@ class OpenAIBackend(Backend):
         return body, dropped
 
     def _accepted(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-        fixed = {k: body[k] for k in ("model", "messages")}
-        params, changed = self.accepted.adapt({k: v for k, v in body.items() if k not in fixed})
-        return {**fixed, **params}, changed
+        params, changed = self.accepted.adapt({k: v for k, v in body.items() if k not in ("model", "messages")})
+        if not changed:  # every change is said: none said, the body as it was
+            return body, changed
+        return {"model": body["model"], "messages": body["messages"], **params}, changed
 
     async def _client(self) -> Any:
         loop = asyncio.get_running_loop()

@@ -57,7 +57,8 @@ def _imports(name: str, path: Path) -> set[str]:
 # top-level module (``errors``) or "" (the ``avhb`` package itself: the
 # public API, whose names load lazily from every layer).
 LAYERS = (
-    ("errors", "paths", "redact", "version", "hookspecs"),  # import no other part
+    ("json_text",),  # json.dumps's text, its encoder built once
+    ("errors", "paths", "redact", "version", "hookspecs"),  # the base (redact writes lines with json_text)
     ("atomic",),  # the atomic file write (errors)
     ("registry", "requirements"),  # plugins (pluggy) and optional packages
     ("model",),  # messages, the backend protocol, failure classes, retries

@@ -39,11 +39,12 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from avhb.errors import SampleError
+from avhb.json_text import dumps
+from avhb.media.materialize import needs_materializing
 from avhb.model.backend import Backend, Capabilities
 from avhb.model.messages import AudioPart, ImagePart, Request, Response, TextPart, VideoPart, prompt_text, reference_copy
 from avhb.model.resilience import AdaptiveLimiter, CircuitBreaker, Resilient, RetryPolicy, classify_exception
@@ -173,9 +174,10 @@ def media_files(request: Request) -> list[str]:
             if isinstance(p, (VideoPart, AudioPart, ImagePart)) and p.path]
 
 
-# the key's encoding: what ``json.dumps(payload, sort_keys=True, default=str)`` writes (the encoder
-# json.dumps builds for these arguments, built once); tests/model/test_call_key_pinned.py pins the keys
-_key_json = json.JSONEncoder(sort_keys=True, default=str).encode
+def _key_json(payload: Any) -> str:
+    """The key's encoding: what ``json.dumps(payload, sort_keys=True, default=str)`` writes
+    (tests/model/test_call_key_pinned.py pins the keys)."""
+    return dumps(payload, sort_keys=True, default=str)
 
 
 def request_key(identity: dict[str, Any], request: Request, context: dict[str, Any] | None = None) -> str:
@@ -283,8 +285,6 @@ class Caller:
             return self._not_attempted(key, request)
         if self.spend is not None and self.spend.reached:
             return self._not_attempted(key, request, self.spend.message())
-        from avhb.media.materialize import needs_materializing
-
         decode = needs_materializing(request, self.capabilities)
         # the caller's own copy when media is decoded: the driver's history keeps references
         sent = reference_copy(request) if decode else request

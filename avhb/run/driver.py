@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 from avhb.errors import SampleError
 from avhb.call.caller import Call, Caller
 from avhb.model.messages import Message, Request, VideoPart
+from avhb.taskdef.requests import build_request
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -125,8 +126,6 @@ class SampleContext:
     def request(self, doc: dict[str, Any] | None = None) -> Request:
         """The task's own request for this sample (prompt and media from
         its YAML), with the run's generation settings."""
-        from avhb.taskdef.requests import build_request
-
         request = build_request(self.run.task, doc or self.doc, self.root, self.sample_id, self.media,
                                 getattr(self.run, "fewshot", {}).get(self.sample_id, ()),
                                 getattr(self.run, "multiturn", True))

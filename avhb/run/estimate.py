@@ -124,32 +124,46 @@ def estimate(runs: dict[str, Any], samples: dict[str, Any], skip: set[str], judg
             replies = model.journal.holds(model.kind)  # an empty journal answers nothing: no key to compute
         task_samples = samples[name]
         unplanned_video = False
-        for record in (r for window in task_samples.windows(WINDOW, targets=False) for r in window if r.error is None):
-            ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=False)
-            try:
-                request = ctx.request()
-            except Exception:  # the sample fails when it runs (SampleError, a hook that raises): it costs nothing
-                continue
-            context = ctx.prepare(request)
-            if replies and model.answered(model.key(request, run.plan, context)):
-                out.model.answered += 1
-                continue
-            out.model.calls += 1
-            parts = [p for msg in request.messages for p in msg.parts]
-            tokens = text_tokens(sum(len(p.text) for p in parts if isinstance(p, TextPart)))
-            tokens += caps.tokens_per_frame * sum(1 for p in parts if isinstance(p, ImagePart))
-            for video in (p for p in parts if isinstance(p, VideoPart)):
-                spec = run.plan.spec.frame_spec(segment=video.segment, default_frames=caps.default_frames,
-                                                sampling=video.sampling)
-                frames = spec.frames or spec.max_frames
-                unplanned_video |= not frames
-                tokens += caps.tokens_per_frame * int(frames or 0)
-            out.model.prompt_tokens += tokens
-            bound = next((request.generation.get(k) for k in _MAX_TOKEN_KEYS if request.generation.get(k)), None)
-            if bound:
-                out.model.completion_tokens += int(bound)
-            else:
-                out.model.unbounded += 1
+        count = out.model
+        per_frame = caps.tokens_per_frame
+        for window in task_samples.windows(WINDOW, targets=False):
+            for record in window:
+                if record.error is not None:
+                    continue
+                ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=False)
+                try:
+                    request = ctx.request()
+                except Exception:  # the sample fails when it runs (SampleError, a hook that raises): it costs nothing
+                    continue
+                if replies and model.answered(model.key(request, run.plan, ctx.prepare(request))):
+                    count.answered += 1
+                    continue
+                count.calls += 1
+                chars = frames = 0
+                for msg in request.messages:
+                    for p in msg.parts:
+                        if isinstance(p, TextPart):
+                            chars += len(p.text)
+                        elif isinstance(p, ImagePart):
+                            frames += 1
+                        elif isinstance(p, VideoPart):
+                            spec = run.plan.spec.frame_spec(segment=p.segment, default_frames=caps.default_frames,
+                                                            sampling=p.sampling)
+                            planned = spec.frames or spec.max_frames
+                            unplanned_video |= not planned
+                            frames += int(planned or 0)
+                count.prompt_tokens += text_tokens(chars) + per_frame * frames
+                generation = request.generation
+                bound = None
+                for k in _MAX_TOKEN_KEYS:
+                    bound = generation.get(k)
+                    if bound:
+                        break
+                if bound:
+                    count.completion_tokens += int(bound)
+                else:
+                    count.unbounded += 1
+            window.clear()  # let go before the next window is built (the loop still names this one)
         if run.multi_step:
             out.notes.append(f"{name}: a driver task; its later steps are not counted")
         if unplanned_video:

@@ -184,12 +184,17 @@ def _write_sample_lines(fh: Any, records: list[SampleRecord]) -> None:
 _LOGGED_ELSEWHERE = ("prompt", "prompt_hash", "media", "adaptations")
 
 
+_PLAIN = frozenset({int, float, bool, type(None), list, dict})  # never bytes, never an array
+
+
 def _public_doc(doc: dict[str, Any]) -> dict[str, Any]:
     """The sample's fields, without bulky or binary values (no base64 media)."""
     out = {}
     for k, v in doc.items():
-        if isinstance(v, (bytes, bytearray)) or hasattr(v, "shape"):
-            continue
+        kind = v.__class__
+        if kind is not str and kind not in _PLAIN:  # most fields: a string or a plain value, known at once
+            if isinstance(v, (bytes, bytearray)) or hasattr(v, "shape"):
+                continue
         if isinstance(v, str) and len(v) > 20000:
             v = v[:20000] + "…"
         out[k] = v

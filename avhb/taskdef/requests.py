@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from avhb.errors import SampleError
+from avhb.paths import built_media_dir
 from avhb.media.spec import MediaSpec
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
 from avhb.taskdef.prompt import OWN, Turn, as_chat, as_text, join, qa_turns
@@ -51,8 +52,6 @@ def outside_root(path: str, root: Path) -> bool:
 def check_confined(messages: list[Message], root: Path, task: str) -> None:
     """``SampleError`` for the first media part outside the data root
     (media built by a pack, under ``built_media_dir()``, is accepted)."""
-    from avhb.paths import built_media_dir
-
     for m in messages:
         for part in getattr(m, "parts", None) or []:
             path = getattr(part, "path", None)

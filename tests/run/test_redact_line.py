@@ -93,7 +93,8 @@ def test_the_samples_file_default_too():
 def test_varied_records_match_the_walk():
     rng = random.Random(26)
     pieces = ["", "a", "key", "token", "Bearer zzzzzzzzzz", "abcdef0123456789", ENV["SOME_TOKEN"], '"', "\\", ": ",
-              '", "', "sk-abcdefghijklmnop", "prompt_tokens", "api_key", "é", "\n", "cookie", "://"]
+              '", "', "sk-abcdefghijklmnop", "prompt_tokens", "api_key", "é", "\n", "cookie", "://", "=", "_token",
+              "-Token", "tokens", "access_token=abcdefgh", "Authorization"]
 
     def text():
         return "".join(rng.choice(pieces) for _ in range(rng.randrange(4)))
@@ -128,7 +129,7 @@ def test_every_github_token_form_is_redacted_by_the_line(prefix):
 
 
 @pytest.mark.parametrize("name", ["password", "passwd", "Client_Secret", "Set-Cookie", "authorization", "x_api_key",
-                                  "refresh_token", "hf_token"])
+                                  "refresh_token", "hf_token", "Auth-Token", "TOKEN", "id_token"])
 def test_every_credential_name_takes_the_walk(name):
     obj = {"meta": {name: "hunter2hunter2"}, "note": "a passage on ghosts"}  # no other trigger in the line
     text, _ = redacted_json(obj)
@@ -141,3 +142,23 @@ def test_a_secret_set_in_the_environment_mid_run_is_redacted_from_the_next_line(
     monkeypatch.setenv("LATE_API_KEY", "zyxwvutsrq987654")
     text, _ = redacted_json(obj)
     assert text == _reference(obj) and "zyxwvutsrq987654" not in text
+
+
+def test_token_counts_and_prose_about_tokens_take_no_walk(monkeypatch):
+    """The fast path proves these lines clean: "token" that neither ends a
+    key nor comes before "=" cannot be changed by redact (a walk here would
+    cost every line of a run its time, not its strictness)."""
+    import avhb.redact as redact_module
+
+    obj = {"key": "ab" * 32, "response": "Tokenizers split text into tokens; max_tokens bounds them.",
+           "usage": {"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21}, "meta": {"my_tokens": 3}}
+    want = _reference(obj)
+
+    def no_walk(*args, **kwargs):
+        raise AssertionError("walked")
+
+    monkeypatch.setattr(redact_module, "redact", no_walk)
+    assert redacted_json(obj)[0] == want
+    for walked in ({"t": "token=abcdefgh"}, {"x_token": "abcdefgh"}):
+        with pytest.raises(AssertionError, match="walked"):
+            redacted_json(walked)

@@ -177,3 +177,20 @@ def test_run_folder_open_reports_and_cleans(tmp_path, capsys):
     (folder.root / ".run.json.1.tmp").write_text("{")
     assert folder.open() is None and not (folder.root / ".run.json.1.tmp").exists()
     folder.close()
+
+
+def test_the_samples_file_shows_a_documents_plain_fields():
+    """Bytes and arrays are left out of a sample's line, long text cut at
+    20,000 characters (str subclasses too); plain values kept as they are."""
+    import numpy as np
+
+    from avhb.run.folder import _public_doc
+
+    class Text(str):
+        pass
+
+    doc = {"q": "short", "long": "x" * 20001, "sub": Text("y" * 20001), "n": 3, "f": 0.5, "none": None, "ok": True,
+           "list": [1], "map": {"a": 1}, "raw": b"\x00", "buf": bytearray(b"1"), "pixels": np.zeros(2)}
+    out = _public_doc(doc)
+    assert sorted(out) == ["f", "list", "long", "map", "n", "none", "ok", "q", "sub"]
+    assert out["long"] == "x" * 20000 + "…" and out["sub"] == "y" * 20000 + "…" and out["map"] is doc["map"]
