@@ -59,6 +59,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from avhb import (AdaptiveLimiter, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
                   Request, Response, RetryPolicy, SampleError, UserError, __version__, classify_exception)
+from avhb.json_text import dumps
 from avhb.redact import redact
 
 from .accepted_settings import AcceptedSettings, read_refusal
@@ -465,7 +466,7 @@ class _Sending:
 
     def update(self, body: dict[str, Any], changed: list[str]) -> None:
         self.body = body
-        self.payload = json.dumps(body).encode()
+        self.payload = dumps(body).encode()  # json.dumps(body), its encoder built once
         self.request.adaptations.extend(c for c in changed if c not in self.request.adaptations)
 
 

@@ -152,10 +152,11 @@ PLUGIN_FOLDERS = {"tasks": "avhb.tasks", "plugins": "avhb.plugins", "model_backe
 EXAMPLES = REPO / "examples"
 PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.score.metric_helpers", "avhb.redact")
 # The built-in backends' toolkit, for model_backends/ alone: LiteLLM's price
-# map and the preset catalogue (and resilience, whose failure vocabulary is
-# public now: the caller owns retries).  Not public yet; a name the public
+# map, the preset catalogue, json.dumps with its encoder built once (json_text:
+# request bodies) (and resilience, whose failure vocabulary is public now: the
+# caller owns retries).  Not public yet; a name the public
 # API has must still come from the public API.
-BACKEND_TOOLKIT = ("avhb.model.resilience", "avhb.model.prices", "avhb.model.presets")
+BACKEND_TOOLKIT = ("avhb.model.resilience", "avhb.model.prices", "avhb.model.presets", "avhb.json_text")
 
 
 def _statements(path: Path, package: str):

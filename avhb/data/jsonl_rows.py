@@ -116,32 +116,56 @@ class JsonlRows(Sequence[dict[str, Any]]):
 
     def take(self, positions: Iterable[int]) -> list[dict[str, Any]]:
         """The rows at ``positions`` (indices of rows, in any order), read
-        in one opening of the file."""
+        in one opening of the file: each run of consecutive rows (a
+        window's, as a run takes them) in one read."""
+        out: list[dict[str, Any]] = []
         try:
             with open(self.path, "rb") as fh:
                 self._unchanged(fh)
-                return [self._read(fh, i) for i in positions]
+                for first, last in _runs(positions):
+                    out.extend(self._rows(fh, first, last))
         except OSError as exc:
             raise UserError(f"{self.path}: cannot read data: {exc.strerror or exc}") from None
+        return out
+
+    def _rows(self, fh: BinaryIO, first: int, last: int) -> Iterator[dict[str, Any]]:
+        """Rows ``first`` to ``last`` (both included), from one read of their bytes."""
+        offsets = self._offsets
+        start = offsets[first]
+        fh.seek(start)
+        data = fh.read(offsets[last + 1] - start) if last + 1 < len(offsets) else fh.read()
+        for index in range(first, last + 1):
+            at = offsets[index] - start
+            end = data.find(b"\n", at)
+            raw = data[at:] if end < 0 else data[at:end + 1]
+            try:
+                row = _row("", raw)
+            except UserError:  # said again with the line's number
+                _row(f"{self.path}:{self._lineno(offsets[index])}", raw)
+                raise
+            assert row is not None, "a blank line at a row's offset"
+            yield row
 
     def _unchanged(self, fh: BinaryIO) -> None:
         if _stamp(os.fstat(fh.fileno())) != self._stamp:
             raise UserError(f"{self.path}: the data file changed during the run (its size or modification time "
                             "is not what it was when the run read it first); rerun the command to read it again")
 
-    def _read(self, fh: BinaryIO, index: int) -> dict[str, Any]:
-        offset = self._offsets[index]
-        if fh.tell() != offset:
-            fh.seek(offset)
-        raw = fh.readline()
-        try:
-            row = _row("", raw)
-        except UserError:  # said again with the line's number
-            _row(f"{self.path}:{self._lineno(offset)}", raw)
-            raise
-        assert row is not None, "a blank line at a row's offset"
-        return row
-
     def _lineno(self, offset: int) -> int:
         with open(self.path, "rb") as fh:
             return fh.read(offset).count(b"\n") + 1
+
+
+def _runs(positions: Iterable[int]) -> Iterator[tuple[int, int]]:
+    """``positions`` as runs of consecutive indices, in their order:
+    (first, last) of each."""
+    first = last = None
+    for p in positions:
+        if last is not None and p == last + 1:
+            last = p
+            continue
+        if first is not None:
+            yield first, last  # type: ignore[misc]
+        first = last = p
+    if first is not None:
+        yield first, last  # type: ignore[misc]

@@ -169,15 +169,18 @@ def _remove_empty(folder: Path) -> None:
 
 def _write_sample_lines(fh: Any, records: list[SampleRecord]) -> None:
     for r in records:
+        meta = r.meta
         line = {
-            "id": r.id, "repeat": r.repeat, "doc": _public_doc(r.doc), "prompt_hash": r.meta.get("prompt_hash"),
-            "prompt": r.meta.get("prompt"), "media": r.meta.get("media"), "adaptations": r.meta.get("adaptations", []),
+            "id": r.id, "repeat": r.repeat, "doc": _public_doc(r.doc), "prompt_hash": meta.get("prompt_hash"),
+            "prompt": meta.get("prompt"), "media": meta.get("media"), "adaptations": meta.get("adaptations", []),
             "target": r.target, "response": r.response, "extracted": r.extracted, "scores": r.scores,
             "judgements": r.judgements, "error": r.error,
-            **({"trajectory": r.trajectory} if r.trajectory else {}),
-            **({"outputs": r.outputs} if r.outputs else {}),
-            "flags": {k: v for k, v in r.meta.items() if k not in _LOGGED_ELSEWHERE},
         }
+        if r.trajectory:
+            line["trajectory"] = r.trajectory
+        if r.outputs:
+            line["outputs"] = r.outputs
+        line["flags"] = {k: v for k, v in meta.items() if k not in _LOGGED_ELSEWHERE}
         fh.write(redacted_json(line, default=_default)[0] + "\n")  # = json.dumps(redact(line), ...)
 
 

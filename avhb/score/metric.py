@@ -235,11 +235,18 @@ class Metric:
         metric does not declare are its own business (an override reads
         them)."""
         # passes over the records, none holding them: a long task's are built as they are read (avhb.run.reduced)
-        values: list[Any] = [r.scores.get(self.name) for r in records if r.error is None]
+        values: list[Any] = []
+        seen: dict[str, bool] = {self.name: False}  # every score key met, in order -> whether it is an output here
+        for r in records:
+            if r.error is None:
+                scores = r.scores
+                values.append(scores.get(self.name))
+                for k in scores:
+                    if k not in seen:
+                        seen[k] = self.declares(k)
         ok = len(values)
         out = {self.name: self.aggregation.aggregate(values) if self.aggregation is not None else mean_stderr(values)}
-        keys = dict.fromkeys(k for r in records if r.error is None for k in r.scores
-                             if k != self.name and self.declares(k))
+        keys = [k for k, declared in seen.items() if declared]
         for key in keys:
             values = [v for r in records if r.error is None and _is_number(v := r.scores.get(key))]
             if self.describe(key).kind == COUNT:

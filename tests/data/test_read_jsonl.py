@@ -21,6 +21,7 @@ def test_rows_in_order_blank_lines_skipped(tmp_path):
     assert len(rows) == 3 and list(rows) == [{"id": 1}, {"id": 2, "t": "a\nb \u00e9"}, {"id": 3}]
     assert rows[1] == {"id": 2, "t": "a\nb \u00e9"} and rows[-1] == {"id": 3} and rows[1:] == [rows[1], rows[2]]
     assert rows.take([2, 0, 2]) == [{"id": 3}, {"id": 1}, {"id": 3}]
+    assert rows.take(range(3)) == list(rows) and rows.take([1, 2, 0, 1]) == [rows[1], rows[2], rows[0], rows[1]]
     assert rows[0] is not rows[0]  # decoded again each time: nothing held
     with pytest.raises(IndexError):
         rows[3]
@@ -42,6 +43,41 @@ def test_a_bad_line_is_named(tmp_path, data, message):
         list(rows)  # the first pass checks every line
     with pytest.raises(UserError, match=message.replace("[", r"\[")):
         rows.take(range(len(rows)))  # a row read before that pass is named by its line too
+
+
+def test_a_windows_rows_come_from_one_read_of_their_bytes(tmp_path, monkeypatch):
+    """Consecutive rows are read together (one read, not a line each), the
+    blank lines between them skipped, and equal to the rows read alone."""
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"".join(b'{"id": %d}\n' % i + (b"\n \n" if i % 3 == 0 else b"") for i in range(10)))
+    rows = JsonlRows(path)
+    reads = []
+    real_open = open
+
+    class Counted:
+        def __init__(self, fh):
+            self.fh = fh
+
+        def __getattr__(self, name):
+            attr = getattr(self.fh, name)
+            if name in ("read", "readline"):
+                def counted(*args):
+                    reads.append(name)
+                    return attr(*args)
+                return counted
+            return attr
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return self.fh.__exit__(*exc)
+
+    monkeypatch.setattr("builtins.open", lambda *a, **k: Counted(real_open(*a, **k)))
+    assert rows.take(range(2, 9)) == [{"id": i} for i in range(2, 9)]
+    assert reads == ["read"]
+    assert rows.take([9, 0, 1, 5]) == [{"id": 9}, {"id": 0}, {"id": 1}, {"id": 5}]
+    assert reads == ["read"] * 4
 
 
 def test_a_file_changed_under_the_run_is_an_error(tmp_path):
