@@ -109,3 +109,16 @@ def test_peak_memory_is_the_commands_not_the_benchmarks():
     run = run_process([sys.executable, "-c", "pass"])
     assert run.rc == 0 and 0 < run.peak_mb < 100, run.peak_mb
     del ballast
+
+
+def test_an_older_tree_is_laid_out_byte_compiled(tmp_path):
+    """A tree runs as an installed package would: its modules compiled, so
+    no run pays for compiling (more modules would pay more)."""
+    from benchmarks.pairing import tree_at
+
+    tree = tmp_path / "tree"
+    tree_at("HEAD", tree)
+    assert (tree / "avhb" / "cli.py").is_file() and (tree / "avhb" / "model_backends").is_dir()
+    compiled = {p.name.split(".")[0] for p in (tree / "avhb" / "__pycache__").glob("*.pyc")}
+    assert {"cli", "api", "json_text"} <= compiled
+    assert list((tree / "avhb" / "model_backends" / "__pycache__").glob("openai_backend.*.pyc"))
