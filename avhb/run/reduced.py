@@ -4,9 +4,10 @@ When every aggregate of a task reads nothing of a record but its id,
 repeat, error, scores and breakdown fields (``Metric.reads`` empty, the
 default ``aggregate``), what :func:`avhb.run.stream.slim` keeps of a written
 record is stored compactly in :class:`Reduced`: ids once per sample in one
-byte string, the repeat and error by record, and the scores and breakdown
+byte string (:class:`_Ids`), a record's sample and repeat by its position
+(as a run appends them), errors by record, and the scores and breakdown
 fields as an index into a table of the distinct values (a binary metric's
-records share two).  About 20 bytes a record, where a reduced
+records share two).  About 10 bytes a record, where a reduced
 ``SampleRecord`` object and its id cost about 190.  Items are
 ``SampleRecord``s built when read, equal to the reduced records stored.
 
@@ -23,7 +24,6 @@ from avhb.score.metric import SampleRecord
 
 NOTHING: Any = MappingProxyType({})  # a dropped mapping: read-only, so a late write fails loudly
 SHARED = 1024  # distinct mappings a table keeps
-_OTHER = 0xFFFF  # a column value: the mapping is kept by record, not in the table
 
 
 _SCALARS = frozenset({bool, int, float, str, type(None)})
@@ -110,88 +110,177 @@ class Reduced(_Records):
     new ``SampleRecord`` each time it is read.  A record appended whole
     keeps what :func:`avhb.run.stream.slim` would keep of it (its
     document's ``breakdown`` fields), so a run appends its windows as they
-    are."""
+    are.
+
+    What a record costs, as a run appends them (each sample's repeats in
+    order, the same number for every sample): its sample and repeat are
+    its position (``_per`` records a sample), its scores one byte (an index
+    into the table of distinct mappings), its breakdown fields one more
+    byte when the task has a breakdown; a sample's id its UTF-8 bytes and
+    one byte of length.  Records appended in any other order keep their
+    sample and repeat in columns of their own; a column widens when a value
+    does not fit it."""
 
     def __init__(self, records: Iterable[SampleRecord] = (), breakdown: Iterable[str] = ()):
         self._store = self
         self._axes = tuple(breakdown)  # the document's fields kept (avhb.run.stream.slim keeps the same)
-        self._id_bytes = bytearray()  # every sample's id, UTF-8, one after the other
-        self._id_ends = array("I")  # sample -> where its id ends in _id_bytes (widened: _appended)
-        self._odd_ids: dict[int, Any] = {}  # sample -> an id that is not a str
-        self._sample = array("i")  # record -> its sample
-        self._repeat = array("B")  # widened past 255 repeats
-        self._scores = array("H")  # record -> index in _score_table, or _OTHER
-        self._docs = array("H")
+        self._ids = _Ids()
+        self._count = 0  # records
+        self._per = 0  # records a sample while the layout is regular (0: the first sample is not complete yet)
+        self._in_sample = 0  # records of the last sample so far
+        self._sample: array | None = None  # record -> its sample, once the layout is not regular
+        self._repeat: array | None = None  # record -> its repeat, likewise
+        self._scores = array("B")  # record -> 1 + its index in _score_table, or 0: kept in _other
+        self._docs: array | None = array("B") if self._axes else None  # likewise; None: no breakdown field
         self._score_table, self._doc_table = Interned(), Interned()
         self._other: dict[tuple[str, int], Any] = {}  # ("scores" | "doc", record) -> a mapping not in the table
         self._errors: dict[int, str] = {}
         self._last: Any = object()
-        self._cached: tuple[int, Any] = (-1, None)  # the last id read (a sample's repeats ask it in turn)
         self.extend(records)
+
+    def __len__(self) -> int:
+        return self._count
 
     def extend(self, records: Iterable[SampleRecord]) -> None:
         for r in records:
             self.append(r)
 
     def append(self, r: SampleRecord) -> None:
-        i = len(self._sample)
-        if r.id != self._last or type(r.id) is not type(self._last):
+        i = self._count
+        new = r.id != self._last or type(r.id) is not type(self._last)
+        if new:
             self._last = r.id
-            if type(r.id) is str:
-                self._id_bytes += r.id.encode("utf-8", "surrogatepass")
-            else:
-                self._odd_ids[len(self._id_ends)] = r.id
-            self._id_ends = _appended(self._id_ends, len(self._id_bytes))
-        self._sample.append(len(self._id_ends) - 1)
-        self._repeat = _appended(self._repeat, r.repeat)
+            self._ids.append(r.id)
+        if self._sample is None and not self._regular(new, r.repeat):
+            self._sample, self._repeat = self._columns()
+        self._in_sample = 1 if new else self._in_sample + 1
+        if self._sample is not None:
+            self._sample = _appended(self._sample, len(self._ids) - 1)
+            self._repeat = _appended(self._repeat, r.repeat)  # type: ignore[arg-type]
         if r.error is not None:
             self._errors[i] = r.error
-        doc, axes = r.doc, self._axes
-        for name, column, table, value in (("scores", self._scores, self._score_table, r.scores),
-                                           ("doc", self._docs, self._doc_table,
-                                            {k: doc[k] for k in axes if k in doc} if axes else NOTHING)):
-            found = table.index(value)
-            if found is None:
-                self._other[(name, i)] = value
-            column.append(_OTHER if found is None else found)
+        self._scores = self._indexed("scores", self._scores, self._score_table, r.scores, i)
+        if self._docs is not None:
+            doc = r.doc
+            self._docs = self._indexed("doc", self._docs, self._doc_table, {k: doc[k] for k in self._axes if k in doc}, i)
+        self._count += 1
+
+    def _regular(self, new: bool, repeat: int) -> bool:
+        """Whether the layout stays regular with this record (the class
+        docstring); fixes ``_per`` when the first sample ends."""
+        if not new:
+            return repeat == self._in_sample and (not self._per or self._in_sample < self._per)
+        if self._count and not self._per:
+            self._per = self._in_sample  # the first sample's records: every sample's
+        return repeat == 0 and (not self._count or self._in_sample == self._per)
+
+    def _columns(self) -> tuple[array, array]:
+        """The regular layout's samples and repeats so far, as columns."""
+        per = self._per or self._count or 1
+        return array("i", (i // per for i in range(self._count))), array("i", (i % per for i in range(self._count)))
+
+    def _indexed(self, name: str, column: array, table: Interned, value: Any, i: int) -> array:
+        found = table.index(value)
+        if found is None:
+            self._other[(name, i)] = value
+        return _appended(column, 0 if found is None else found + 1)
 
     @property
     def _positions(self) -> range:  # type: ignore[override]
-        return range(len(self._sample))
-
-    def _id(self, sample: int) -> Any:
-        assert sample >= 0, "a record without its sample"
-        if self._cached[0] == sample:
-            return self._cached[1]
-        if sample in self._odd_ids:
-            value = self._odd_ids[sample]
-        else:
-            start = self._id_ends[sample - 1] if sample else 0
-            value = self._id_bytes[start:self._id_ends[sample]].decode("utf-8", "surrogatepass")
-        self._cached = (sample, value)
-        return value
+        return range(self._count)
 
     def _mapping(self, name: str, column: array, table: Interned, i: int) -> Any:
         found = column[i]
-        return self._other[(name, i)] if found == _OTHER else table.items[found]
+        return table.items[found - 1] if found else self._other[(name, i)]
 
     def _record(self, i: int) -> SampleRecord:
-        return SampleRecord(id=self._id(self._sample[i]), doc=self._mapping("doc", self._docs, self._doc_table, i),
-                            repeat=self._repeat[i], error=self._errors.get(i),
+        if not 0 <= i < self._count:
+            raise IndexError("record index out of range")
+        if self._sample is not None:
+            sample, repeat = self._sample[i], self._repeat[i]  # type: ignore[index]
+        else:
+            per = self._per or self._count
+            sample, repeat = divmod(i, per)
+        doc = NOTHING if self._docs is None else self._mapping("doc", self._docs, self._doc_table, i)
+        return SampleRecord(id=self._ids[sample], doc=doc, repeat=repeat, error=self._errors.get(i),
                             scores=self._mapping("scores", self._scores, self._score_table, i),
                             judgements=NOTHING, meta=NOTHING, trajectory=(),  # type: ignore[arg-type]
                             outputs=NOTHING)
 
 
+class _Ids:
+    """Sample ids, about their UTF-8 bytes and one byte each: the bytes one
+    after the other, each id's length in a byte (255: longer, its length
+    kept aside), and where every 64th id starts; an id is found from the
+    start before it (or from the last id read: a pass reads them in order).
+    An id that is not a str is kept as it is."""
+
+    MARK = 64
+
+    def __init__(self) -> None:
+        self._bytes = bytearray()
+        self._lengths = bytearray()
+        self._long: dict[int, int] = {}  # sample -> its id's length, when 255 bytes or more
+        self._marks = array("Q")  # every MARK-th sample -> where its id starts
+        self._odd: dict[int, Any] = {}  # sample -> an id that is not a str
+        self._read = (-1, 0, None)  # the last id read: (sample, where it starts, the id)
+
+    def __len__(self) -> int:
+        return len(self._lengths)
+
+    def append(self, value: Any) -> None:
+        sample = len(self._lengths)
+        if sample % self.MARK == 0:
+            self._marks.append(len(self._bytes))
+        data = b""
+        if type(value) is str:
+            data = value.encode("utf-8", "surrogatepass")
+        else:
+            self._odd[sample] = value
+        self._bytes += data
+        if len(data) >= 255:
+            self._long[sample] = len(data)
+        self._lengths.append(min(len(data), 255))
+
+    def _length(self, sample: int) -> int:
+        n = self._lengths[sample]
+        return self._long[sample] if n == 255 else n
+
+    def _start(self, sample: int) -> int:
+        last, at, _ = self._read
+        if last >= 0 and last + 1 == sample:
+            return at + self._length(last)
+        base = sample - sample % self.MARK
+        at = self._marks[sample // self.MARK]
+        for s in range(base, sample):
+            at += self._length(s)
+        return at
+
+    def __getitem__(self, sample: int) -> Any:
+        last, at, value = self._read
+        if sample == last:
+            return value
+        start = self._start(sample)
+        if sample in self._odd:
+            value = self._odd[sample]
+        else:
+            value = self._bytes[start:start + self._length(sample)].decode("utf-8", "surrogatepass")
+        self._read = (sample, start, value)
+        return value
+
+
 def _appended(column: array, value: int) -> array:
-    """``column`` with ``value`` appended: the same array, or a copy of
-    it in 8-byte items when ``value`` does not fit its items."""
+    """``column`` with ``value`` appended: the same array, or a copy of it
+    in wider items when ``value`` does not fit its items."""
     try:
         column.append(value)
     except OverflowError:
-        column = array("q", column)
-        column.append(value)
+        column = array(_WIDER.get(column.typecode, "q"), column)
+        return _appended(column, value)
     return column
+
+
+_WIDER = {"B": "H", "H": "I", "I": "q", "i": "q"}
 
 
 class Subset(_Records):

@@ -29,14 +29,14 @@ class Aggregate:
 
 def mean_stderr(values: Sequence[float | None]) -> Aggregate:
     """Mean of the non-None values; stderr = sample std / sqrt(n)."""
-    xs = [float(v) for v in values if v is not None]
-    n = len(xs)
+    # passes over ``values`` (no copy of them: a long task's are a million), summed as sum() sums a list
+    n = sum(1 for v in values if v is not None)
     if n == 0:
         return Aggregate(None, None, 0)
-    mean = sum(xs) / n
+    mean = sum(float(v) for v in values if v is not None) / n
     if n == 1:
         return Aggregate(mean, None, 1)
-    var = sum((x - mean) ** 2 for x in xs) / (n - 1)
+    var = sum((float(v) - mean) ** 2 for v in values if v is not None) / (n - 1)
     return Aggregate(mean, math.sqrt(var / n), n)
 
 
