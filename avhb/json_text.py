@@ -14,6 +14,7 @@ import json
 from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any, Callable
 
+_make_encoder: Any
 try:
     from _json import make_encoder as _make_encoder
 except ImportError:  # an interpreter without json's C accelerator: json.dumps, as it is

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from array import array
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from avhb.data.jsonl_rows import JsonlRows
 from avhb.data.sources import DataSource
@@ -248,7 +248,7 @@ class _FirstPass:
 _HASH_BITS = (1 << 44) - 1  # what a HashIndex keeps of a hash
 
 
-def _repeated(hashes: Iterator[int]) -> set[int]:
+def _repeated(hashes: Iterable[int]) -> set[int]:
     """The hashes that occur more than once (about 8 bytes a hash while
     they are read: :class:`HashIndex`)."""
     seen, twice = HashIndex(), set()

@@ -100,6 +100,16 @@ class _Records(Sequence[SampleRecord]):
     def __iter__(self) -> Iterator[SampleRecord]:
         return map(self._store._record, self._positions)
 
+    def usable_scores(self) -> Iterator[Any]:
+        """The scores of the records that did not fail, in order, read from
+        the columns (``avhb.score.metric.usable_scores``)."""
+        store = self._store
+        errors, column, items, other = store._errors, store._scores, store._score_table.items, store._other
+        for i in self._positions:
+            if i not in errors:
+                found = column[i]
+                yield items[found - 1] if found else other[("scores", i)]
+
     def subset(self, indices: Sequence[int]) -> "Subset":
         """The records at ``indices``, as a sequence that holds the indices only."""
         return Subset(self._store, array("q", (self._positions[i] for i in indices)))
@@ -223,7 +233,7 @@ class _Ids:
         self._long: dict[int, int] = {}  # sample -> its id's length, when 255 bytes or more
         self._marks = array("Q")  # every MARK-th sample -> where its id starts
         self._odd: dict[int, Any] = {}  # sample -> an id that is not a str
-        self._read = (-1, 0, None)  # the last id read: (sample, where it starts, the id)
+        self._read: tuple[int, int, Any] = (-1, 0, None)  # the last id read: (sample, where it starts, the id)
 
     def __len__(self) -> int:
         return len(self._lengths)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 
 @dataclass
@@ -27,8 +27,9 @@ class Aggregate:
         return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
-def mean_stderr(values: Sequence[float | None]) -> Aggregate:
-    """Mean of the non-None values; stderr = sample std / sqrt(n)."""
+def mean_stderr(values: Iterable[float | None]) -> Aggregate:
+    """Mean of the non-None values; stderr = sample std / sqrt(n).
+    ``values`` is read three times (a list, or a view that reads it again)."""
     # passes over ``values`` (no copy of them: a long task's are a million), summed as sum() sums a list
     n = sum(1 for v in values if v is not None)
     if n == 0:

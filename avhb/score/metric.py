@@ -42,7 +42,7 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from avhb.score.aggregate import Aggregate, mean_stderr
 
@@ -234,30 +234,48 @@ class Metric:
         ``count`` output summed (n = those samples).  Per-sample keys the
         metric does not declare are its own business (an override reads
         them)."""
-        # passes over the records, none holding them: a long task's are built as they are read (avhb.run.reduced)
-        values: list[Any] = []
+        # passes over the records' scores, none holding them (a long task's are read from columns: usable_scores)
+        ok = 0
         seen: dict[str, bool] = {self.name: False}  # every score key met, in order -> whether it is an output here
-        for r in records:
-            if r.error is None:
-                scores = r.scores
-                values.append(scores.get(self.name))
-                for k in scores:
-                    if k not in seen:
-                        seen[k] = self.declares(k)
-        ok = len(values)
-        out = {self.name: self.aggregation.aggregate(values) if self.aggregation is not None else mean_stderr(values)}
+        for scores in usable_scores(records):
+            ok += 1
+            for k in scores:
+                if k not in seen:
+                    seen[k] = self.declares(k)
+        values = _Values(records, self.name)
+        out = {self.name: self.aggregation.aggregate(list(values)) if self.aggregation is not None else mean_stderr(values)}
         keys = [k for k, declared in seen.items() if declared]
         for key in keys:
-            values = [v for r in records if r.error is None and _is_number(v := r.scores.get(key))]
+            numbers: list[Any] = [v for scores in usable_scores(records) if _is_number(v := scores.get(key))]
             if self.describe(key).kind == COUNT:
-                out[key] = Aggregate(float(sum(values)), None, ok)
-            elif values:
-                out[key] = mean_stderr(values)
+                out[key] = Aggregate(float(sum(numbers)), None, ok)
+            elif numbers:
+                out[key] = mean_stderr(numbers)
         return out
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))  # a bool counts as 0/1
+
+
+def usable_scores(records: Sequence[SampleRecord]) -> Iterator[Mapping[str, Any]]:
+    """The scores of the records that did not fail (``error`` None), in
+    order.  A sequence that holds its records as columns (a long task's:
+    avhb.run.reduced) reads them there, building no record."""
+    read = getattr(records, "usable_scores", None)
+    return read() if read is not None else (r.scores for r in records if r.error is None)
+
+
+class _Values:
+    """One score of the records that did not fail, read again on every pass
+    (:func:`mean_stderr` makes three): a million samples' values are not held."""
+
+    def __init__(self, records: Sequence[SampleRecord], name: str):
+        self.records, self.name = records, name
+
+    def __iter__(self) -> Iterator[Any]:
+        name = self.name
+        return (scores.get(name) for scores in usable_scores(self.records))
 
 
 RECORD_FIELDS = frozenset({"doc", "target", "response", "extracted", "judgements", "meta", "trajectory", "outputs"})

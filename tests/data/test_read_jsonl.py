@@ -101,7 +101,33 @@ def test_a_missing_file_is_one_line(tmp_path):
 def test_offsets_are_four_bytes_under_4_gib_and_eight_above(tmp_path, monkeypatch):
     path = tmp_path / "rows.jsonl"
     path.write_text('{"id": 1}\n{"id": 2}\n')
-    assert JsonlRows(path)._offsets.typecode == "I"
+    assert JsonlRows(path)._marks.typecode == "I"
     monkeypatch.setattr("avhb.data.jsonl_rows.os.path.getsize", lambda p: 1 << 32)  # a file past 4 GiB
     wide = JsonlRows(path)
-    assert wide._offsets.typecode == "q" and list(wide) == [{"id": 1}, {"id": 2}]
+    assert wide._marks.typecode == "q" and list(wide) == [{"id": 1}, {"id": 2}]
+
+
+def test_one_offset_kept_every_64_rows_any_row_found(tmp_path):
+    """Rows between marks are found by reading on from the mark before
+    them, blank lines skipped; a bad row among them is named by its line;
+    the last row needs no newline."""
+    from avhb.data.jsonl_rows import MARK
+
+    n = 3 * MARK + 7
+    lines = [b'{"id": %d}\n' % i + (b"\n" if i % 10 == 0 else b"") for i in range(n)]
+    lines[-1] = lines[-1].rstrip(b"\n")
+    path = tmp_path / "rows.jsonl"
+    path.write_bytes(b"".join(lines))
+    rows = JsonlRows(path)
+    assert len(rows) == n and len(rows._marks) == 4  # rows 0, 64, 128, 192
+    order = [n - 1, 0, MARK - 1, MARK, MARK + 1, 2 * MARK + 5, 191, 192, 193, 5]
+    assert rows.take(order) == [{"id": i} for i in order]
+    assert rows.take(range(MARK - 3, 2 * MARK + 3)) == [{"id": i} for i in range(MARK - 3, 2 * MARK + 3)]
+    assert list(rows) == [{"id": i} for i in range(n)]
+    lines[130] = b'{"id": 130,}\n'
+    path.write_bytes(b"".join(lines))
+    bad = JsonlRows(path)
+    line_of_130 = sum(line.count(b"\n") for line in lines[:130]) + 1
+    with pytest.raises(UserError, match=f"rows.jsonl:{line_of_130}: not valid JSON"):
+        bad.take([131, 130])
+    assert bad.take([129, 131]) == [{"id": 129}, {"id": 131}]
