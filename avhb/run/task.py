@@ -358,13 +358,13 @@ class Task:
         return lmms.visual_parts(out, root, str(sample))
 
     # -- scoring -----------------------------------------------------------
-    @property
+    @functools.cached_property
     def lmms_conventions(self) -> bool:
         """Whether lmms-eval's conventions apply (the task uses a key only
         lmms-eval has: ``doc_to_visual`` or ``lmms_eval_specific_kwargs``):
-        answers reach ``process_results`` stripped, as lmms-eval strips them."""
-        return self._once("lmms", lambda: self.cfg.get("doc_to_visual") is not None
-                          or self.cfg.get("lmms_eval_specific_kwargs") is not None)
+        answers reach ``process_results`` stripped, as lmms-eval strips them.
+        Read for every request: computed once (the config does not change)."""
+        return self.cfg.get("doc_to_visual") is not None or self.cfg.get("lmms_eval_specific_kwargs") is not None
 
     def metrics(self) -> list[Metric]:
         """The task's metrics: each ``metric_list`` entry, or the task's

@@ -132,18 +132,19 @@ def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     system (``system_prompt``, then ``description``), each few-shot example
     with its own media and answer, then the sample itself with its media."""
     fs = task.fewshot
-    delimiter = task.cfg.get("fewshot_delimiter", "\n\n")
-    system = join(join(system_instruction, task.cfg.get("system_prompt"), delimiter),
+    cfg = task.cfg
+    delimiter = cfg.get("fewshot_delimiter", "\n\n")
+    system = join(join(system_instruction, cfg.get("system_prompt"), delimiter),
                   task.description(doc, sample_id), delimiter)
     turns = [Turn("system", system)] if system else []
-    choice_spec = fs.overrides.get("doc_to_choice", task.cfg.get("doc_to_choice"))
+    choice_spec = fs.overrides.get("doc_to_choice", cfg.get("doc_to_choice")) if examples else None
     for i, example in enumerate(examples):
         where = f"{sample_id} (few-shot example {i})"
         question = task.text(example, where, fs.overrides.get("doc_to_text", OWN))
         answer = task.target(example, where, fs.overrides.get("doc_to_target", OWN), choice_spec)
         turns += qa_turns(question, answer, None, fs.target_delimiter, fs.fewshot_delimiter,
                           media_parts(task, example, root, where, media))
-    turns += qa_turns(task.text(doc, sample_id), None, None, task.cfg.get("target_delimiter", " "), "",
+    turns += qa_turns(task.text(doc, sample_id), None, None, cfg.get("target_delimiter", " "), "",
                       media_parts(task, doc, root, sample_id, media, notes))
     return turns
 
@@ -158,9 +159,11 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     their own (``multiturn``, lm-eval's ``--fewshot_as_multiturn``) or in one
     user message.  A task with a ``doc_to_messages`` hook builds its own
     messages."""
-    hook = task.cfg.get("doc_to_messages")
+    cfg = task.cfg
+    hook = cfg.get("doc_to_messages")
     notes: list[str] = []
     prompt = None
+    lmms = task.lmms_conventions
     if hook:
         messages = task.messages(doc, {"root": root, "media": media, "sample": sample_id})
     else:
@@ -168,11 +171,11 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
         if task.output_type in LOGLIKELIHOOD_TYPES:
             return loglikelihood_request(task, doc, sample_id, turns)
         prompt = as_text(turns)
-        if task.lmms_conventions and not any(t.parts for t in turns):
+        if lmms and not any(t.parts for t in turns):
             messages = [Message("user", [TextPart(prompt)])]  # lmms-eval: a text task's context in one user turn
         else:
             messages = as_chat(turns, multiturn)
-    if not task.cfg.get("allow_outside_root", False) and not task.lmms_conventions:  # lmms hooks name their paths
+    if not cfg.get("allow_outside_root", False) and not lmms:  # lmms hooks name their paths
         check_confined(messages, root, task.name)
     request = Request(messages=messages, generation=task.generation, choices=task.choices(doc, sample_id),
                       prompt=prompt)

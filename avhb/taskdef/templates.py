@@ -61,7 +61,12 @@ def is_template(text: Any) -> bool:
 
 def is_field_name(text: Any) -> bool:
     """A bare (dotted) field name such as ``answer`` or ``meta.label``."""
-    return isinstance(text, str) and bool(_PLAIN_FIELD.match(text))
+    return isinstance(text, str) and _is_field_name(text)
+
+
+@functools.lru_cache(maxsize=4096)  # asked of a task's few settings for every sample
+def _is_field_name(text: str) -> bool:
+    return bool(_PLAIN_FIELD.match(text))
 
 
 def check_template(source: str) -> str | None:
