@@ -126,43 +126,45 @@ def estimate(runs: dict[str, Any], samples: dict[str, Any], skip: set[str], judg
         unplanned_video = False
         count = out.model
         per_frame = caps.tokens_per_frame
-        for window in task_samples.windows(WINDOW, targets=False):
-            for record in window:
-                if record.error is not None:
+        failed = task_samples.failed
+        for window in task_samples.documents(WINDOW):
+            for position, sample_id, doc in window:
+                if position in failed:  # fails before any call
                     continue
-                ctx = SampleContext(run, record.doc, record.id, record.repeat, multi_step=False)
-                try:
-                    request = ctx.request()
-                except Exception:  # the sample fails when it runs (SampleError, a hook that raises): it costs nothing
-                    continue
-                if replies and model.answered(model.key(request, run.plan, ctx.prepare(request))):
-                    count.answered += 1
-                    continue
-                count.calls += 1
-                chars = frames = 0
-                for msg in request.messages:
-                    for p in msg.parts:
-                        if isinstance(p, TextPart):
-                            chars += len(p.text)
-                        elif isinstance(p, ImagePart):
-                            frames += 1
-                        elif isinstance(p, VideoPart):
-                            spec = run.plan.spec.frame_spec(segment=p.segment, default_frames=caps.default_frames,
-                                                            sampling=p.sampling)
-                            planned = spec.frames or spec.max_frames
-                            unplanned_video |= not planned
-                            frames += int(planned or 0)
-                count.prompt_tokens += text_tokens(chars) + per_frame * frames
-                generation = request.generation
-                bound = None
-                for k in _MAX_TOKEN_KEYS:
-                    bound = generation.get(k)
+                for repeat in range(task_samples.repeats):
+                    ctx = SampleContext(run, doc, sample_id, repeat, multi_step=False)
+                    try:
+                        request = ctx.request()
+                    except Exception:  # the sample fails when it runs (SampleError, a hook that raises): free
+                        continue
+                    if replies and model.answered(model.key(request, run.plan, ctx.prepare(request))):
+                        count.answered += 1
+                        continue
+                    count.calls += 1
+                    chars = frames = 0
+                    for msg in request.messages:
+                        for p in msg.parts:
+                            if isinstance(p, TextPart):
+                                chars += len(p.text)
+                            elif isinstance(p, ImagePart):
+                                frames += 1
+                            elif isinstance(p, VideoPart):
+                                spec = run.plan.spec.frame_spec(segment=p.segment, default_frames=caps.default_frames,
+                                                                sampling=p.sampling)
+                                planned = spec.frames or spec.max_frames
+                                unplanned_video |= not planned
+                                frames += int(planned or 0)
+                    count.prompt_tokens += text_tokens(chars) + per_frame * frames
+                    generation = request.generation
+                    bound = None
+                    for k in _MAX_TOKEN_KEYS:
+                        bound = generation.get(k)
+                        if bound:
+                            break
                     if bound:
-                        break
-                if bound:
-                    count.completion_tokens += int(bound)
-                else:
-                    count.unbounded += 1
+                        count.completion_tokens += int(bound)
+                    else:
+                        count.unbounded += 1
             window.clear()  # let go before the next window is built (the loop still names this one)
         if run.multi_step:
             out.notes.append(f"{name}: a driver task; its later steps are not counted")

@@ -49,14 +49,25 @@ class TaskSamples:
         """Records that have not failed already (the model is asked for each)."""
         return len(self) - len(self.failed) * self.repeats
 
-    def windows(self, size: int, targets: bool = True) -> Iterator[list[SampleRecord]]:
+    def windows(self, size: int) -> Iterator[list[SampleRecord]]:
         """The records, in consecutive windows of about ``size`` records
         (every repeat of a sample in the same window), each window built
-        when it is asked for; ``targets`` False: without their targets (the
-        estimate builds requests only)."""
+        when it is asked for."""
+        for documents in self.documents(size):
+            yield self._records(documents)
+
+    def documents(self, size: int) -> Iterator[list[tuple[int, str, dict[str, Any]]]]:
+        """The samples' ``(position, sample id, document)``, in the windows
+        of :meth:`windows`, each read when it is asked for (the estimate
+        builds requests from them, no record)."""
         per = self._per_window(size)
         for start in range(0, len(self.picked), per):
-            yield self._records(self.picked[start:start + per], targets)
+            yield self._documents(self.picked[start:start + per])
+
+    def _documents(self, positions: Sequence[int]) -> list[tuple[int, str, dict[str, Any]]]:
+        docs = self.docs.take(positions) if isinstance(self.docs, JsonlRows) else [self.docs[p] for p in positions]
+        task = self.task
+        return [(p, task.doc_id(doc, p), doc) for p, doc in zip(positions, docs)]
 
     def keep(self, picked: Sequence[int]) -> "TaskSamples":
         """These samples at ``picked`` only (positions among
@@ -74,27 +85,25 @@ class TaskSamples:
 
     def records(self) -> list[SampleRecord]:
         """Every record at once (one window)."""
-        return self._records(self.picked)
+        return self._records(self._documents(self.picked))
 
     def first(self, ok: bool = False) -> SampleRecord | None:
         """The first record (``ok``: the first that has not failed
         already), or None."""
         for position in self.picked:
             if not ok or position not in self.failed:
-                return self._records([position])[0]
+                return self._records(self._documents([position]))[0]
         return None
 
-    def _records(self, positions: Sequence[int], targets: bool = True) -> list[SampleRecord]:
+    def _records(self, documents: list[tuple[int, str, dict[str, Any]]]) -> list[SampleRecord]:
         task, failed = self.task, self.failed
-        docs = self.docs.take(positions) if isinstance(self.docs, JsonlRows) else [self.docs[p] for p in positions]
         out = []
-        for position, doc in zip(positions, docs):
-            sample_id = task.doc_id(doc, position)
+        for position, sample_id, doc in documents:
             for rep in range(self.repeats):
                 record = SampleRecord(id=sample_id, doc=doc, repeat=rep)
                 if position in failed:
                     record.error = failed[position]
-                elif targets:
+                else:
                     try:
                         record.target = task.target(doc, sample_id)
                     except SampleError as exc:  # read when the run started; a hook may answer otherwise now

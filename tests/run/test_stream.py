@@ -169,15 +169,15 @@ def _run(tmp_path: Path, name: str, monkeypatch, size: int, seen: list | None = 
     if seen is not None:
         from avhb.run.records import TaskSamples
 
-        build = TaskSamples._records
+        read = TaskSamples._documents
 
-        def records(self, positions, targets=True):  # what is held when the next window is built
+        def documents(self, positions):  # what is held when the next window's documents are read
             gc.collect()
             held = [o for o in gc.get_objects() if type(o) is SampleRecord and o.id.startswith("e") and "prompt" in o.meta]
-            seen.append(("build", len(held)))
-            return build(self, positions, targets)
+            seen.append(("build", len(held), len(positions)))
+            return read(self, positions)
 
-        monkeypatch.setattr(TaskSamples, "_records", records)
+        monkeypatch.setattr(TaskSamples, "_documents", documents)
     return avhb.evaluate(avhb.RunOptions(tasks=["testpack/qa_easy"], model=parse_backend_spec("testpack/echo"),
                                          output_dir=out, sample_data=True, write_report=False))
 
@@ -198,9 +198,10 @@ def test_a_task_is_written_and_reduced_window_by_window(testpack, tmp_path, monk
     calls = [entry for entry in seen if entry[0] != "build"]
     assert [lines for lines, _, _ in sorted(calls)] == [0, 0, 2, 2, 4, 4]
     assert all(held <= 1 and not placed for _, held, placed in calls)
-    # and when a window is built (the estimate's and the run's), no earlier window's record is held whole
-    builds = [held for kind, held in (e for e in seen if e[0] == "build")]
-    assert builds == [0] * 6  # the estimate's three windows, then the run's
+    # and when a window's documents are read (the estimate's and the run's), no earlier window's record is held whole
+    builds = [(held, size) for _, held, size in (e for e in seen if e[0] == "build")]
+    # the first documents (the notes' first requests), the estimate's one window (8,192 samples), the run's three
+    assert builds == [(0, 1), (0, 1), (0, 6), (0, 2), (0, 2), (0, 2)]
     whole = _run(tmp_path, "whole", monkeypatch, 10_000)
     assert windowed["results"] == whole["results"] and windowed["breakdowns"] == whole["breakdowns"]
     assert windowed["results"]["testpack/qa_easy"]["samples"] == 6
