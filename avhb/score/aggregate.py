@@ -29,7 +29,10 @@ class Aggregate:
 
 def mean_stderr(values: Iterable[float | None]) -> Aggregate:
     """Mean of the non-None values; stderr = sample std / sqrt(n).
-    ``values`` is read three times (a list, or a view that reads it again)."""
+    ``values`` is read three times: a list, or a view that reads it again
+    (an iterator, which can be read once, is read into a list first)."""
+    if iter(values) is values:  # a generator: its second pass would be empty, and the mean 0
+        values = list(values)
     # passes over ``values`` (no copy of them: a long task's are a million), summed as sum() sums a list
     n = sum(1 for v in values if v is not None)
     if n == 0:

@@ -38,10 +38,6 @@ class TaskConfig:
     def get(self, key: str, default: Any = None) -> Any:
         return self.config.get(key, default)
 
-    def __post_init__(self) -> None:
-        # read for every sample (a template, a delimiter): the config's own get, with no call in between
-        self.__dict__["get"] = self.config.get
-
     def _ns(self, name: str) -> str:
         return f"{self.namespace}/{name}" if self.namespace and "/" not in name else name
 

@@ -123,3 +123,12 @@ def test_pooled_mean_by_hand_and_its_edges():
     assert pooled_mean([]) == Aggregate(None, None, 0) == pooled_mean([Aggregate(None, None, 5)])
     assert pooled_mean([Aggregate(0.9, 0.1, 0)]) == Aggregate(None, None, 0)  # a value over no units: nothing
     assert pooled_mean([Aggregate(0.9, 0.1, None)]) == Aggregate(None, None, 0)
+
+
+def test_mean_stderr_of_a_generator_equals_its_list():
+    """mean_stderr reads its values in three passes: a generator (one pass
+    only) must give the list's numbers, not a mean of 0 from an empty pass."""
+    values = [1.0, 0.0, None, 1.0, 1.0]
+    want = mean_stderr(values)
+    got = mean_stderr(v for v in values)
+    assert (got.value, got.stderr, got.n) == (want.value, want.stderr, want.n) == (0.75, pytest.approx(0.25), 4)

@@ -128,3 +128,14 @@ def test_media_a_pack_built_is_accepted_outside_the_data_root(tmp_path, monkeypa
         else:
             with pytest.raises(SampleError, match="is outside the data root"):
                 build_request(task, {"q": "?"}, tmp_path / "data", "s", media_plan(task, _options(tmp_path)).spec)
+
+
+def test_a_copied_config_reads_its_own_settings(tmp_path):
+    """``TaskConfig.get`` reads the instance's config, also on a deep copy
+    whose config is then changed (no lookup bound to the original's dict)."""
+    import copy
+
+    cfg = TaskConfig("t", tmp_path / "t.yaml", "pack", "bench", {"target_delimiter": " "})
+    other = copy.deepcopy(cfg)
+    other.config["target_delimiter"] = "\n"
+    assert (cfg.get("target_delimiter"), other.get("target_delimiter"), other.get("missing", 3)) == (" ", "\n", 3)
