@@ -8,7 +8,13 @@
 #                  would pull a CUDA build; filelock<4: lmms-eval 0.7.3 fails
 #                  at run time with filelock 4, shared docs peers.md; decord: its
 #                  chat models read video through qwen_vl_utils, whose torchvision
-#                  reader needs torchvision.io.read_video, gone from torchvision 0.29)
+#                  reader needs torchvision.io.read_video, gone from torchvision 0.29);
+#                  then avhb itself, editable, beside lmms-eval (lmms-eval's task
+#                  hooks import lmms_eval.*, so avhb runs its shipped tasks from this
+#                  venv: tests/compat/test_real_lmms_eval.py), and torchcodec
+#                  (datasets 5 decodes an Audio column with it; lmms-eval's audio
+#                  tasks read theirs through datasets). That layer has its own
+#                  marker, so adding it leaves the built lmms-eval untouched.
 #
 # Usage: scripts/peer_envs.sh [lmeval] [lmms]   (default: both)
 # Idempotent: a marker file in each venv records its finished recipe; a second
@@ -23,7 +29,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1
 
 build() {  # build NAME VENV IMPORT RECIPE...
   local name=$1 venv=$2 module=$3; shift 3
-  local recipe="$*" marker=$venv/.avhb-peer-ready
+  local recipe="$*" marker=$venv/${MARKER:-.avhb-peer-ready}
   if [ -f "$marker" ] && [ "$(cat "$marker")" = "$recipe" ] && "$venv/bin/python" -c "import $module" >/dev/null 2>&1; then
     echo "$name env ready: $venv"; return 0
   fi
@@ -46,7 +52,9 @@ want=("$@")
 for w in "${want[@]}"; do
   case "$w" in
     lmeval) build lm-eval "${AVHB_LMEVAL_VENV:-$ROOT/.venv-lmeval}" lm_eval "lm-eval[api]==0.4.13" ;;
-    lmms) build lmms-eval "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" lmms_eval "torch==2.13.0;lmms-eval==0.7.3 filelock<4 decord==0.6.0" ;;
+    lmms) build lmms-eval "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" lmms_eval "torch==2.13.0;lmms-eval==0.7.3 filelock<4 decord==0.6.0"
+          MARKER=.avhb-beside-ready build "avhb beside lmms-eval" "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" \
+            "avhb.cli, torchcodec.decoders" "torchcodec==0.17.0;-e $ROOT" ;;
     *) echo "peer_envs: unknown environment $w (lmeval, lmms)" >&2; exit 2 ;;
   esac
 done
