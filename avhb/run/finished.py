@@ -14,8 +14,14 @@ depend on, and their hash, the task's fingerprint --
   task again, and its call keys, which follow content, send it again;
 * ``model``, ``judges``: their identities;
 * ``media``: the task's media settings and the ablations;
-* ``options``: limit, samples, seed, repeats, predict-only, generation
-  settings, shard;
+* ``options``: every run option of kind calls, scoring or selection that
+  no other part holds (:func:`avhb.run.settings.fingerprinted_options`,
+  derived from the settings table): limit, samples, shard, seed and
+  seeds, repeats, predict-only, generation settings, the system
+  instruction, the few-shot settings (``num_fewshot``,
+  ``fewshot_as_multiturn``, the few-shot seed); each by its value when
+  it is not RunOptions' default, so an option added at its default
+  leaves the fingerprints of finished tasks as they were;
 * ``versions``: avhb's and the plugins' versions and the call-key scheme
 
 -- with the size and mtime of the task's samples file.
@@ -37,11 +43,15 @@ run again through the journal.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any
+
+from avhb.run.options import RunOptions
+from avhb.run.settings import fingerprinted_options
 
 MAX_DATA_FILES = 200_000
 
@@ -106,7 +116,7 @@ def _pack_files(pack_dir: Path) -> list[Any]:
 PARTS = {"task": "its task config", "pack": "its pack's files (hooks, bases, prompts)",
          "data": "its data files or media", "model": "the model", "judges": "its judges",
          "media": "its media settings or ablations",
-         "options": "its sample selection, seed, repeats or generation settings",
+         "options": "its run options (sample selection, seeds, repeats, generation or few-shot settings)",
          "versions": "avhb's or a plugin's version"}
 
 
@@ -131,17 +141,36 @@ def inputs(task: Any, source: Any, plan: Any, options: Any, model: dict[str, Any
     data = _tree(Path(source.media_root), skip)
     if data is None:
         return None
-    shard = getattr(options, "shard", None)
     parts = {
         "task": task_hash(task.cfg.config), "pack": _pack_files(task.pack_dir),
         "data": [source.kind, str(source.root), source.revision, data],
         "model": model, "judges": judges, "media": plan.key(),
-        "options": [options.limit, options.samples, options.seed, options.repeats, options.predict_only,
-                    options.gen_kwargs, shard.label if shard else None,  # media and ablations: in plan.key()
-                    *([options.system_instruction] if getattr(options, "system_instruction", None) else [])],
+        "options": options_part(options),
         "versions": [__version__, versions, KEY_SCHEME],
     }
     return {name: _digest(value) for name, value in parts.items()}
+
+
+_NO_DEFAULT = object()
+_DEFAULTS: dict[str, Any] = {
+    f.name: f.default if f.default is not dataclasses.MISSING
+    else f.default_factory() if f.default_factory is not dataclasses.MISSING else _NO_DEFAULT
+    for f in dataclasses.fields(RunOptions)}
+
+
+def options_part(options: Any) -> dict[str, Any]:
+    """The ``options`` part before it is digested: each option of
+    :func:`avhb.run.settings.fingerprinted_options` that is not at
+    RunOptions' default (an options object without the attribute holds the
+    default), by its value; ``--shard`` by its JSON form."""
+    out: dict[str, Any] = {}
+    for name in fingerprinted_options():
+        default = _DEFAULTS.get(name, _NO_DEFAULT)
+        value = getattr(options, name, default)
+        if value is _NO_DEFAULT or (default is not _NO_DEFAULT and value == default):
+            continue
+        out[name] = value.to_json() if hasattr(value, "to_json") else value
+    return out
 
 
 def fingerprint(parts: dict[str, str] | None) -> str | None:

@@ -63,6 +63,27 @@ OPTION_KINDS: dict[str, str] = {
     "output_dir": RUN, "score_only": RUN, "replay_judges": RUN, "allow_config_change": RUN,
 }
 
+# Where a finished task's fingerprint (avhb.run.finished) holds the options that decide its results.  Every
+# option of kind calls, scoring or selection is in the fingerprint's ``options`` part (by its value, when not
+# at RunOptions' default) unless it is named here with the part that holds it instead; so a new option that
+# changes calls is in the fingerprint without another list to edit.
+FINGERPRINT_ELSEWHERE: dict[str, str] = {
+    "model": "model",  # the backend's identity
+    "media": "media", "ablations": "media",  # the task's media plan (MediaPlan.key)
+    "data": "data", "sample_data": "data",  # the task's data source and files
+    "include_paths": "task",  # where the task's YAML was found: its config and its pack's files
+    "judges": "judges", "judge_args": "judges",  # each role's panel, by identity
+    "tasks": "task",  # which tasks run: each task has a fingerprint of its own
+}
+
+
+def fingerprinted_options() -> tuple[str, ...]:
+    """The options a finished task's ``options`` part holds: every option
+    of kind calls, scoring or selection that no other part holds
+    (:data:`FINGERPRINT_ELSEWHERE`)."""
+    return tuple(name for name, kind in OPTION_KINDS.items()
+                 if kind in (CALLS, SCORING, SELECTION) and name not in FINGERPRINT_ELSEWHERE)
+
 
 @dataclass(frozen=True)
 class Difference:

@@ -106,13 +106,15 @@ def test_the_model_judges_and_versions_are_parts(tmp_path):
     assert _changed(base, _inputs(*world, versions={"avhb-testpack": "1.1"})) == {"versions"}
 
 
-def test_no_system_instruction_is_the_same_options_as_before_it_existed(tmp_path):
+def test_an_option_at_its_default_is_the_same_options_as_before_it_existed(tmp_path):
     task, source, plan, options = _world(tmp_path)
     plain = _inputs(task, source, plan, options)
-    del options.system_instruction  # an options object without the field
+    del options.system_instruction  # an options object without the field: RunOptions' default (None)
     assert _inputs(task, source, plan, options) == plain
-    options.system_instruction = ""
+    options.num_fewshot = None  # a field the options object did not have, at its default
     assert _inputs(task, source, plan, options) == plain
+    options.num_fewshot = 0  # zero-shot asked for is not "the task's own" (None)
+    assert _changed(plain, _inputs(task, source, plan, options)) == {"options"}
 
 
 def test_media_allowed_outside_the_data_folder_is_never_fingerprinted(tmp_path):
