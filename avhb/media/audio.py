@@ -6,9 +6,19 @@ where ``start`` is the segment start (0 without a segment).  A segment
 ``(start, end)`` yields exactly ``round((min(end, duration) - start) * rate)``
 samples (zeros where the track has no data); the whole file yields every
 decoded sample.  Several channels are mixed down to mono by the resampler.
+
+:func:`decode_waveform` decodes a whole track (a file or its bytes) as a
+``datasets`` ``Audio`` column's decoder does (torchcodec's
+``get_all_samples``): every decoded sample, planar float32 ``(channels,
+samples)``, at the native rate or resampled, with the source's channels or
+converted to mono/stereo, all by libswresample -- the same samples
+torchcodec gives, bit for bit, on WAV, FLAC and MP3
+(``tests/media/test_audio_columns.py``).  :func:`audio_header` reads the
+rate and channel count without decoding.
 """
 from __future__ import annotations
 
+import io
 import math
 from typing import Literal
 
@@ -121,3 +131,90 @@ def _load(path, container, rate, segment, on_missing) -> np.ndarray:
     if want is not None:
         return out[:want] if len(out) >= want else np.pad(out, (0, want - len(out)))
     return out[:filled]  # a view: no second copy of a long track
+
+
+def _open_track(source: str | bytes, name: str, stream_index: int | None):
+    """(container, audio stream) of a file path or its bytes; errors name ``name``."""
+    import av
+
+    from avhb.media._open import check_file, describe
+
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        if not len(source):
+            raise fail(name, "empty audio (0 bytes)")
+        try:
+            container = av.open(io.BytesIO(bytes(source)), "r")
+        except av.error.FFmpegError as exc:
+            raise fail(name, f"cannot open audio (corrupt or truncated?): {describe(exc)}") from exc
+    else:
+        check_file(source)
+        container = open_container(source)
+    try:
+        streams = container.streams.audio
+        if stream_index is not None:
+            matches = [s for s in container.streams if s.index == stream_index]
+            if not matches or matches[0].type != "audio":
+                raise fail(name, f"stream {stream_index} is not an audio stream")
+            stream = matches[0]
+        elif not streams:
+            raise fail(name, "no audio track")
+        else:
+            stream = container.streams.best("audio") or streams[0]
+        if stream.codec_context is None:
+            raise fail(name, "unknown audio codec: no decoder for this stream")
+    except BaseException:
+        container.close()
+        raise
+    return container, stream
+
+
+_LAYOUTS = {1: "mono", 2: "stereo"}
+
+
+def audio_header(source: str | bytes, name: str | None = None,
+                 stream_index: int | None = None) -> tuple[int, int]:
+    """(sample rate, channels) of the track, from its header: nothing decoded."""
+    name = name or (source if isinstance(source, str) else "<audio bytes>")
+    container, stream = _open_track(source, name, stream_index)
+    try:
+        ctx = stream.codec_context
+        return int(ctx.sample_rate or stream.rate or 0), int(ctx.channels or 0)
+    finally:
+        container.close()
+
+
+def decode_waveform(source: str | bytes, rate: int | None = None, channels: int | None = None,
+                    stream_index: int | None = None, name: str | None = None) -> tuple[np.ndarray, int]:
+    """Every sample of an audio track (a file path, or the file's bytes) as
+    float32 ``(channels, samples)`` and its rate: at ``rate`` Hz when given
+    (else the track's own), with ``channels`` channels (1 or 2; None: the
+    track's own), converted by libswresample; ``stream_index`` picks the
+    stream (None: the best audio stream).  A file that cannot be read
+    raises ``SampleError`` naming ``name`` (default: the path)."""
+    import av
+
+    name = name or (source if isinstance(source, str) else "<audio bytes>")
+    if channels is not None and channels not in _LAYOUTS:
+        raise fail(name, f"num_channels must be 1 or 2 (or unset), got {channels}")
+    if rate is not None and rate <= 0:
+        raise fail(name, f"sampling rate must be positive, got {rate}")
+    container, stream = _open_track(source, name, stream_index)
+    try:
+        with decoding(name, "audio"):
+            ctx = stream.codec_context
+            layout = _LAYOUTS[channels] if channels is not None else (ctx.layout.name if ctx.layout else None)
+            out_rate = int(rate or ctx.sample_rate)
+            if not out_rate:
+                raise fail(name, "the audio track states no sample rate")
+            resampler = av.AudioResampler(format="fltp", layout=layout, rate=out_rate)
+            planes: list[np.ndarray] = []
+            for frame in container.decode(stream):
+                planes.extend(f.to_ndarray() for f in resampler.resample(frame))
+            planes.extend(f.to_ndarray() for f in resampler.resample(None))
+    finally:
+        container.close()
+    if not planes:
+        width = channels or int(ctx.channels or 1)
+        return np.zeros((width, 0), np.float32), out_rate
+    wave = np.concatenate(planes, axis=1) if len(planes) > 1 else planes[0]
+    return np.ascontiguousarray(wave, dtype=np.float32), out_rate

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from avhb.data.jsonl_rows import JsonlRows
+from avhb.data.media_columns import DatasetRows, is_media_dataset, undecoded
 from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
@@ -162,7 +163,10 @@ class Task:
         task's split, or the default loader; then ``process_docs`` (the
         task's, or ``process_docs``: a few-shot pool's), which receives a
         ``datasets.Dataset`` when ``datasets`` read the data (as lm-eval
-        passes it), else the list of rows.  Every sample must be a mapping."""
+        passes it), else the list of rows.  Every sample must be a mapping.
+        Audio and video columns are decoded by avhb, when a row is read
+        (:mod:`avhb.data.media_columns`): such a dataset's rows stay in it
+        (:class:`DatasetRows`), not in a list."""
         split = split or eval_split(self.cfg)
         if self._has_hook("data_loader"):
             config = self.cfg.config if split == eval_split(self.cfg) else {**self.cfg.config, "test_split": split}
@@ -182,6 +186,7 @@ class Task:
         else:
             docs = default_loader(source.root, self.cfg, split)
             where = str(source.root)
+        docs = undecoded(docs)  # a datasets.Dataset's Audio/Video columns: avhb's decoders, not torchcodec
         hook = self.cfg.get("process_docs") if process_docs is OWN else process_docs
         if isinstance(hook, dict) and "function" in hook:  # a Dataset stays one: lm-eval's hooks call .map/.filter
             docs = self._load_hook_at(("process_docs",), hook["function"],
@@ -193,6 +198,8 @@ class Task:
     def _listed(docs: Any, where: str) -> Sequence[dict[str, Any]]:
         if isinstance(docs, JsonlRows):  # every row was checked when the file was scanned
             return docs
+        if is_media_dataset(docs):  # a Dataset's rows are mappings; read (and decoded) when used
+            return DatasetRows(docs)
         try:
             docs = list(docs)
         except TypeError:
