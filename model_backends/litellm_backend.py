@@ -49,11 +49,12 @@ from __future__ import annotations
 
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 from avhb import (AdaptiveLimiter, Backend, BackendSpec, Failure, MalformedReply, Request, Response, RetryPolicy,
                   SampleError, UserError, classify_exception)
 from avhb.model.prices import from_model_info
-from avhb.redact import redact
+from avhb.redact import add_secret, redact
 
 from .accepted_settings import AcceptedSettings, read_litellm_refusal, read_refusal
 from .encode_messages import encode_messages
@@ -142,6 +143,9 @@ class LiteLLMBackend(Backend):
         self.concurrency = self.settings.concurrency
         self.prices = from_model_info(info, spec.name)
         self.api_base = spec.args.get("api_base") or spec.args.get("base_url")
+        add_secret(self.settings.api_key())  # the run's secrets (avhb.redact): the key, a URL's password
+        if self.api_base:
+            add_secret(urlsplit(str(self.api_base)).password)
         self.max_inline_mb = float(spec.args.get("max_inline_mb", 20))
         self.extra = extra_body(spec)
         self._supported = supported_params(self._litellm, spec.name)
@@ -155,15 +159,14 @@ class LiteLLMBackend(Backend):
     @property
     def identity(self) -> dict[str, Any]:
         args = {k: v for k, v in self.spec.args.items() if k not in _RUNTIME_ARGS}
-        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=[self.settings.api_key()])
+        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args})
 
     def describe(self) -> dict[str, Any]:
         runtime = {"api_key_env": self.settings.api_key_env or "(provider default)",
                    "concurrency": self.settings.concurrency, "timeout": self.settings.timeout,
                    "max_retries": self.settings.max_retries,
                    "litellm": getattr(self._litellm, "__version__", None) or _dist_version("litellm")}
-        return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)},
-                      extra=[self.settings.api_key()])
+        return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)})
 
     def build_kwargs(self, request: Request) -> tuple[dict[str, Any], list[str]]:
         mapped, dropped = map_generation(request.generation)
@@ -202,7 +205,7 @@ class LiteLLMBackend(Backend):
 
     def classify(self, exc: BaseException) -> Failure:
         failure = classify_exception(exc)
-        failure.message = redact(failure.message[:1000], extra=[self.settings.api_key()])
+        failure.message = redact(failure.message[:1000])
         return failure
 
     async def _call(self, request: Request, kwargs: dict[str, Any], dropped: list[str]) -> Response:

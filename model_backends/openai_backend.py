@@ -31,7 +31,10 @@ Credentials: a ``base_url`` with ``user:password@`` is sent as HTTP Basic
 auth (the userinfo is taken out of the URL).  A URL's credentials and an API
 key cannot both go in one ``Authorization`` header: the URL's win (they were
 written for this endpoint; the key variable is often set for another), the
-key is not sent, and the backend says so once on stderr.
+key is not sent, and the backend says so once on stderr.  The password, the
+key and the credential header's value join the run's secrets
+(:func:`avhb.redact.add_secret`) when the backend is built, so a reply that
+echoes one (or its base64 or URL-encoded form) reaches no log or file.
 
 Settings the model refuses: OpenAI's reasoning models take only their
 default temperature and ``max_completion_tokens``; known ones are adapted
@@ -60,7 +63,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 from avhb import (AdaptiveLimiter, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
                   Request, Response, RetryPolicy, SampleError, UserError, __version__, classify_exception)
 from avhb.json_text import dumps
-from avhb.redact import redact
+from avhb.redact import add_secret, redact
 
 from .accepted_settings import AcceptedSettings, read_refusal
 from .encode_messages import encode_messages
@@ -235,16 +238,18 @@ class OpenAIBackend(Backend):
         self._session: Any = None
         self._session_loop: Any = None
         self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        self._secrets = [self.settings.api_key()]
         for header, arg, env in (("OpenAI-Organization", "organization", "OPENAI_ORG_ID"),
                                  ("OpenAI-Project", "project", "OPENAI_PROJECT_ID")):
             value = str(spec.args.get(arg) or os.environ.get(env, "")).strip()
             if value:
                 self._headers[header] = value
         key = self.settings.api_key()
+        add_secret(key)  # sent or not, the value is a credential (the variable's name may not say so)
         if user_auth is not None:  # one source wins: the URL's credentials
-            self._headers["Authorization"] = "Basic " + base64.b64encode(":".join(user_auth).encode()).decode()
-            self._secrets.append(user_auth[1])
+            token = base64.b64encode(":".join(user_auth).encode()).decode()
+            self._headers["Authorization"] = "Basic " + token
+            add_secret(user_auth[1])
+            add_secret(token)
             if key:
                 print(f"avhb: warning: {spec.kind} backend: base_url carries user:password credentials, sent as "
                       f"Basic auth; ${self.settings.api_key_env} is set too and is not sent (one Authorization "
@@ -280,7 +285,7 @@ class OpenAIBackend(Backend):
     def identity(self) -> dict[str, Any]:
         args = {k: v for k, v in self.spec.args.items() if k not in _RUNTIME_ARGS}
         args["base_url"] = self.base_url
-        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args}, extra=self._secrets)
+        return redact({"kind": self.spec.kind, "name": self.spec.name, "args": args})
 
     def describe(self) -> dict[str, Any]:
         runtime = {"api_key_env": self.settings.api_key_env, "concurrency": self.settings.concurrency,
@@ -289,8 +294,7 @@ class OpenAIBackend(Backend):
         for header, name in (("OpenAI-Organization", "organization"), ("OpenAI-Project", "project")):
             if header in self._headers:
                 runtime[name] = self._headers[header]
-        return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)},
-                      extra=self._secrets)
+        return redact({**self.identity, "runtime": runtime, "capabilities": dict(self.capabilities.__dict__)})
 
     # -- requests -----------------------------------------------------------
     def build_body(self, request: Request) -> tuple[dict[str, Any], list[str]]:
@@ -352,7 +356,7 @@ class OpenAIBackend(Backend):
 
     def classify(self, exc: BaseException) -> Failure:
         failure = classify_exception(exc)
-        failure.message = redact(failure.message, extra=self._secrets)
+        failure.message = redact(failure.message)
         return failure
 
     async def _parse(self, sending: "_Sending", dropped: list[str]) -> Response:

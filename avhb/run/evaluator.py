@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from avhb.errors import RunStopped, UserError
+from avhb.redact import add_arg_secrets
 from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller, NotInJournal
 from avhb.registry import get_registry
@@ -110,6 +111,7 @@ class Evaluator:
         notes = (list(self.o.notes) + absent_note + samples_notes(self.o.samples, self.reader.matched)
                  + task_key_notes(tasks))
         make_backend = create_backend if self.o.executor is None else self.o.executor.backend_factory()
+        add_arg_secrets(self._model.args)  # the run's secrets (avhb.redact), wherever the backend runs
         backend = None if self.o.score_only else make_backend(self._model)
         if backend is not None:
             notes += backend_notes(backend, tasks, plans, sources, samples, self.o, self._model.label)

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from avhb.errors import SampleError, UserError
+from avhb.redact import add_arg_secrets
 from avhb.model.backend import Backend, BackendSpec, parse_backend_spec
 from avhb.call.caller import CallJournal, Caller, SpendLimit, Usage
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
@@ -204,6 +205,7 @@ class Judges:
                 self._callers[label] = Caller(self.journal, "judges", identity=identity, usage=self.usage,
                                               label=spec.label)
             else:
+                add_arg_secrets(spec.args)  # the run's secrets (avhb.redact), wherever the backend runs
                 self._callers[label] = Caller(self.journal, "judges", self.backend_factory(spec), usage=self.usage,
                                               label=spec.label)
             self._callers[label].spend = self.spend
