@@ -21,7 +21,10 @@ def evaluate(options: RunOptions) -> dict[str, Any]:
     found as ``--include_path`` finds them, the run folder, and its
     report.html unless ``options.write_report`` is off.  Returns
     results.json's content; a run stopped early (an open circuit breaker, a
-    spending limit) raises ``RunStopped`` with the results it wrote."""
+    spending limit) raises ``RunStopped`` with the results it wrote, and a
+    run that finished over its error budget (``options.max_errors``, 5% by
+    default) raises ``avhb.run.budget.OverBudget`` (a ``RunStopped``)
+    with them, as ``avhb run`` exits 1."""
     for folder in options.include_paths:
         add_include_path(folder)
     report: Callable[[Path], object] | None = None

@@ -374,7 +374,8 @@ def _cmd_run(args, argv) -> int:
     from avhb.api import evaluate
     from avhb.run.options import RunOptions
     from avhb.score.judges import parse_judge_bindings
-    from avhb.run.options import check_gen_kwargs, parse_ablations, parse_error_budget
+    from avhb.run.budget import OverBudget
+    from avhb.run.options import check_gen_kwargs, parse_ablations
     from avhb.cluster.executor import parse_executor
     from avhb.cluster.shard import Shard
 
@@ -384,7 +385,6 @@ def _cmd_run(args, argv) -> int:
     listing = {"list": "tasks", "list_groups": "groups", "list_tags": "tags", "list_subtasks": "tasks"}
     if tasks in listing:  # lm-eval's --tasks list (avhb list tasks|groups|tags)
         return _list_index(listing[tasks])
-    budget = parse_error_budget(args.max_errors)
     if args.limit is not None and args.limit < 0:
         raise UserError(f"--limit {args.limit}: must be 0 or more")
     if args.repeats is not None and args.repeats < 1:
@@ -412,11 +412,14 @@ def _cmd_run(args, argv) -> int:
         max_errors=args.max_errors, num_fewshot=args.num_fewshot, fewshot_as_multiturn=args.fewshot_as_multiturn,
         fewshot_seed=seeds[3])
     seed_globals(seeds)
-    results = evaluate(options)
+    over = None
+    try:
+        results = evaluate(options)
+    except OverBudget as exc:  # the run's outcome (avhb.run.budget): published as any finished run, then exit 1
+        results, over = exc.results, str(exc)
     _print_results(results, output)
     print(f"\nrun folder: {output}", file=sys.stderr)
     publish.after_run(output, lm_eval_files=args.output_path is not None, show_config=args.show_config)
-    over = _over_budget(results, budget, args.max_errors)
     if over:
         print(f"avhb: error: {over}", file=sys.stderr)
         return 1
@@ -427,21 +430,6 @@ def _sample_ids(text: str | None) -> list[str] | None:
     if text and text.lstrip().startswith("{"):
         raise UserError("--samples takes avhb sample ids (id1,id2,...); lm-eval's JSON of indices per task is not read")
     return [s for s in (text or "").split(",") if s] or None
-
-
-def _over_budget(results: dict, budget: float, flag: str) -> str | None:
-    """The error-budget line when the share of failed samples exceeds it."""
-    rows = [r for r in (results.get("results") or {}).values() if isinstance(r, dict)]
-    samples = sum(int(r.get("samples") or 0) for r in rows)
-    errors = sum(int(r.get("errors") or 0) for r in rows)
-    if not samples or errors / samples <= budget:
-        return None
-    judges = given if isinstance(given := results.get("judge_errors"), dict) else {}
-    named = "".join(f"; judge {name} did not answer {cell.get('failed')} question{'' if cell.get('failed') == 1 else 's'} "
-                    f"(last: {' '.join(str(cell.get('last_error') or '').split())[:300]})"
-                    for name, cell in judges.items() if isinstance(cell, dict))
-    return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}){named}; "
-            "they are excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
 
 
 def _default_run_name(tasks: str, model: str) -> str:
@@ -696,7 +684,8 @@ def _cmd_report(args, argv) -> int:
 
 def _cmd_merge(args, argv) -> int:
     from avhb.cluster.merge import merge
-    from avhb.run.options import parse_error_budget, read_manifest
+    from avhb.run.budget import over_budget
+    from avhb.run.options import read_manifest
 
     report: Callable[[Path], object] | None = None
     if not args.no_report:
@@ -706,7 +695,7 @@ def _cmd_merge(args, argv) -> int:
     _print_results(results, Path(args.out))
     print(f"\nmerged run folder: {args.out}", file=sys.stderr)
     flag = read_manifest(Path(args.out))["max_errors"]  # the shards' budget, applied to the merged counts
-    over = _over_budget(results, parse_error_budget(flag), flag)
+    over = over_budget(results, flag)
     if over:
         print(f"avhb: error: {over}", file=sys.stderr)
         return 1

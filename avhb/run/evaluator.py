@@ -17,7 +17,10 @@ The run holds its folder's lock throughout (:mod:`avhb.run.lock`).  When a
 backend's circuit breaker opens (the model's or a judge's), the task in
 progress finishes with its remaining samples recorded as not attempted,
 its results are written, later tasks are not started, and the run raises
-``RunStopped`` naming the backend.
+``RunStopped`` naming the backend.  A run that finishes with more failed
+samples than its error budget allows (``--max-errors``) raises
+``OverBudget`` (a ``RunStopped``) once everything is written
+(:mod:`avhb.run.budget`).
 """
 from __future__ import annotations
 
@@ -31,6 +34,7 @@ from avhb.redact import add_arg_secrets
 from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller, NotInJournal
 from avhb.registry import get_registry
+from avhb.run.budget import OverBudget, over_budget
 from avhb.run.finished import inputs
 from avhb.run.folder import RunFolder
 from avhb.run.generate import TaskRun, generate, generate_bar, write_out
@@ -70,6 +74,7 @@ class NotInRunJournal(UserError):
 class Evaluator:
     def __init__(self, options: RunOptions, index: TaskIndex | None = None,
                  report: Callable[[Path], object] | None = None):
+        over_budget({}, options.max_errors)  # a bad --max-errors is refused before the folder is made
         self.o = options
         self.report = report  # writes report.html from the run folder (None: no report)
         self.registry = get_registry()
@@ -89,11 +94,17 @@ class Evaluator:
         return self.o.model
 
     async def run(self) -> dict[str, Any]:
+        """The run (:meth:`_run`), holding the folder's lock, held to its
+        error budget: results.json's content, or ``OverBudget`` with it."""
         self.folder.open()  # the lock: one process writes a run folder
         try:
-            return await stoppable(self._run(), lock=self.folder.lock)  # SIGTERM: finish what is in flight, stop
+            results = await stoppable(self._run(), lock=self.folder.lock)  # SIGTERM: finish what is in flight, stop
         finally:
             self.folder.close()
+        over = over_budget(results, self.o.max_errors)
+        if over:
+            raise OverBudget(over, results)
+        return results
 
     async def _run(self) -> dict[str, Any]:
         """The phases (module docstring): plan and read the data, build the

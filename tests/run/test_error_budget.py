@@ -1,0 +1,71 @@
+"""The error budget lives in the run (avhb/run/budget.py, applied by
+``Evaluator.run``): ``avhb.evaluate`` over its budget raises ``OverBudget``
+with the results it wrote, as ``avhb run`` exits 1 with the same line
+(it used to return the results without a word); within the budget both
+return them; a bad budget is refused before the run folder is made; the
+merge's check is the same function."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import avhb
+from avhb.errors import RunStopped, UserError
+from avhb.model.backend import parse_backend_spec
+from avhb.run.budget import OverBudget, over_budget
+from tests.conftest import run_cli
+
+LINE = "1 of 6 samples failed (16.7% > --max-errors 5%)"  # the echo backend fails "question 2" of qa_easy's 6
+
+
+def _options(out, **over):
+    return avhb.RunOptions(tasks=["testpack/qa_easy"], model=parse_backend_spec("testpack/echo,fail_on=question 2"),
+                           output_dir=out, sample_data=True, write_report=False, **over)
+
+
+def test_the_python_api_holds_a_run_to_its_budget_as_the_cli_does(testpack, tmp_path):
+    with pytest.raises(OverBudget) as raised:
+        avhb.evaluate(_options(tmp_path / "api"))
+    assert isinstance(raised.value, RunStopped) and str(raised.value).startswith(LINE)
+    written = json.loads((tmp_path / "api" / "results.json").read_text())
+    assert raised.value.results == written and written["results"]["testpack/qa_easy"]["errors"] == 1
+    proc = run_cli("--tasks", "testpack/qa_easy", "--model", "testpack/echo,fail_on=question 2", "--sample-data",
+                   "--no-report", "--output-dir", str(tmp_path / "cli"))
+    assert proc.returncode == 1 and f"avhb: error: {LINE}" in proc.stderr and "Traceback" not in proc.stderr
+    assert json.loads((tmp_path / "cli" / "results.json").read_text())["results"] == written["results"]
+    assert "run folder: " in proc.stderr  # the results are printed and the folder named before the error
+    # within the budget: the results, from both
+    results = avhb.evaluate(_options(tmp_path / "api2", max_errors="20%"))
+    assert results["results"]["testpack/qa_easy"]["errors"] == 1
+
+
+def test_a_bad_budget_is_refused_before_the_folder_is_made(testpack, tmp_path):
+    with pytest.raises(UserError, match="--max-errors 'lots': give a share"):
+        avhb.evaluate(_options(tmp_path / "run", max_errors="lots"))
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("samples, errors, flag, over", [
+    (6, 1, "5%", True), (6, 1, "0.2", False), (20, 1, "5%", False), (20, 2, "5%", True), (6, 0, "0", False),
+    (6, 1, "0", True), (6, 6, "100%", False), (0, 0, "0", False),
+])
+def test_the_budget_is_the_share_of_failed_samples_over_every_task(samples, errors, flag, over):
+    half = samples // 2
+    results = {"results": {"a": {"samples": half, "errors": errors // 2},
+                           "b": {"samples": samples - half, "errors": errors - errors // 2}, "note": "x"}}
+    line = over_budget(results, flag)
+    assert (line is not None) == over
+    if over:
+        assert line.startswith(f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors "
+                               f"{flag})")
+
+
+def test_the_line_names_each_judge_that_did_not_answer():
+    results = {"results": {"t": {"samples": 2, "errors": 2}},
+               "judge_errors": {"openai:j": {"failed": 1, "last_error": "HTTP 500:\n  boom"},
+                                "openai:k": {"failed": 2, "last_error": None}}}
+    line = over_budget(results, "5%")
+    assert "; judge openai:j did not answer 1 question (last: HTTP 500: boom)" in line
+    assert "; judge openai:k did not answer 2 questions (last: )" in line
+    assert line.endswith("re-running the command retries them")
