@@ -128,7 +128,8 @@ def _decoder_for(feature: Any):
 
 def is_media_dataset(docs: Any) -> bool:
     """Whether ``docs`` is a ``datasets.Dataset`` read through :func:`undecoded`."""
-    return isinstance(getattr(docs, "_format_kwargs", {}).get("transform"), _Rows)
+    fmt = getattr(docs, "format", None)
+    return isinstance(fmt, dict) and isinstance((fmt.get("format_kwargs") or {}).get("transform"), _Rows)
 
 
 # ------------------------------------------------------------------ audio

@@ -1,8 +1,36 @@
-"""Where a task's data comes from: its sample pack, a local copy of the
-upstream release (``--data NAME=PATH``), a prepared Hub snapshot, or local
-files read by a ``datasets`` builder (``dataset_path: json`` with
-``dataset_kwargs: {data_files: ...}``, as lm-eval loads them).  The first
-three are local folders in the upstream layout, read by the same loader.
+"""Where a task's data comes from, looked for in this order (the first
+that holds it is used, and run.json records it as the task's data source:
+``kind``, ``root``, ``revision`` and, from a Hugging Face cache, ``commit``):
+
+1. ``--data NAME=PATH`` (kind ``local``): a local copy of the upstream
+   release, a folder in its layout or one data file; NAME is the task, its
+   pack (:func:`data_flag_for`), a tag or a group.
+2. ``--sample-data`` (``sample``): the pack's sample.
+3. A ``datasets`` builder over local files (``builder``: ``dataset_path:
+   json`` with ``dataset_kwargs: {data_files: ...}``, as lm-eval loads
+   them; below).
+4. A pack's own ``prepare`` hook (``prepared``): what ``avhb prepare``
+   fetched into ``<data_dir>/<pack>`` (its ``manifest.json``).
+5. A Hub dataset (``dataset_path: ORG/NAME``, ``revision`` or
+   ``dataset_kwargs.revision``, default ``main``), offline, from the first
+   of:
+
+   a. avhb's own verified snapshot, ``<data_dir>/ORG__NAME/<revision>``
+      with its completion marker (``hub``; :mod:`avhb.data.hub`, written by
+      ``avhb prepare``);
+   b. the Hugging Face hub cache, when it holds the revision with every
+      data file of the task's config and splits (``hub-cache``, the root
+      its ``snapshots/<commit>`` folder; :mod:`avhb.data.hub_cache`);
+   c. ``datasets``' own Arrow cache, as lm-eval reads it offline
+      (``datasets-cache``, the root the build's folder;
+      :mod:`avhb.data.arrow_cache`).
+
+   The first two, like ``--data`` and the sample, are folders of the
+   repo's files, read by the same loader (:func:`default_loader`).
+
+None of them: a one-line error naming the task, the data, why each cache
+did not hold it, and the commands that get it (``avhb prepare TASK``,
+``--data NAME=PATH`` with the NAME that works, ``--sample-data``).
 
 Builder tasks: ``dataset_path`` names one of ``datasets``' packaged builders
 (:data:`BUILDERS`); ``dataset_kwargs`` passes ``data_files`` (a path or glob,
@@ -24,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
 
+from avhb.data.hf_datasets import first_line as _first_line, offline_datasets as _datasets
 from avhb.data.jsonl_rows import JsonlRows
 from avhb.errors import UserError
 from avhb.taskdef.config import TaskConfig
@@ -38,10 +67,11 @@ BUILDERS = frozenset({"json", "csv", "parquet", "text", "arrow", "pandas", "imag
 @dataclass
 class DataSource:
     root: Path  # a folder, or one data file (``--data NAME=FILE.jsonl``); a builder task: its media root
-    kind: str  # "sample" | "local" | "hub" | "prepared" | "builder"
+    kind: str  # "sample" | "local" | "hub" | "hub-cache" | "datasets-cache" | "prepared" | "builder"
     revision: str | None = None
     builder: str | None = None  # kind "builder": the datasets builder (json, csv, parquet...)
     base: Path | None = None  # kind "builder": the folder relative data_dir / data_files resolved under
+    commit: str | None = None  # kinds "hub-cache", "datasets-cache": the commit the cache holds
 
     @property
     def media_root(self) -> Path:
@@ -54,13 +84,15 @@ class DataSource:
         out: dict[str, Any] = {"kind": self.kind, "root": str(self.root), "revision": self.revision}
         if self.builder:
             out.update(builder=self.builder, base=str(self.base))
+        if self.commit:
+            out["commit"] = self.commit
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "DataSource":
         base = data.get("base")
         return cls(Path(data.get("root", ".")), data.get("kind", "local"), data.get("revision"),
-                   data.get("builder"), Path(base) if base else None)
+                   data.get("builder"), Path(base) if base else None, data.get("commit"))
 
 
 def parse_data_flags(items: list[str]) -> dict[str, Path]:
@@ -108,21 +140,68 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
             return DataSource(local, "prepared")
         raise UserError(
             f"task {task.name!r}: its data is not on this machine; fetch it with `avhb prepare {task.name}`, "
-            f"point at a local copy with `--data {task.data_name or task.name}=PATH`, or run the sample pack "
+            f"point at a local copy with `--data {data_hint(task, groups)}=PATH`, or run the sample pack "
             "with `--sample-data`")
     repo = task.get("dataset_path")
     if repo:
-        from avhb.data.hub import dataset_dir, is_complete
+        return hub_source(task, str(repo), groups)
+    raise UserError(f"task {task.name!r}: no data: pass --data {data_hint(task, groups)}=PATH or --sample-data")
 
-        revision = task.get("revision", "main")
-        local = dataset_dir(repo, revision)
-        if is_complete(local, repo, revision):
-            return DataSource(local, "hub", revision)
-        raise UserError(
-            f"task {task.name!r}: data {repo}@{revision} is not on this machine; fetch it with "
-            f"`avhb prepare {task.name}`, point at a local copy with `--data {task.data_name or task.name}=PATH`, "
-            f"or run the sample pack with `--sample-data`")
-    raise UserError(f"task {task.name!r}: no data: pass --data {task.data_name or task.name}=PATH or --sample-data")
+
+def data_hint(task: TaskConfig, groups: Sequence[str] = ()) -> str:
+    """The ``--data`` NAME a message offers for ``task``: one that
+    :func:`data_flag_for` reads for it (its pack's data name, else its own
+    name)."""
+    for name in (task.data_name, task.name):
+        if name and data_flag_for(task, {name: Path()}, groups) == name:
+            return name
+    return task.name
+
+
+def hub_revision(task: TaskConfig) -> str:
+    """The revision of a task's Hub dataset: ``revision``, else
+    ``dataset_kwargs.revision`` (lmms-eval's spelling), else ``main``."""
+    kwargs = task.get("dataset_kwargs") or {}
+    return str(task.get("revision") or (kwargs.get("revision") if isinstance(kwargs, dict) else None) or "main")
+
+
+def task_splits(task: TaskConfig) -> tuple[list[str], list[str]]:
+    """(the split a task evaluates, the other splits it names: few-shot,
+    training, validation)."""
+    main = eval_split(task)
+    others = [s for s in (task.get("fewshot_split"), task.get("training_split"), task.get("validation_split"))
+              if s and s != main]
+    return [main], list(dict.fromkeys(others))
+
+
+def hub_source(task: TaskConfig, repo: str, groups: Sequence[str] = ()) -> DataSource:
+    """A Hub dataset's data on this machine (module docstring, 5), else a
+    ``UserError`` saying why each place did not hold it."""
+    from avhb.data.arrow_cache import find_arrow
+    from avhb.data.hub import dataset_dir, is_complete
+    from avhb.data.hub_cache import find_snapshot, missing_files
+
+    revision = hub_revision(task)
+    local = dataset_dir(repo, revision)
+    if is_complete(local, repo, revision):
+        return DataSource(local, "hub", revision)
+    config = task.get("dataset_name")
+    splits, _ = task_splits(task)
+    found, why_hub = find_snapshot(repo, revision)
+    if found is not None:
+        missing = missing_files(found.folder, config, splits)
+        if not missing:
+            return DataSource(found.folder, "hub-cache", revision, commit=found.commit)
+        more = f" (and {len(missing) - 3} more)" if len(missing) > 3 else ""
+        why_hub = (f"the hub cache's snapshot {found.folder} is partial: it lacks "
+                   f"{', '.join(missing[:3])}{more}")
+    arrow, why_arrow = find_arrow(repo, config, revision, splits[0])
+    if arrow is not None:
+        return DataSource(arrow.folder, "datasets-cache", revision, commit=arrow.commit)
+    raise UserError(
+        f"task {task.name!r}: data {repo}@{revision} is not on this machine ({why_hub}; {why_arrow}); "
+        f"fetch it with `avhb prepare {task.name}`, point at a local copy with "
+        f"`--data {data_hint(task, groups)}=PATH`, or run the sample pack with `--sample-data`")
 
 
 def eval_split(task: TaskConfig) -> str:
@@ -186,18 +265,6 @@ def _resolve_data_files(data_files: Any, under: Path) -> Any:
     return data_files
 
 
-def _datasets():
-    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")  # read at import: set before it
-    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")  # "Generating split" bars are not avhb's output
-    import datasets
-
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
-    return datasets
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
 
 
 def load_builder(source: DataSource, task: TaskConfig) -> dict[str, Any]:

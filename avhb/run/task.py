@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from avhb.data.jsonl_rows import JsonlRows
+from avhb.data.arrow_cache import load_arrow
 from avhb.data.media_columns import DatasetRows, is_media_dataset, undecoded
 from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
@@ -183,6 +184,9 @@ class Task:
                                 "'train' split)")
             docs = splits[split]
             where = f"task {self.name!r} ({source.builder} data, split {split!r})"
+        elif source.kind == "datasets-cache":  # a build in datasets' Arrow cache, read as datasets reads it
+            docs = load_arrow(source.root, str(self.cfg.get("dataset_path")), split, self.name)
+            where = f"task {self.name!r} (datasets' cache {source.root}, split {split!r})"
         else:
             docs = default_loader(source.root, self.cfg, split)
             where = str(source.root)
