@@ -13,6 +13,14 @@ their wheels unpacked (``pip download --no-deps lm-eval==0.4.13`` and unzip).
 
 A file is *loaded* when ``avhb validate FILE`` exits 0 (notes allowed), *refused*
 when it exits 1 with its messages, a *traceback* when the validator raised.
+
+``--peer-check`` also asks each peer whether it can load the file itself: its own
+loader with hooks resolved (lm-eval's ``load_yaml(path, resolve_func=True)``,
+lmms-eval's ``load_yaml_config(path, mode="full")``), run by the peer's
+interpreter (the venv the tasks folder lies in, or ``--lm-eval-python`` /
+``--lmms-python``).  That runs the peers' task modules, in their own venvs.
+The table then splits avhb's refusals into files the peer loads and files the
+peer cannot load either.
 """
 from __future__ import annotations
 
@@ -79,7 +87,56 @@ def validate_one(main, path: Path) -> tuple[str, list[str]]:
     return "refused", errors or lines
 
 
-def survey(name: str, tasks_dir: Path, only: set[str] | None) -> dict:
+_PEER_LOADERS = {
+    "lm-eval": "from lm_eval.tasks._yaml_loader import load_yaml\nload = lambda p: load_yaml(p, resolve_func=True)\n",
+    "lmms-eval": "from lmms_eval.utils import load_yaml_config\nload = lambda p: load_yaml_config(yaml_path=p, mode='full')\n",
+}
+_PEER_SCRIPT = """
+import json, logging, os, sys, warnings
+logging.disable(logging.CRITICAL)
+warnings.simplefilter("ignore")
+{loader}
+for line in sys.stdin:
+    path = line.rstrip("\\n")
+    try:
+        load(path)
+        out = {{"path": path, "ok": True}}
+    except BaseException as exc:
+        out = {{"path": path, "ok": False, "error": f"{{type(exc).__name__}}: {{str(exc)[:160]}}"}}
+    sys.__stdout__.write(json.dumps(out) + "\\n")
+    sys.__stdout__.flush()
+"""
+
+
+def peer_verdicts(name: str, python: Path, files: list[Path]) -> dict[str, dict]:
+    """The peer's own loader over ``files``, in the peer's interpreter: path -> {ok, error}."""
+    import subprocess
+
+    script = _PEER_SCRIPT.format(loader=_PEER_LOADERS[name])
+    env = dict(os.environ, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([str(python), "-c", script], input="".join(f"{f}\n" for f in files), text=True,
+                          capture_output=True, env=env, cwd="/tmp")
+    out = {}
+    for line in proc.stdout.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        out[row["path"]] = row
+    for f in files:
+        out.setdefault(str(f), {"path": str(f), "ok": False, "error": f"the peer's loader died ({proc.returncode})"})
+    return out
+
+
+def _venv_python(tasks_dir: Path) -> Path | None:
+    for parent in tasks_dir.resolve().parents:
+        if (parent / "bin" / "python").exists() and (parent / "pyvenv.cfg").exists():
+            return parent / "bin" / "python"
+    return None
+
+
+def survey(name: str, tasks_dir: Path, only: set[str] | None, peer_python: Path | None = None) -> dict:
     from avhb.cli import main
 
     folders = sorted(p for p in tasks_dir.iterdir() if not p.name.startswith((".", "__")) and
@@ -92,11 +149,22 @@ def survey(name: str, tasks_dir: Path, only: set[str] | None) -> dict:
     tracebacks: collections.Counter = collections.Counter()
     examples: dict[str, str] = {}
     per_folder: dict[str, dict[str, int]] = {}
+    peer: dict[str, dict] = {}
+    if peer_python is not None:
+        peer = peer_verdicts(name, peer_python, [p for folder in folders for p in task_files(folder)])
+    split: collections.Counter = collections.Counter()
+    peer_reasons: collections.Counter = collections.Counter()
     start = time.perf_counter()
     for folder in folders:
         counts: collections.Counter = collections.Counter()
         for path in task_files(folder):
             kind, lines = validate_one(main, path)
+            if peer:
+                theirs = peer[str(path)]
+                split[(kind, "peer loads" if theirs["ok"] else "peer refuses")] += 1
+                if not theirs["ok"]:
+                    peer_reasons[reason_of(theirs["error"])] += 1
+                    examples.setdefault("peer: " + reason_of(theirs["error"]), str(path.relative_to(tasks_dir)))
             counts[kind] += 1
             outcome[kind] += 1
             if kind == "refused":
@@ -116,7 +184,9 @@ def survey(name: str, tasks_dir: Path, only: set[str] | None) -> dict:
             "seconds": round(time.perf_counter() - start, 1),
             "refused_by_first_reason": first_reason.most_common(),
             "refused_by_any_reason": any_reason.most_common(),
-            "traceback_kinds": tracebacks.most_common(), "examples": examples, "per_folder": per_folder}
+            "traceback_kinds": tracebacks.most_common(), "examples": examples, "per_folder": per_folder,
+            "against_peer": {f"{a} / {b}": n for (a, b), n in sorted(split.items())},
+            "peer_refusals": peer_reasons.most_common()}
 
 
 def print_table(result: dict, top: int) -> None:
@@ -131,6 +201,19 @@ def print_table(result: dict, top: int) -> None:
         for reason, count in result["refused_by_first_reason"][:top]:
             example = result["examples"].get(reason, "").replace("|", "\\|")
             print(f"| {count} | {reason.replace('|', chr(92) + '|')} | {example[:140]} |")
+    if result.get("against_peer"):
+        print("\n| avhb / the peer's own loader | files |")
+        print("|---|---|")
+        for key, count in result["against_peer"].items():
+            print(f"| {key} | {count} |")
+        peer_ok = sum(n for k, n in result["against_peer"].items() if k.endswith("/ peer loads"))
+        both = result["against_peer"].get("loaded / peer loads", 0)
+        if peer_ok:
+            print(f"\navhb loads {both} of the {peer_ok} files the peer loads itself ({100 * both / peer_ok:.2f} %)")
+        print("\n| files the peer itself cannot load | its error (values elided) | example |")
+        print("|---|---|---|")
+        for reason, count in result["peer_refusals"][:top]:
+            print(f"| {count} | {reason.replace('|', chr(92) + '|')[:150]} | {result['examples'].get('peer: ' + reason, '')} |")
     if result["traceback_kinds"]:
         print("\n| tracebacks | exception | first file |")
         print("|---|---|---|")
@@ -147,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--folders", default="", help="comma-separated top-level folders (default: all)")
     parser.add_argument("--top", type=int, default=25, help="reasons shown per table")
     parser.add_argument("--json", type=Path, help="write the whole survey here")
+    parser.add_argument("--peer-check", action="store_true",
+                        help="also run each peer's own loader over its files (in the peer's venv)")
+    parser.add_argument("--lm-eval-python", type=Path, help="lm-eval's interpreter (default: the tasks folder's venv)")
+    parser.add_argument("--lmms-python", type=Path, help="lmms-eval's interpreter (default: the tasks folder's venv)")
     args = parser.parse_args(argv)
     os.environ.setdefault("AVHB_NO_PROGRESS", "1")
     only = {f.strip() for f in args.folders.split(",") if f.strip()} or None
@@ -156,7 +243,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name}: no tasks folder (build it with scripts/peer_envs.sh, or pass --{name.split('-')[0]} DIR)",
                   file=sys.stderr)
             continue
-        result = survey(name, folder, only)
+        python = None
+        if args.peer_check:
+            python = (args.lm_eval_python if name == "lm-eval" else args.lmms_python) or _venv_python(folder)
+            if python is None:
+                print(f"{name}: --peer-check needs the peer's interpreter (--{name.split('-')[0]}-python)",
+                      file=sys.stderr)
+                return 2
+        result = survey(name, folder, only, python)
         print_table(result, args.top)
         results.append(result)
     if args.json:

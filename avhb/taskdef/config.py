@@ -34,6 +34,8 @@ class TaskConfig:
     config: dict[str, Any]
     lines: Mapping[tuple, int] = field(default_factory=dict, repr=False)
     namespace: str = ""  # the plugin's name for a third-party pack; "" for the built-ins
+    root: Path | None = None  # the task package's folder, whose package is root_package
+    root_package: str = ""
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.config.get(key, default)
@@ -54,7 +56,38 @@ class TaskConfig:
         return self._ns(self.benchmark) if self.benchmark else self.namespace
 
     def hook_path(self, dotted: str) -> str:
-        return hook_import_path(self.package, dotted)
+        """The import path of ``!function module.fn`` (``package.module:fn``),
+        found as :func:`avhb.taskdef.hook_names.find_hook_module` finds it: a
+        module next to the YAML (or next to the base that named it), else a
+        peer harness's module by its absolute path, imported from this task
+        package when the file lies inside it."""
+        from avhb.taskdef.hook_names import find_hook_module, split_hook
+
+        rel, module, attr = split_hook(dotted)
+        if not module or not attr or module.startswith(".") or ".." in module:
+            raise UserError(f"hook {dotted!r} must be module.function inside the task pack")
+        folder = (self.pack_dir / rel).resolve() if rel else self.pack_dir
+        found = find_hook_module(module, str(folder))
+        package = self.package
+        if rel:
+            if self.root is None or not self.root_package:
+                raise UserError(f"hook {dotted!r}: a hook of a base in another folder needs the task's package root")
+            try:
+                package = package_for(folder / "x.yaml", self.root.resolve(), self.root_package)
+            except ValueError:
+                raise UserError(f"hook {dotted!r} lies outside the task package {self.root}") from None
+        if found is None or not found.absolute:
+            return hook_import_path(package, f"{module}.{attr}")
+        if self.root is not None and self.root_package:
+            path = Path(found.path)
+            holder = path.parent if path.name != "__init__.py" else path.parent.parent
+            try:
+                package = package_for(holder / "x.yaml", self.root.resolve(), self.root_package)
+            except ValueError:  # outside this task package: the installed peer's module
+                return f"{module}:{attr}"
+            name = path.parent.name if path.name == "__init__.py" else path.stem
+            return f"{package}.{name}:{attr}"
+        return f"{module}:{attr}"
 
     @property
     def pack_dir(self) -> Path:
@@ -68,6 +101,8 @@ class GroupConfig:
     tasks: list[str]
     aggregate: list[dict[str, Any]]
     aggregate_over: str = "tasks"  # "tasks": every task under the group; "members": each direct member's score
+    overrides: dict[str, dict[str, Any]] = field(default_factory=dict)  # member -> keys set for it in this group
+    aliases: dict[str, str] = field(default_factory=dict)  # member -> its display name in this group (task_alias)
 
 
 def hook_import_path(package: str, dotted: str) -> str:
@@ -90,28 +125,55 @@ def _package_and_benchmark(file: Path, root_dir: Path, root_package: str) -> tup
     return package_for(file, root, root_package), (rel.parts[0] if rel.parts else "")
 
 
+# What avhb deliberately does not run, each with why: a file using one is refused with this line
+UNSUPPORTED = {
+    "class": "a Python task class (`class:`) is not supported: avhb runs tasks from YAML and hooks "
+             "(write the task as YAML with !function hooks)",
+    "unsafe_code": "`unsafe_code: true` tasks execute model-written code; avhb does not run it",
+    "use_prompt": "promptsource templates (`use_prompt:`) are not supported (write doc_to_text)",
+}
+
+
+def drop_unset(data: dict[str, Any]) -> dict[str, Any]:
+    """lm-eval's reading of ``null``: a top-level key (or a fewshot_config
+    key) set to null is unset, over whatever a base gave it."""
+    out = {k: v for k, v in data.items() if v is not None}
+    if isinstance(out.get("fewshot_config"), dict):
+        out["fewshot_config"] = {k: v for k, v in out["fewshot_config"].items() if v is not None}
+    return out
+
+
 def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
                  known: KnownNames | None = None, *,
                  sources: Sources | None = None) -> tuple[list[TaskConfig], list[GroupConfig]]:
     """All tasks and groups defined by one YAML file (after include/expand).
     Every problem of the file is collected and raised together as
-    :class:`ConfigErrors`.  ``sources``: shared by the files of one index
-    build (see Sources)."""
+    :class:`ConfigErrors`; notes (keys given twice, hooks a static read
+    cannot decide, missing packages) go to ``sources.notes``.  ``sources``:
+    shared by the files of one index build (see Sources).  A file named
+    ``_*.yaml`` with neither ``task`` nor ``group`` is an include base: it
+    defines nothing."""
     sources = Sources() if sources is None else sources
     problems: list[str] = []
     data, lines, file = load_with_includes(file, errors=problems, sources=sources)
+    data = drop_unset(data)
     doc = YamlDoc(file, data, lines)
     prefix = f"{namespace}/" if namespace else ""
     package, benchmark = sources.once(("package", str(file.parent), str(root_dir), root_package),
                                       lambda: _package_and_benchmark(file, root_dir, root_package))
+    for key, why in UNSUPPORTED.items():
+        if data.get(key) not in (None, False):
+            raise ConfigErrors(problems + [str(doc.error((key,), f"unsupported: {why}"))])
     if "group" in data and isinstance(data.get("task"), list):
         if problems:
             raise ConfigErrors(problems)
-        tasks = [prefix + t if "/" not in t else t for t in data["task"]]
-        return [], [GroupConfig(prefix + data["group"], file, tasks, data.get("aggregate_metric_list") or [],
-                                data.get("aggregate_over", "tasks"))]
+        return [], _groups(data, file, prefix, doc)
     if isinstance(data.get("task"), list):
         raise ConfigErrors(problems + [str(doc.error(("task",), "a list of tasks needs a 'group' name"))])
+    if "task" not in data and file.name.startswith("_"):
+        if problems:
+            raise ConfigErrors(problems)
+        return [], []  # an include base
     out = []
     try:
         members = expand_family(data)
@@ -120,6 +182,7 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
     except (TypeError, AttributeError, ValueError):  # a malformed expand block: the schema said why
         raise ConfigErrors(problems or [str(doc.error(("expand",), "malformed"))]) from None
     schema_refused = bool(problems)  # so far: the schema's errors of the file and its bases
+    notes: list[tuple[tuple, str]] = []
     for member in members:
         name = member.get("task")
         if not isinstance(name, str) and name is not None:
@@ -127,13 +190,55 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
         if not name:
             problems.append(str(doc.error(("task",), "missing required key 'task'")))
             continue
-        if not member.get("doc_to_text") and not member.get("doc_to_messages") \
+        if member.get("doc_to_text") is None and not member.get("doc_to_messages") \
                 and member.get("output_type") != "loglikelihood_rolling":  # rolling scores the target alone
             problems.append(str(doc.error(("task",), f"task {name!r} needs doc_to_text or doc_to_messages")))
         problems += [str(doc.error(keypath, message))
                      for keypath, message in member_problems(member, package, file.parent, known, sources=sources,
-                                                               schema_refused=schema_refused)]
-        out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines, namespace))
+                                                               schema_refused=schema_refused, notes=notes)]
+        out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines, namespace,
+                              root_dir, root_package))
+    if notes:
+        seen = sources.notes.setdefault(str(file), [])
+        seen += [line for line in dict.fromkeys(doc.note(k, m) for k, m in notes) if line not in seen]
     if problems:
         raise ConfigErrors(problems)
     return out, []
+
+
+def _groups(data: dict[str, Any], file: Path, prefix: str, doc: YamlDoc) -> list[GroupConfig]:
+    """A group file's group, and the groups it defines inline (lm-eval: a
+    ``task:`` entry ``{group: NAME, task: [...]}``).  An entry is a name, or
+    ``{task: NAME, ...}`` whose other keys apply to that member in this group
+    (``task_alias`` names it in tables)."""
+    out: list[GroupConfig] = []
+
+    def named(name: str) -> str:
+        return prefix + name if "/" not in name else name
+
+    def build(name: str, spec: dict[str, Any]) -> GroupConfig:
+        group = GroupConfig(named(name), file, [], spec.get("aggregate_metric_list") or [],
+                            spec.get("aggregate_over", "tasks"))
+        out.append(group)
+        for entry in spec.get("task") or []:
+            if isinstance(entry, str):
+                group.tasks.append(named(entry))
+            elif isinstance(entry, dict) and isinstance(entry.get("group"), str):
+                if isinstance(entry.get("task"), list):
+                    build(entry["group"], entry)  # an inline subgroup
+                group.tasks.append(named(entry["group"]))
+            elif isinstance(entry, dict) and isinstance(entry.get("task"), str):
+                member = named(entry["task"])
+                group.tasks.append(member)
+                rest = {k: v for k, v in entry.items() if k not in ("task", "task_alias")}
+                if isinstance(entry.get("task_alias"), str):
+                    group.aliases[member] = entry["task_alias"]
+                if rest:
+                    group.overrides[member] = rest
+            else:
+                raise doc.error(("task",), f"a group member is a name, {{task: NAME, ...}} or {{group: NAME, ...}}; "
+                                           f"got {entry!r}"[:200])
+        return group
+
+    build(str(data["group"]), data)
+    return out

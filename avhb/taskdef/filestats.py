@@ -38,6 +38,7 @@ class Sources:
 
     def __init__(self, stats: FileStats | None = None) -> None:
         self.consulted: dict[str, list[int] | None] = {}
+        self.notes: dict[str, list[str]] = {}  # file -> its notes (duplicate keys, hooks a static read cannot decide)
         self.stat = FileStats() if stats is None else stats  # shared with the index's looks
         self._once: dict[tuple, tuple[Any, dict[str, list[int] | None]]] = {}
         self._real_dirs: dict[str, str] = {}

@@ -26,7 +26,7 @@ from avhb.paths import cache_dir
 from avhb.registry import Registry, get_registry
 from avhb.taskdef.filestats import FileStats
 
-INDEX_VERSION = 4
+INDEX_VERSION = 5
 
 @dataclass
 class TaskIndex:
@@ -36,6 +36,7 @@ class TaskIndex:
     from_cache: bool = False  # True: no YAML file was read (every entry was fresh)
     refreshed: list[str] = field(default_factory=list)  # the YAML files read this time
     broken: dict[str, str] = field(default_factory=dict)  # YAML file -> its error (file:line: key: message)
+    notes: dict[str, list[str]] = field(default_factory=dict)  # YAML file -> its notes (file:line: note: ...)
     duplicates: dict[str, list[str]] = field(default_factory=dict)  # task or group -> every file that defines it
 
     def resolve(self, names: list[str]) -> tuple[list[str], list[str]]:
@@ -64,6 +65,9 @@ class TaskIndex:
                 problem = self.broken_file_for(name)
                 if problem:
                     raise UserError(f"task {name!r} cannot be loaded: {problem}")
+                noted = self.notes_for(name)
+                if noted:
+                    raise UserError(f"unknown task or group {name!r}; {noted[0]}")
                 close = [t for t in list(self.tasks) + list(self.groups) if name.split("_")[0] in t][:5]
                 hint = f"; did you mean {', '.join(close)}?" if close else "; see `avhb list tasks`"
                 if self.broken:
@@ -96,6 +100,12 @@ class TaskIndex:
             if p.stem == bare or any(re.fullmatch(d, bare) for d in patterns):
                 return error
         return None
+
+    def notes_for(self, name: str) -> list[str]:
+        """The notes of the task files named after ``name`` (a file whose
+        ``task:`` was given twice defines another name)."""
+        bare = name.rpartition("/")[2]
+        return [n for path, lines in self.notes.items() if Path(path).stem == bare for n in lines]
 
     def groups_of(self, task: str) -> list[str]:
         """The groups that contain a task (directly or through a subgroup)."""
@@ -133,7 +143,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 # the code and schema whose verdicts the entries hold: editing them (a checkout) re-validates
 _VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "yaml_file.py", "schema_check.py",
                                                      "yaml_include.py", "task_checks.py", "filestats.py", "checker.py",
-                                                     "templates.py", "include_path.py", "schema/task.schema.json")]
+                                                     "templates.py", "include_path.py", "hook_names.py",
+                                                     "schema/task.schema.json")]
 _NCOLS = 2  # task columns: name, profile id (a profile: benchmark, tags, output_type, dataset_path, judge roles)
 
 
@@ -206,7 +217,7 @@ def _list_folder(path: str) -> tuple[list[str], list[str]]:
         if e.is_dir():
             if not name.startswith((".", "_")) and name not in _SKIP_DIRS:
                 subdirs.append(name)
-        elif name.endswith((".yaml", ".yml")) and not name.startswith("_"):
+        elif name.endswith((".yaml", ".yml")):  # a _*.yaml file may be a group (lm-eval's _mmlu_stem.yaml) or a base
             names.append(name)
     return names, subdirs
 
@@ -264,14 +275,15 @@ def _part_file(namespace: str, package: str, root: Path) -> Path:
 #                         names ([path, None, None]: it was missing)
 #   depsets               lists of dep ids; file_depset[i]: the one file i depends on
 #   file_count            tasks defined by file i (its rows follow those of file i-1: a row's file)
-#   file_groups, file_errors   {str(i): ...} for the files that define groups or have errors
+#   file_groups, file_errors, file_notes   {str(i): ...} for the files that define groups, have errors
+#                         or notes (keys given twice, hooks a static read cannot decide)
 #   tasks                 columns name and profile id
 #   profiles              [benchmark, tags, output_type, dataset_path, judge roles]: what a task
 #                         lists besides its name, shared by the tasks that have the same
 #   dups                  rows naming a task an earlier file of the package defines
 #   errors                the package's errors in file order
 _COLUMNS = ("rels", "mtimes", "sizes", "folders", "deps", "depsets", "file_depset", "file_count", "file_groups",
-            "file_errors", "tasks", "profiles", "dups", "errors")
+            "file_errors", "file_notes", "tasks", "profiles", "dups", "errors")
 
 
 def build_index(registry: Registry | None = None, use_cache: bool = True) -> TaskIndex:
@@ -353,7 +365,7 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
     profiles: list = old["profiles"] if old is not None else []
     profile_ids = {_profile_key(p): i for i, p in enumerate(profiles)}
     new: dict[str, Any] = {"rels": rels, "mtimes": mtimes, "sizes": sizes, "folders": folders, "deps": deps, "depsets": depsets, "file_depset": [],
-           "file_count": [], "file_groups": {}, "file_errors": {}, "tasks": [[] for _ in range(_NCOLS)],
+           "file_count": [], "file_groups": {}, "file_errors": {}, "file_notes": {}, "tasks": [[] for _ in range(_NCOLS)],
            "profiles": profiles, "dups": [], "errors": []}
     columns = new["tasks"]
     top = str(root) + os.sep
@@ -365,9 +377,11 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
             lo, hi = old_first[i], old_first[i + 1]
             rows = [col[lo:hi] for col in old["tasks"]]
             groups, errors = old["file_groups"].get(str(i)), old["file_errors"].get(str(i))
+            notes = old["file_notes"].get(str(i))
         else:
             path = top + rel
-            consulted, rows, groups, errors = _resolve(path, root, package, namespace, stats, sources, registry)
+            consulted, rows, groups, errors, notes = _resolve(path, root, package, namespace, stats, sources,
+                                                              registry)
             ids_of_profiles = []
             for profile in rows[1]:
                 key = _profile_key(profile)
@@ -401,6 +415,8 @@ def _refresh(namespace: str, package: str, root: Path, old: dict | None, stats: 
             new["file_groups"][str(fid)] = groups
         if errors:
             new["file_errors"][str(fid)] = errors
+        if notes:
+            new["file_notes"][str(fid)] = notes
     _package_errors(new, top)
     return new, True
 
@@ -435,7 +451,7 @@ def _package_errors(part: dict, top: str) -> None:
 def _resolve(path: str, root: Path, package: str, namespace: str, stats: FileStats, sources: list,
              registry: Registry):
     """Resolve one file: (the bases and hook modules it consulted, its task
-    columns, its groups, its errors)."""
+    columns, its groups, its errors, its notes)."""
     from avhb.taskdef.config import resolve_file
     from avhb.taskdef.filestats import Sources
     from avhb.taskdef.yaml_file import ConfigErrors
@@ -461,9 +477,10 @@ def _resolve(path: str, root: Path, package: str, namespace: str, stats: FileSta
                             sorted(t.get("judges") or {})])
         for g in group_cfgs:
             groups[g.name] = {"file": path, "tasks": g.tasks, "aggregate": g.aggregate,
-                              "aggregate_over": g.aggregate_over}
+                              "aggregate_over": g.aggregate_over, "overrides": g.overrides, "aliases": g.aliases}
     consulted, src.consulted = src.consulted, {}
-    return consulted, rows, groups, errors
+    notes = src.notes.get(str(src.resolve(Path(path))), [])
+    return consulted, rows, groups, errors, notes
 
 
 def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> TaskIndex:
@@ -473,6 +490,7 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
     groups: dict[str, dict[str, Any]] = {}
     errors: list[str] = []
     broken: dict[str, str] = {}
+    notes: dict[str, list[str]] = {}
     duplicates: dict[str, list[str]] = {}
     for namespace, package, root, part in parts:
         top = root + os.sep
@@ -492,6 +510,8 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
         tasks.update(infos)
         for fid_text, messages in part["file_errors"].items():
             broken[paths[int(fid_text)]] = _file_error(messages)
+        for fid_text, messages in part["file_notes"].items():
+            notes[paths[int(fid_text)]] = messages
         for fid_text in sorted(part["file_groups"], key=int):
             for name, info in part["file_groups"][fid_text].items():
                 if name in groups:
@@ -506,7 +526,7 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
             if entry not in tasks and entry not in groups and not any(ch in entry for ch in "*?["):
                 errors.append(f"{info['file']}:1: group {name!r} lists {entry!r}, which is no task or group")
     return TaskIndex(tasks, groups, errors, from_cache=not refreshed, refreshed=refreshed, broken=broken,
-                     duplicates=duplicates)
+                     duplicates=duplicates, notes=notes)
 
 
 def _first_definitions(names: list[str], fids: list[int], entries: list[dict], paths: list[str], tasks: dict,

@@ -39,22 +39,19 @@ def _fast_check():
         return None
 
 
-# lm-eval task keys avhb does not implement: named, so a copied file says why
-LM_EVAL_ONLY = {
-    "gen_prefix": "an assistant-turn prefix is not implemented (put the text at the end of doc_to_text)",
-    "use_prompt": "promptsource templates are not implemented (write doc_to_text)",
-    "full_docs": "process_results gets one doc (lmms-eval's full_docs is not implemented)",
-}
+# lm-eval and lmms-eval task keys avhb does not implement: named, so a copied file says why
+LM_EVAL_ONLY: dict[str, str] = {}
 
 
 def schema_errors(doc: YamlDoc) -> list[str]:
     """Every schema error of a file, each naming file, line and key, in
     line order.  The compiled checks pass a valid file; only a failing one
     goes through jsonschema, which writes the messages."""
+    data = _set_keys(doc.data)
     check = _fast_check()
-    if check is not None and check(doc.data):
+    if check is not None and check(data):
         return []
-    errors = sorted(_validator().iter_errors(doc.data), key=lambda e: (doc.line(tuple(e.absolute_path)), list(e.absolute_path)))
+    errors = sorted(_validator().iter_errors(data), key=lambda e: (doc.line(tuple(e.absolute_path)), list(e.absolute_path)))
     out: list[str] = []
     for err in errors:
         keypath = tuple(err.absolute_path)
@@ -71,6 +68,17 @@ def schema_errors(doc: YamlDoc) -> list[str]:
             best = max(err.context, key=lambda e: len(e.absolute_path))
             keypath = tuple(best.absolute_path)
         out.append(str(doc.error(keypath, _short(best))))
+    return out
+
+
+def _set_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """The keys the file sets: a top-level (or fewshot_config) key written
+    ``null`` is unset, as lm-eval reads it (the schema checks the others)."""
+    if all(v is not None for v in data.values()) and not isinstance(data.get("fewshot_config"), dict):
+        return data
+    out = {k: v for k, v in data.items() if v is not None}
+    if isinstance(out.get("fewshot_config"), dict):
+        out["fewshot_config"] = {k: v for k, v in out["fewshot_config"].items() if v is not None}
     return out
 
 

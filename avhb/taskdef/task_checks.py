@@ -4,7 +4,6 @@ rendered), judge prompt files, metric and filter names.  ``Sources`` reads
 each hook module and prompt file once per index build."""
 from __future__ import annotations
 
-import ast
 import difflib
 import os
 from dataclasses import dataclass
@@ -12,50 +11,105 @@ from pathlib import Path
 from typing import Any
 
 from avhb.taskdef.filestats import Sources
+from avhb.taskdef.hook_names import (PEER_PACKAGES, ModuleNames, _sibling_finder, find_hook_module, is_installed,
+                                     module_file, module_names, split_hook)
 
 HOOK_KEYS = ("data_loader", "process_docs", "doc_to_messages", "driver", "doc_to_text", "doc_to_target", "doc_to_choice",
-             "process_results", "doc_to_visual")
+             "process_results", "doc_to_visual", "doc_to_image", "doc_to_audio", "custom_dataset",
+             "doc_to_decontamination_query")
 
 
-def check_hook(package: str, dotted: str, pack_dir: Path, *, sources: Sources | None = None) -> str | None:
-    """Return an error message if the hook's module or function is missing.
-    Reads the module's source (once per build with ``sources``); imports nothing."""
+@dataclass(frozen=True)
+class HookCheck:
+    """What reading a hook's module says: a problem (the task cannot run as
+    written), or a note (it may run; a static read cannot tell, or it needs
+    a package this machine lacks)."""
+
+    problem: str | None = None
+    note: str | None = None
+
+
+def check_hook(package: str, dotted: str, pack_dir: Path, *, sources: Sources | None = None) -> HookCheck:
+    """Whether the hook's module defines the function (read by AST, once per
+    build with ``sources``; imports nothing): see :mod:`avhb.taskdef.hook_names`."""
     sources = Sources() if sources is None else sources
     return sources.once(("hook", str(pack_dir), dotted), lambda: _check_hook(dotted, pack_dir, sources))
 
 
-def _check_hook(dotted: str, pack_dir: Path, sources: Sources) -> str | None:
-    module, _, attr = dotted.rpartition(".")
-    folder = str(pack_dir)
-    source = os.path.join(folder, *module.split(".")) + ".py"
-    if sources.note(source) is None:
-        pkg_init = os.path.join(folder, *module.split("."), "__init__.py")
-        if sources.note(pkg_init) is None:
-            return f"hook module {module!r} not found in {pack_dir}"
-        source = pkg_init
-    names = sources.once(("names", source), lambda: _module_names(source))
-    if isinstance(names, str):
-        return names
-    if attr not in names:
-        return f"hook function {attr!r} not defined in {os.path.basename(source)}"
-    return None
+def _check_hook(dotted: str, pack_dir: Path, sources: Sources) -> HookCheck:
+    rel, module, attr = split_hook(dotted)
+    folder = os.path.normpath(os.path.join(str(pack_dir), rel)) if rel else str(pack_dir)
+    for candidate in (os.path.join(folder, *module.split(".")) + ".py",
+                      os.path.join(folder, *module.split("."), "__init__.py")):
+        sources.note(candidate)  # the entry depends on these files, present or not
+    found = find_hook_module(module, folder)
+    if found is None:
+        hint = (f" (and {module.split('.')[0]} is not installed here)"
+                if module.split(".")[0] in PEER_PACKAGES and not is_installed(module.split(".")[0]) else "")
+        return HookCheck(f"hook module {module!r} not found in {folder}{hint}")
+    sources.note(found.path)
+    names = sources.once(("names", found.path), lambda: module_names(found.path, _star_finder(found.path)))
+    if names.error:
+        return HookCheck(names.error)
+    base = os.path.basename(found.path)
+    if attr not in names.names:
+        if names.dynamic:
+            return HookCheck(note=f"cannot tell from {base}'s source whether it defines {attr!r} (it sets names "
+                                  f"when imported: {names.dynamic}); the run imports it and checks")
+        return HookCheck(f"hook function {attr!r} not defined in {base}")
+    missing = missing_imports(names, os.path.dirname(found.path))
+    if missing:
+        return HookCheck(note=f"{base} imports {describe_missing(missing)}, not installed here: the task runs once "
+                              f"it is ({install_line(missing)})")
+    return HookCheck()
 
 
-def _module_names(source: str) -> set[str] | str:
-    """Top-level names a hook module defines or imports, or the message of its syntax error."""
-    try:
-        tree = ast.parse(Path(source).read_text(encoding="utf-8"))
-    except SyntaxError as exc:
-        return f"hook module {source} has a syntax error at line {exc.lineno}"
-    names = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, ast.Assign):
-            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        elif isinstance(node, (ast.ImportFrom, ast.Import)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return names
+def _star_finder(source: str):
+    """Star imports of a hook module: its siblings, then the peers' modules by absolute path."""
+    folder = os.path.dirname(source)
+
+    def outer(module: str, level: int) -> str | None:
+        hit = find_hook_module(module, folder) if module and not level else None
+        return hit.path if hit is not None else None
+
+    return _sibling_finder(folder, outer)
+
+
+def missing_imports(names: ModuleNames, folder: str) -> list[tuple[str, int]]:
+    """The module-level imports of a hook module that are not installed here
+    (a sibling module or package of the folder is not a missing package)."""
+    out: list[tuple[str, int]] = []
+    for package, line in names.imports:
+        if module_file(folder, [package]) is not None or os.path.isdir(os.path.join(folder, package)):
+            continue
+        if any(out_name == package for out_name, _ in out) or is_installed(package):
+            continue
+        out.append((package, line))
+    return out
+
+
+def describe_missing(missing: list[tuple[str, int]]) -> str:
+    """``requests (line 3), cv2 (line 5)``."""
+    return ", ".join(f"{package} (line {line})" for package, line in missing)
+
+
+def install_line(missing: list[tuple[str, int]]) -> str:
+    """``pip install requests opencv-python-headless``."""
+    return "pip install " + " ".join(dict.fromkeys(pip_name(package) for package, _ in missing))
+
+
+# import name -> the distribution to install, where they differ
+_PIP_NAMES = {"cv2": "opencv-python-headless", "PIL": "pillow", "sklearn": "scikit-learn", "yaml": "pyyaml",
+              "skimage": "scikit-image", "bs4": "beautifulsoup4", "lm_eval": "lm-eval", "lmms_eval": "lmms-eval",
+              "Levenshtein": "levenshtein", "dateutil": "python-dateutil", "google": "protobuf",
+              "sentence_transformers": "sentence-transformers", "attr": "attrs", "Crypto": "pycryptodome",
+              "docx": "python-docx", "fitz": "pymupdf", "jieba": "jieba", "dotenv": "python-dotenv",
+              "pycocotools": "pycocotools", "decord": "decord", "av": "av", "pytz": "pytz"}
+
+
+def pip_name(module: str) -> str:
+    """The PyPI name a missing import is installed as (most are the module's own name)."""
+    return _PIP_NAMES.get(module, module.replace("_", "-"))
 
 
 def iter_hooks(config: dict[str, Any]):
@@ -68,6 +122,9 @@ def iter_hooks(config: dict[str, Any]):
         for i, entry in enumerate(config.get(listkey) or []):
             if isinstance(entry, dict) and "function" in entry:
                 yield (listkey, i, "function"), entry["function"]
+            metric = entry.get("metric") if isinstance(entry, dict) else None
+            if isinstance(metric, dict) and isinstance(metric.get("function"), str):  # lm-eval's callable metric
+                yield (listkey, i, "metric"), metric["function"]
             aggregation = entry.get("aggregation") if isinstance(entry, dict) else None
             if isinstance(aggregation, dict) and "function" in aggregation:
                 yield (listkey, i, "aggregation"), aggregation["function"]
@@ -97,9 +154,13 @@ class KnownNames:
 
 def iter_templates(config: dict[str, Any]):
     """(key path, template text) of every template a resolved config holds."""
-    for key in ("doc_to_text", "doc_to_target", "doc_to_choice", "system_prompt"):
+    for key in ("doc_to_text", "doc_to_target", "doc_to_choice", "system_prompt", "gen_prefix", "description"):
         if isinstance(config.get(key), str):
             yield (key,), config[key]
+    fewshot = config.get("fewshot_config")
+    for key in ("doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix"):
+        if isinstance(fewshot, dict) and isinstance(fewshot.get(key), str):
+            yield ("fewshot_config", key), fewshot[key]
     for key, value in (config.get("media") or {}).items():
         if key in ("video", "audio", "images", "asr_language") and isinstance(value, str):
             yield ("media", key), value
@@ -110,30 +171,36 @@ def iter_templates(config: dict[str, Any]):
 
 def member_problems(member: dict[str, Any], package: str, folder: Path,
                     known: KnownNames | None = None, *, sources: Sources | None = None,
-                    schema_refused: bool = False) -> list[tuple[tuple, str]]:
+                    schema_refused: bool = False, notes: list[tuple[tuple, str]] | None = None
+                    ) -> list[tuple[tuple, str]]:
     """(key path, message) of every problem of one resolved task: hooks
     (read, never imported), templates (parsed, never rendered), judge
-    prompt files, metric and filter names.  Every file read is noted in
-    ``sources`` (the index keys the task file's entry on them).
-    ``schema_refused``: the file already has schema errors (a shape these
-    checks trip over is then not reported twice)."""
+    prompt files, metric and filter names; what deserves a word but does
+    not stop the task is appended to ``notes`` (key path, message).  Every
+    file read is noted in ``sources`` (the index keys the task file's entry
+    on them).  ``schema_refused``: the file already has schema errors (a
+    shape these checks trip over is then not reported twice)."""
     from avhb.taskdef.templates import check_template
 
     sources = Sources() if sources is None else sources
     out: list[tuple[tuple, str]] = []
+    notes = [] if notes is None else notes
     try:
-        _member_problems(member, package, folder, known, out, check_template, sources)
+        _member_problems(member, package, folder, known, out, check_template, sources, notes)
     except (TypeError, AttributeError, ValueError) as exc:  # a shape these checks do not expect
         if not schema_refused:  # else the schema error already says why; otherwise say it, never skip silently
             out.append(((), f"the task could not be checked ({type(exc).__name__}: {exc})"))
     return out
 
 
-def _member_problems(member, package, folder, known, out, check_template, sources: Sources) -> None:
+def _member_problems(member, package, folder, known, out, check_template, sources: Sources,
+                     notes: list[tuple[tuple, str]]) -> None:
     for keypath, dotted in iter_hooks(member):
-        problem = check_hook(package, dotted, folder, sources=sources)
-        if problem:
-            out.append((keypath, problem))
+        verdict = check_hook(package, dotted, folder, sources=sources)
+        if verdict.problem:
+            out.append((keypath, verdict.problem))
+        elif verdict.note:
+            notes.append((keypath, verdict.note))
     filters = member.get("filter_list") or []
     pipelines = [isinstance(e, dict) and isinstance(e.get("filter"), list) for e in filters]
     if any(pipelines) and not all(pipelines):

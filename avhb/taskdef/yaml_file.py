@@ -1,12 +1,14 @@
 """Task YAML read safely, with line numbers: PyYAML's safe loader (libyaml
-when built with it) plus lm-eval's ``!function mod.fn`` (kept as data), a
-key given twice refused, and each key path's line worked out only when a
-message needs one (the text is re-parsed with marks).  ``ConfigErrors``:
-every problem of one task file, raised together."""
+when built with it) plus lm-eval's ``!function mod.fn`` (kept as data), and
+each key path's line worked out only when a message needs one (the text is
+re-parsed with marks).  A key given twice in one mapping keeps its last
+value, as PyYAML (and so lm-eval and lmms-eval) reads it, with one note per
+file naming the keys and lines.  ``ConfigErrors``: every problem of one task
+file, raised together."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,12 @@ import yaml
 from avhb.errors import UserError
 
 
-class _NoDuplicateKeys:
-    """A key given twice in one mapping is an error naming both lines
-    (PyYAML keeps the last one silently).  Both loaders have node marks."""
+class _DuplicateKeys:
+    """Records every key a mapping gives twice (``self.duplicates``: key,
+    first line, repeated line); the last value is kept, as PyYAML keeps it.
+    Both loaders have node marks."""
+
+    duplicates: list[tuple[str, int, int]]
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -26,28 +31,34 @@ class _NoDuplicateKeys:
                 if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
                     continue
                 key = key_node.value
+                line = key_node.start_mark.line + 1
                 if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None, None, f"key {key!r} appears twice in one mapping (first at line {seen[key]})",
-                        key_node.start_mark)
-                seen[key] = key_node.start_mark.line + 1
+                    self.__dict__.setdefault("duplicates", []).append((str(key), seen[key], line))
+                seen[key] = line
         # a mixin: construct_mapping is the loader's it is mixed into (_Loader, _FastLoader)
         return super().construct_mapping(node, deep=deep)  # type: ignore[misc, unused-ignore]
 
 
-class _Loader(_NoDuplicateKeys, yaml.SafeLoader):
+class _Loader(_DuplicateKeys, yaml.SafeLoader):
     """SafeLoader plus lm-eval's ``!function mod.fn`` (kept as data); the
     pure-Python loader, which keeps line marks: used for messages."""
 
 
 # the base is CSafeLoader when PyYAML was built with libyaml (known only at run time: a dynamic base)
-class _FastLoader(_NoDuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc, unused-ignore]
+class _FastLoader(_DuplicateKeys, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc, unused-ignore]
     """The same constructors over the C parser (node marks carry lines, but no
     line map is built: LineMap works it out when a message needs it)."""
 
 
+class FunctionRef(dict):
+    """What ``!function module.fn`` reads as: ``{"function": "module.fn"}``
+    (a plain mapping everywhere; the type tells a tag from a metric entry
+    written ``function: module.Class``, so a hook inherited from a base in
+    another folder can be re-anchored, see yaml_include)."""
+
+
 def _function_tag(loader, node):
-    return {"function": loader.construct_scalar(node)}
+    return FunctionRef(function=str(loader.construct_scalar(node)).strip())
 
 
 _Loader.add_constructor("!function", _function_tag)
@@ -96,6 +107,7 @@ class YamlDoc:
     path: Path
     data: dict[str, Any]
     lines: Mapping[tuple, int]  # key path -> 1-based line (a LineMap: computed when asked)
+    notes: list[str] = field(default_factory=list)  # what the file does that works but deserves a word
 
     def line(self, keypath: tuple) -> int:
         while keypath and keypath not in self.lines:
@@ -105,6 +117,11 @@ class YamlDoc:
     def error(self, keypath: tuple, message: str) -> UserError:
         key = ".".join(str(k) for k in keypath) or "(top level)"
         return UserError(f"{self.path}:{self.line(keypath)}: {key}: {message}")
+
+    def note(self, keypath: tuple, message: str) -> str:
+        """A note's line: ``file:line: note: key: message``."""
+        key = ".".join(str(k) for k in keypath) or "(top level)"
+        return f"{self.path}:{self.line(keypath)}: note: {key}: {message}"
 
 
 def _linemap(node: yaml.Node, path: tuple = (), out: dict | None = None) -> dict[tuple, int]:
@@ -129,13 +146,20 @@ def read_yaml(path: Path) -> YamlDoc:
     loader = _FastLoader(text)
     try:
         data = loader.get_single_data()
+        duplicates = loader.__dict__.get("duplicates", [])
     except yaml.YAMLError:
         data = _load_marked(path, text)  # the message and line of the marked parse
+        duplicates = []
     finally:
         loader.dispose()
     if not isinstance(data, dict):
         raise UserError(f"{path}:1: a task file must be a mapping of keys to values")
-    return YamlDoc(path, data, LineMap(text))
+    notes = []
+    if duplicates:
+        given = ", ".join(f"{key!r} (lines {first} and {again})" for key, first, again in duplicates)
+        notes.append(f"{path}:{duplicates[0][2]}: note: keys given twice in one mapping: {given}; the last value "
+                     "of each is used, as PyYAML (and lm-eval) reads it")
+    return YamlDoc(path, data, LineMap(text), notes)
 
 
 def _load_marked(path: Path, text: str) -> Any:

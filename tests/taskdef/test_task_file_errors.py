@@ -73,7 +73,6 @@ DATA = "sample_data: data\ndataset_kwargs:\n  data_files: data.jsonl\n"
     (task_yaml("t") + DATA + "process_docs: !function hooks.nope\n", "process_docs: hook function 'nope' not defined"),
     (task_yaml("t") + DATA + "process_docs: !function nohooks.add\n", "process_docs: hook module 'nohooks' not found"),
     (task_yaml("t") + DATA + "x: !!python/object/apply:os.system ['echo hi']\n", "t.yaml:10: YAML error"),
-    (task_yaml("t") + DATA + "task: t2\n", "t.yaml:10: YAML error: key 'task' appears twice"),
 ])
 def test_run_names_the_broken_task_file(pack, capsys, tmp_path, body, where):
     pack({"t.yaml": body, "_b.yaml": "include: t.yaml\n"})
@@ -81,6 +80,17 @@ def test_run_names_the_broken_task_file(pack, capsys, tmp_path, body, where):
     assert rc == 2 and len(errors) == 1, err
     assert where in errors[0] and "bad_tasks" in errors[0], errors[0]
     assert "task 'bad/t' cannot be loaded" in errors[0]
+
+
+def test_a_key_given_twice_keeps_the_last_value_with_one_note(pack, capsys, tmp_path):
+    """PyYAML's rule, as lm-eval and lmms-eval read their files: the last value
+    wins; the file gets one note naming every key given twice, with lines."""
+    pack({"t.yaml": task_yaml("t") + DATA + "repeats: 1\nrepeats: 2\ntask: t2\n"})
+    rc, err, errors = _run(capsys, "--output-dir", str(tmp_path / "run"))
+    assert rc == 2 and len(errors) == 1, err
+    assert "unknown task or group 'bad/t'" in errors[0]
+    assert "t.yaml:11: note: keys given twice in one mapping: 'repeats' (lines 10 and 11), 'task' (lines 1 and 12)" \
+        in errors[0], errors[0]
 
 
 def test_a_task_defined_twice_is_refused_naming_both_files(pack, capsys, tmp_path):

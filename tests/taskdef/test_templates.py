@@ -148,7 +148,7 @@ def test_validate_reports_every_error_of_a_file(tmp_path):
     path = write(tmp_path, "t.yaml", '''
         task: t
         doc_to_txt: "{{q}}"
-        gen_prefix: "Answer:"
+        gen_prefix: "{{ q.__class__ }}"
         doc_to_text: "{{ q.__dict__ }}"
         metric_list:
           - metric: exact_macth
@@ -161,7 +161,7 @@ def test_validate_reports_every_error_of_a_file(tmp_path):
     out = proc.stdout
     assert proc.returncode == 1, out + proc.stderr
     assert f"{path}:2: doc_to_txt: unknown key 'doc_to_txt'" in out
-    assert f"{path}:3: gen_prefix: unknown key 'gen_prefix' (an lm-eval key avhb does not use: an assistant-turn" in out
+    assert f"{path}:3: gen_prefix: template reaches attribute '__class__'" in out
     assert f"{path}:4: doc_to_text: template reaches attribute '__dict__'" in out
     assert "metric_list.0.metric: unknown metric 'exact_macth'; did you mean exact_match?" in out
     assert "filter_list.0.filter: unknown filter 'stripp'; did you mean strip?" in out
