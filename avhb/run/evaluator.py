@@ -29,7 +29,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.errors import RunStopped, UserError
+from avhb.errors import EnvironmentFailure, RunStopped, UserError
 from avhb.redact import add_arg_secrets
 from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller, NotInJournal
@@ -50,7 +50,7 @@ from avhb.run.records import SampleReader, TaskSamples
 from avhb.run.reduced import Reduced
 from avhb.run.results import RunResults
 from avhb.run.settle import kept_and_rerun, mark_finished, settle
-from avhb.run.scoring import score, score_bar, summarize
+from avhb.run.scoring import cluster_key, score, score_bar, summarize
 from avhb.run.stream import Failures, kept_fields, slim, window_size
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
@@ -307,7 +307,8 @@ class Evaluator:
         task = run.task
         metrics = [] if self.o.predict_only else task.metrics()
         keep = kept_fields(metrics)
-        axes = [axis.field for axis in task.breakdown]
+        axes = [axis.field for axis in task.breakdown]  # with the fields the samples cluster by (kept for the summary)
+        axes += [f for f in cluster_key(task, self.o.repeats or task.repeats).fields if f not in axes]
         size = len(samples) if run.model.replaying else window_size(run.model.concurrency)
         failures = Failures()
         # each window's records, reduced to what the aggregates read: as columns when they read no more
@@ -389,9 +390,16 @@ class Evaluator:
         self.folder.write_results(self.results.to_json())
 
     def _write_report(self) -> None:
+        """report.html; a report that fails is a warning (a report bug must
+        not lose a finished run), except a folder that cannot be written (a
+        full disk): that is the run's failure, one line, as for every
+        writer of the run folder (its results are kept; re-running writes
+        the report)."""
         if self.report is None:
             return
         try:
             self.report(self.folder.root)
-        except Exception as exc:  # a report bug must not lose a finished run
+        except EnvironmentFailure:
+            raise
+        except Exception as exc:
             print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)

@@ -6,6 +6,8 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
 
     {"results": {task: {m: value, m_stderr: ..., m_n: ...,
                         [m_runs: [...], m_run_std: ...,]
+                        [m_stderr_clustered: ..., m_clusters: ...,]  # the samples cluster
+                        [m_ci: [low, high],]                         # the 95 % interval
                         samples, errors, judge_failures}},
      "groups": {group: {m: ..., m_stderr: ..., m_n: ..., samples, errors}},
      "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...,
@@ -15,12 +17,22 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
      ["absent_tasks": {task: "its data (PATH) has no samples"},
       "absent_members": {group: [task, ...]},]
      "metrics": {task: {m: {"kind": "headline" | "diagnostic" | "count",
-                            "higher_is_better": true | false | null, "description": "..."}}}}
+                            "higher_is_better": true | false | null, "description": "...",
+                            ["interval": "wilson" | "wilson_effective_n" | "normal"]}}},
+     ["power": {task: {m: {"n", "clusters", "stderr", "mde", "unit", "alpha", "power", ["repeats": {...}]}}}]}
 
 and :meth:`RunResults.from_json` is the one reader of that flat form (the
 report and the printed table use it).  A key of a flat mapping is a metric
 unless it is a bookkeeping count or the ``_stderr`` / ``_n`` / ``_runs`` /
-``_run_std`` companion of another key in the same mapping.
+``_run_std`` / ``_stderr_clustered`` / ``_clusters`` / ``_ci`` companion of
+another key in the same mapping.
+
+The uncertainty keys (``avhb.score.uncertainty``, docs/statistics.md):
+``_stderr_clustered`` and ``_clusters`` when the task's samples cluster
+(``cluster_key``, or repeats), ``_ci`` the 95 % interval, made as the
+metric's ``interval`` says (``avhb.score.stats.INTERVALS``); ``power`` per
+task and headline metric (:class:`avhb.score.uncertainty.Power`).  A
+group's come from its members' (``group_uncertainty``).
 
 ``errors`` counts samples that failed outside the model (excluded from
 every metric, docs/errors.md): per task, per breakdown value, and per group
@@ -45,10 +57,11 @@ from typing import Any, Mapping
 
 from avhb.score.aggregate import Aggregate, pooled_mean, weighted_mean
 from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, MetricInfo
+from avhb.score.uncertainty import Power, group_uncertainty
 
 RESULTS_FILE = "results.json"  # in the run folder; read by RunResults.read, written by RunFolder
 BOOKKEEPING = ("samples", "errors", "judge_failures")
-_COMPANIONS = ("_stderr", "_n", "_runs", "_run_std")
+_COMPANIONS = ("_stderr", "_n", "_runs", "_run_std", "_stderr_clustered", "_clusters", "_ci")
 
 
 @dataclass
@@ -61,6 +74,7 @@ class TaskResult:
     info: dict[str, MetricInfo] = field(default_factory=dict)  # metric -> kind, direction, description
     # field -> value -> {"samples": n, "errors": k}
     breakdown_counts: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
+    power: dict[str, Power] = field(default_factory=dict)  # headline metric -> what a comparison could see
 
     def counts(self) -> dict[str, int]:
         return {"samples": self.samples, "errors": self.errors, "judge_failures": self.judge_failures}
@@ -175,10 +189,12 @@ class RunResults:
                     parts = [u[metric] for u in units if metric in u and u[metric].value is not None]
                     if not parts and spec.get("filter_list") is not None:
                         continue  # a filter no member reports
-                    if spec.get("weight_by_size", True):
+                    by_size = bool(spec.get("weight_by_size", True))
+                    if by_size:
                         cell[metric] = pooled_mean(parts)
                     else:
                         cell[metric] = weighted_mean([(Aggregate(a.value, a.stderr, a.n or 0), 1.0) for a in parts])
+                    group_uncertainty(cell[metric], parts, by_size)
             done[group] = cell
             return cell
 
@@ -213,8 +229,12 @@ class RunResults:
                                         for value, cells in values.items()}
                                   for dim, values in r.breakdowns.items()}
                            for name, r in self.tasks.items() if r.breakdowns},
-            "metrics": {name: {k: i.as_dict() for k, i in r.info.items()} for name, r in self.tasks.items() if r.info},
+            "metrics": {name: {k: _info(i, r.metrics.get(k)) for k, i in r.info.items()}
+                        for name, r in self.tasks.items() if r.info},
         }
+        power = {name: {k: p.to_json() for k, p in r.power.items()} for name, r in self.tasks.items() if r.power}
+        if power:
+            out["power"] = power
         if self.partial_groups:
             out["partial_groups"] = dict(self.partial_groups)
         if self.absent:
@@ -274,12 +294,19 @@ class RunResults:
                 info = MetricInfo.from_dict(d)
                 if info is not None:
                     result.info[str(key)] = info
+                    cell = result.metrics.get(str(key))
+                    if cell is not None and isinstance(d.get("interval"), str):
+                        cell.ci_method = d["interval"]
+            powers = (data.get("power") or {}).get(name) if isinstance(data.get("power"), Mapping) else None
+            for key, d in (powers or {}).items() if isinstance(powers, Mapping) else ():
+                if (power := Power.from_json(d)) is not None:
+                    result.power[str(key)] = power
             tasks[str(name)] = result
         groups_raw = given if isinstance(given := data.get("groups"), Mapping) else {}
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
         group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
         known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics", "judge_errors",
-                 "absent_tasks", "absent_members"}
+                 "absent_tasks", "absent_members", "power"}
         partial = given if isinstance(given := data.get("partial_groups"), Mapping) else {}
         usage = given if isinstance(given := data.get("judge_usage"), Mapping) else {}
         model = given if isinstance(given := data.get("model"), str) else None
@@ -320,6 +347,19 @@ def flat_cells(cells: Mapping[str, Aggregate]) -> dict[str, Any]:
         if agg.runs is not None:
             out[f"{name}_runs"] = list(agg.runs)
             out[f"{name}_run_std"] = agg.run_std
+        if agg.clusters is not None:
+            out[f"{name}_stderr_clustered"] = agg.stderr_clustered
+            out[f"{name}_clusters"] = agg.clusters
+        if agg.ci is not None:
+            out[f"{name}_ci"] = [agg.ci[0], agg.ci[1]]
+    return out
+
+
+def _info(info: MetricInfo, cell: Aggregate | None) -> dict[str, Any]:
+    """A metric's entry in the ``metrics`` block: its info, and how its interval was made."""
+    out = info.as_dict()
+    if cell is not None and cell.ci_method is not None:
+        out["interval"] = cell.ci_method
     return out
 
 
@@ -340,9 +380,15 @@ def cells_of(mapping: Mapping[str, Any]) -> dict[str, Aggregate]:
     for key in mapping:
         if isinstance(key, str) and is_metric_key(key, mapping):
             runs = mapping.get(f"{key}_runs")
+            ci = mapping.get(f"{key}_ci")
+            ends = [_number(x) for x in ci] if isinstance(ci, list) and len(ci) == 2 else []
+            interval = (ends[0], ends[1]) if len(ends) == 2 and ends[0] is not None and ends[1] is not None else None
             out[key] = Aggregate(_number(mapping.get(key)), _number(mapping.get(f"{key}_stderr")),
                                  _count(mapping.get(f"{key}_n")),
-                                 [_number(v) for v in runs] if isinstance(runs, list) else None)
+                                 [_number(v) for v in runs] if isinstance(runs, list) else None,
+                                 _number(mapping.get(f"{key}_stderr_clustered")),
+                                 _count(mapping.get(f"{key}_clusters")),
+                                 interval)
     return out
 
 

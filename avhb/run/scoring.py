@@ -3,6 +3,7 @@ through the same call path as the model) per sample, then the task's
 aggregates, per breakdown value and per repeat."""
 from __future__ import annotations
 
+import sys
 from array import array
 from contextlib import nullcontext
 from dataclasses import replace
@@ -16,8 +17,10 @@ from avhb.run.progress import Progress
 from avhb.run.reduced import take
 from avhb.run.results import TaskResult
 from avhb.score.aggregate import Aggregate
+from avhb.score.clusters import ClusterKey
 from avhb.score.judges import TaskJudges
 from avhb.score.metric import Metric, SampleRecord, ScoreContext
+from avhb.score.uncertainty import add_uncertainty, power_of
 from avhb.run.task import Task
 
 SCORING_IN_FLIGHT = 64
@@ -128,11 +131,21 @@ def summarize(task: Task, records: Sequence[SampleRecord], metrics: list[Metric]
     ``errors``.  A multi-valued field (a list, or a string split at the
     breakdown's ``separator``) puts a record in the cell of each of its
     values, so those cells overlap.  Failed records (``errors``) are left to
-    each metric's ``aggregate``, which excludes them (docs/errors.md)."""
+    each metric's ``aggregate``, which excludes them (docs/errors.md).
+    Every number then gets its uncertainty (``avhb.score.uncertainty``:
+    clustered standard errors by the task's ``cluster_key``, intervals;
+    per headline metric its power)."""
     owners: dict[str, Metric] = {}
     result = TaskResult(_cells(metrics, records, owners), samples=len(records),
                         errors=sum(1 for r in records if r.error), judge_failures=sum(judges.failures.values()))
     result.info = {key: m.describe(key) for key, m in owners.items()}
+    by = cluster_key(task, repeats)
+    rates = frozenset(k for k, m in owners.items() if k == m.name and m.rate)
+    scores, missing = add_uncertainty(result.metrics, records, by, result.info, items=repeats > 1, rates=rates)
+    result.power = power_of(result.metrics, scores, result.info, repeats, rates)
+    said = missing.message(task.name, by)
+    if said:
+        print(f"avhb: warning: {said}", file=sys.stderr)
     if repeats > 1 and metrics and not any(m.filter_key for m in metrics):  # lm-eval pipelines score a sample once
         by_repeat: dict[int, array] = {}
         for i, r in enumerate(records):
@@ -148,7 +161,14 @@ def summarize(task: Task, records: Sequence[SampleRecord], metrics: list[Metric]
                     where.setdefault(key, array("q")).append(i)
             subsets = {value: take(records, where[value]) for value in sorted(where)}
             result.breakdowns[axis.field] = {value: _cells(metrics, subset) for value, subset in subsets.items()}
+            for value, subset in subsets.items():
+                add_uncertainty(result.breakdowns[axis.field][value], subset, by, result.info, rates=rates)
             result.breakdown_counts[axis.field] = {value: {"samples": len(subset),
                                                            "errors": sum(1 for r in subset if r.error)}
                                                    for value, subset in subsets.items()}
     return result
+
+
+def cluster_key(task: Task, repeats: int) -> ClusterKey:
+    """What the task's samples cluster by (:class:`avhb.score.clusters.ClusterKey`)."""
+    return ClusterKey.of(task.cfg, repeats, where=f"{task.cfg.file}: task {task.name}")

@@ -11,12 +11,27 @@ from typing import Callable, Iterable, Sequence
 class Aggregate:
     """One reported number: value, standard error and count (``n``: the
     scored units).  ``runs``: the value of each repeat when a task runs
-    several (``repeats > 1``); ``run_std`` their sample standard deviation."""
+    several (``repeats > 1``); ``run_std`` their sample standard deviation.
+
+    The uncertainty a run adds once the samples are scored
+    (``avhb.score.uncertainty``, docs/statistics.md): ``stderr_clustered``
+    and ``clusters`` (the cluster-robust standard error and the number of
+    clusters, when the task's samples cluster), ``ci`` (the 95 % interval)
+    and ``ci_method`` (how it was made: ``avhb.score.stats.INTERVALS``)."""
 
     value: float | None
     stderr: float | None
     n: int | None
     runs: list[float | None] | None = None
+    stderr_clustered: float | None = None
+    clusters: int | None = None
+    ci: tuple[float, float] | None = None
+    ci_method: str | None = None
+
+    @property
+    def best_stderr(self) -> float | None:
+        """The clustered standard error where there is one, else the plain one."""
+        return self.stderr_clustered if self.stderr_clustered is not None else self.stderr
 
     @property
     def run_std(self) -> float | None:

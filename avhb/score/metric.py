@@ -141,6 +141,9 @@ class Metric:
     higher_is_better: bool | None = True
     description: str = ""  # one line; default: the first line of the class docstring
     outputs: dict[str, Any] = {}  # other outputs: suffix (glob) -> kind or (kind, description)
+    # the metric's own value is a share of units, in [0, 1] (a pair accuracy, an F1): without per-sample
+    # scores to read (avhb.score.uncertainty) its interval is then Wilson's at its effective size, inside [0, 1]
+    rate: bool = False
     needs_judges: tuple[str, ...] = ()
     requires: tuple[tuple[str, str], ...] = ()  # optional packages: (module, avhb extra), checked up front
     accepts: dict[str, str] = {}  # the options this class reads -> what each does (module docstring)

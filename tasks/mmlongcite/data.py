@@ -38,6 +38,14 @@ Derived fields (INFERRED, documented in the README):
   ``mcq`` (the gold is one of the option letters), ``n_units``,
   ``evidence`` (optional gold unit indices, 1-based; ``evidence`` /
   ``evidence_index`` / ``gold_units`` keys accepted).
+* ``document``: the source the context was cut from, what the tasks'
+  samples cluster by (``cluster_key``).  Single-source QA (the pages of
+  one document) and video (the frames of one video): the dataset and the
+  first image's file name without its page or time suffix
+  (``5511023_14.png`` -> ``longdocurl/5511023``, ``v017_t0010.png`` ->
+  ``longvideobench/v017``); every other row (several sources, a haystack
+  of unrelated images, no image, no family) is its own
+  (``<dataset>/row:<id>``).
 
 Image paths are resolved once: the unit's ``image`` is rewritten to the path
 (relative to ``PATH``) that exists, ``image/...`` first, then
@@ -187,6 +195,20 @@ def resolve_image(root: Path, rel: str) -> str:
     return rel
 
 
+_PAGE_SUFFIX = re.compile(r"_t?\d+$")
+ONE_SOURCE = ("single_source", "video")  # families whose images are the pages or frames of one source
+
+
+def document_of(dataset: str, family: str | None, context: list[dict[str, Any]], row_id: Any) -> str:
+    """The source of a row's context (module docstring, ``document``)."""
+    if family in ONE_SOURCE:
+        for unit in context:
+            if unit.get("type") == "image" and unit.get("image"):
+                stem = Path(str(unit["image"])).stem
+                return f"{dataset}/{_PAGE_SUFFIX.sub('', stem) or stem}"
+    return f"{dataset}/row:{row_id}"
+
+
 def dataset_of(row: dict[str, Any], file: Path) -> str:
     for unit in row.get("context") or []:
         if isinstance(unit, dict) and unit.get("type") == "image" and unit.get("image"):
@@ -272,6 +294,7 @@ def prepare_row(row: dict[str, Any], file: Path, root: Path, families: dict[str,
         "mcq": bool(options) and gold.upper() in {k.upper() for k in options},
         "n_units": len(context),
         "evidence": evidence_of(row, len(context), where),
+        "document": document_of(dataset, families.get(norm(dataset)), context, row["id"]),
     }
 
 

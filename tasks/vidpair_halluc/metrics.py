@@ -116,6 +116,7 @@ class VAcc(_Binary):
     """Video-pair accuracy: one question over both videos, all answers right."""
 
     stat = "vAcc"
+    rate = True  # a share of units: its interval stays in [0, 1]
     description = "video-pair accuracy: one question over both videos of a pair, every answer right"
 
 
@@ -123,6 +124,7 @@ class QAcc(_Binary):
     """Question-pair accuracy: the pos and neg questions on one video both right."""
 
     stat = "qAcc"
+    rate = True  # a share of units: its interval stays in [0, 1]
     description = "question-pair accuracy: the pos and neg questions on one video both right"
 
 
@@ -130,6 +132,7 @@ class WAcc(_Binary):
     """(vp_right + qp_right) / (vp_total + qp_total)."""
 
     stat = "wAcc"
+    rate = True  # a share of units: its interval stays in [0, 1]
     description = "video-pair and question-pair units right, pooled (the paper's binary wAcc)"
 
 
@@ -157,6 +160,7 @@ class FPRate(_Binary):
     reads = frozenset({"doc", "extracted", "response", "target"})  # what aggregate() reads (Metric.reads)
 
     stat = "fp_rate"
+    rate = True  # a share of units: its interval stays in [0, 1]
     higher_is_better = False
     kind = DIAGNOSTIC
     description = "share of questions answered yes where the gold is no"
@@ -309,6 +313,7 @@ class McqF1(_Mcq):
     reads = frozenset({"doc", "meta", "target"})  # what aggregate() reads (Metric.reads)
 
     stat = "f1"
+    rate = True  # a share of units: its interval stays in [0, 1]
     description = "upstream F1: accuracy over the rows counted (unparsed replies count as wrong)"
 
     outputs = {"unparsed": COUNT, "missing": COUNT, "skipped_samples": COUNT}
@@ -328,6 +333,7 @@ class McqMacroF1(_Mcq):
     description = "macro F1 over the option letters"
 
     stat = "macro_f1"
+    rate = True  # a share of units: its interval stays in [0, 1]
 
 
 class McqPairAcc(_Mcq):
@@ -339,6 +345,7 @@ class McqPairAcc(_Mcq):
     description = "share of pairs (the same question on both videos) answered right on both"
 
     stat = "pair_acc"
+    rate = True  # a share of units: its interval stays in [0, 1]
 
     outputs = {"incomplete_pairs": COUNT}
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:

@@ -2,6 +2,8 @@
 and its one reader, groups from typed task results."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from avhb.run.results import RunResults, TaskResult, cells_of
@@ -9,6 +11,7 @@ from avhb.run.scoring import summarize
 from avhb.score.aggregate import Aggregate, mean_stderr, pooled_mean
 from avhb.score.metric import Metric, SampleRecord
 from avhb.run.task import Breakdown
+from avhb.taskdef.config import TaskConfig
 
 
 class Right(Metric):
@@ -19,6 +22,8 @@ class Right(Metric):
 
 
 class _Task:
+    name = "t"
+    cfg = TaskConfig("t", Path("t.yaml"), "pkg", "bench", {})  # no cluster_key: the summary reads cfg
     breakdown = [Breakdown("kind")]
 
 
@@ -141,7 +146,7 @@ def test_group_defaults_and_filter_lists_follow_lm_eval():
 
 
 def test_multi_valued_breakdowns():
-    class Task:
+    class Task(_Task):
         breakdown = [Breakdown("skills", ","), Breakdown("tags"), Breakdown("kind")]
 
     rows = [({"skills": "Counting, OCR", "tags": ["x", "y"], "kind": "a"}, 1.0),
