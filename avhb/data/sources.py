@@ -64,6 +64,12 @@ BUILDERS = frozenset({"json", "csv", "parquet", "text", "arrow", "pandas", "imag
                       "videofolder", "webdataset", "xml", "hdf5"})
 
 
+# dataset_kwargs the harnesses read themselves and never pass to datasets.load_dataset (lmms-eval's media
+# archives: avhb.data.lmms_media; cache_dir is datasets' cache only where no local folder is read)
+HARNESS_KWARGS = frozenset({"video", "cache_dir", "force_download", "force_unzip", "local_files_only", "create_link",
+                            "From_YouTube", "builder_script", "load_from_disk", "max_retries", "num_proc"})
+
+
 @dataclass
 class DataSource:
     root: Path  # a folder, or one data file (``--data NAME=FILE.jsonl``); a builder task: its media root
@@ -72,6 +78,7 @@ class DataSource:
     builder: str | None = None  # kind "builder": the datasets builder (json, csv, parquet...)
     base: Path | None = None  # kind "builder": the folder relative data_dir / data_files resolved under
     commit: str | None = None  # kinds "hub-cache", "datasets-cache": the commit the cache holds
+    media: Path | None = None  # an lmms-eval video task: the folder its hooks read videos from (lmms_media)
 
     @property
     def media_root(self) -> Path:
@@ -86,13 +93,16 @@ class DataSource:
             out.update(builder=self.builder, base=str(self.base))
         if self.commit:
             out["commit"] = self.commit
+        if self.media:
+            out["media"] = str(self.media)
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "DataSource":
-        base = data.get("base")
+        base, media = data.get("base"), data.get("media")
         return cls(Path(data.get("root", ".")), data.get("kind", "local"), data.get("revision"),
-                   data.get("builder"), Path(base) if base else None, data.get("commit"))
+                   data.get("builder"), Path(base) if base else None, data.get("commit"),
+                   Path(media) if media else None)
 
 
 def parse_data_flags(items: list[str]) -> dict[str, Path]:
@@ -115,7 +125,28 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
                    base: Path | None = None) -> DataSource:
     """Where ``task``'s data is (module docstring); ``base``: the folder a
     builder task's relative paths resolve under (default: the working
-    directory; ``avhb score`` passes the one its run recorded)."""
+    directory; ``avhb score`` passes the one its run recorded).  An
+    lmms-eval video task's media folder must be there too
+    (:func:`avhb.data.lmms_media.missing_media`); it is recorded with the
+    source."""
+    source = _resolve(task, data, sample_data, groups, base)
+    if source.kind == "sample":
+        return source
+    from avhb.data.lmms_media import media_spec, missing_media
+
+    spec = media_spec(task.config)
+    if spec is None:
+        return source
+    repo_files = source.root if source.kind in ("hub", "hub-cache", "local") and source.root.is_dir() else None
+    why = missing_media(task.name, task.config, repo_files)
+    if why:
+        raise UserError(why)
+    source.media = spec.folder
+    return source
+
+
+def _resolve(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: Sequence[str],
+             base: Path | None) -> DataSource:
     name = data_flag_for(task, data, groups)
     if name is not None:
         root = data[name]
@@ -299,7 +330,7 @@ def default_loader(root: Path, task: TaskConfig, split: str | None = None) -> An
     ``datasets`` (local parquet/json/csv files; a ``datasets.Dataset``),
     split ``split`` (default: the evaluated one)."""
     split = split or eval_split(task)
-    kwargs = dict(task.get("dataset_kwargs") or {})
+    kwargs = {k: v for k, v in (task.get("dataset_kwargs") or {}).items() if k not in HARNESS_KWARGS}
     if root.is_file():
         return _read_records(root)
     data_files = kwargs.pop("data_files", None)

@@ -8,15 +8,47 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from avhb.data.sources import BUILDERS
+from avhb.data.sources import BUILDERS, hub_revision, task_splits
 from avhb.errors import UserError
 from avhb.registry import get_registry
 from avhb.run.task import Task
 from avhb.taskdef.index import build_index, load_task
 
 
+def _prepare_repo(task: Task, repo: str, revision: str, root: Path, patterns: list[str] | None,
+                  done: set[tuple[str, str]]) -> int:
+    """A Hub dataset task: avhb's verified snapshot of the repo (none when
+    the hub cache already holds what the task reads), then an lmms-eval
+    video task's archives unpacked where its hooks read them
+    (:mod:`avhb.data.lmms_media`); returns the number of failures."""
+    from avhb.data.hub import dataset_dir, is_complete, snapshot
+    from avhb.data.hub_cache import find_snapshot, missing_files
+    from avhb.data.lmms_media import media_spec, unpack
+
+    spec = media_spec(task.cfg.config)
+    local = dataset_dir(repo, revision, root)
+    if spec is None and not is_complete(local, repo, revision):
+        cached, _ = find_snapshot(repo, revision)
+        if cached is not None and not missing_files(cached.folder, task.cfg.get("dataset_name"),
+                                                    task_splits(task.cfg)[0]):
+            print(f"{task.name}: {repo}@{revision} is in the hub cache ({cached.folder}): nothing fetched")
+            return 0
+    if (repo, revision) not in done:
+        snapshot(repo, revision, patterns, local)
+        done.add((repo, revision))
+        print(f"{task.name}: {repo}@{revision} -> {local}")
+    if spec is None:
+        return 0
+    try:
+        print(f"{task.name}: media {unpack(spec, local)}")
+    except UserError as exc:
+        print(f"{task.name}: media not unpacked: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
-    from avhb.data.hub import dataset_dir, default_data_dir, snapshot
+    from avhb.data.hub import default_data_dir
 
     index = build_index()
     tasks, _ = index.resolve(names)
@@ -36,7 +68,7 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
             print(f"{task.name}: no preparation needed: datasets' {repo!r} builder reads its local files "
                   f"({files}) when the task runs")
             continue
-        revision = task.cfg.get("revision", "main")
+        revision = hub_revision(task.cfg)
         if "function" in prep:
             key = ("hook", prep["function"] + task.cfg.benchmark)
             if key in done:
@@ -48,12 +80,8 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
             print(f"{task.name}: {dest} ({len(failed)} items could not be fetched; see its manifest)" if failed
                   else f"{task.name}: {dest}")
         elif repo:
-            key = (repo, revision)
-            if key in done:
-                continue
-            local = dataset_dir(repo, revision, root)
-            snapshot(repo, revision, prep.get("allow_patterns"), local)
-            print(f"{task.name}: {repo}@{revision} -> {local}")
+            failures += _prepare_repo(task, str(repo), revision, root, prep.get("allow_patterns"), done)
+            continue
         elif metric_lines:
             continue
         else:

@@ -202,17 +202,26 @@ def test_a_missing_split_or_a_lost_blob_is_missing(tmp_path, env):
 
 
 def test_avhbs_own_snapshot_comes_before_the_hub_cache(tmp_path, env):
+    """avhb's prepared snapshot is read first; ``avhb prepare`` fetches
+    nothing for a task the hub cache already holds."""
     hub = FakeHub()
     hub.publish(REPO, repo_files())
-    download(env, hub)
     folder = _folder(tmp_path)
     with hub.serve() as url:
         proc = run_cli("prepare", "lmtasks/t", "--include_path", str(folder), env={**env, "HF_ENDPOINT": url},
                        unset=tuple(OFFLINE))
     assert proc.returncode == 0, proc.stderr
+    download(env, hub)
     proc, out = _run(folder, tmp_path, env)
     assert proc.returncode == 0, proc.stderr
     assert _data(out)["kind"] == "hub"
+    shutil.rmtree(Path(env["AVHB_DATA_DIR"]))
+    with hub.serve() as url:
+        hub.clear_log()
+        proc = run_cli("prepare", "lmtasks/t", "--include_path", str(folder), env={**env, "HF_ENDPOINT": url},
+                       unset=tuple(OFFLINE))
+        assert proc.returncode == 0 and "is in the hub cache" in proc.stdout, proc.stderr
+        assert hub.downloads() == []
 
 
 # ------------------------------------------------------------ arrow cache
