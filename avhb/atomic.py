@@ -44,30 +44,50 @@ def atomic_file(path: Path | str, *, binary: bool = False, durable: bool = True,
     appended window by window while the task runs): the open temp file,
     renamed to ``path`` when the block ends.  Whatever the block raises
     removes the temp file and leaves ``path`` as it was, and is raised as
-    itself: the block converts its own write errors (:func:`write_failure`);
-    an OS error of the temp file's opening, fsync or rename is raised as
+    itself: the block converts its own write errors (:func:`write_failure`),
+    and closing the discarded file (a full disk refusing the rest of its
+    buffer) raises nothing more; an OS error of the temp file's opening,
+    last flush, fsync, close or rename is raised as
     :class:`EnvironmentFailure`."""
     path = Path(path)
     tmp = temp_path(path)
-    in_block = False
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8") as fh:
-            in_block = True
-            yield fh
-            in_block = False
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
+        fh = open(tmp, "wb") if binary else open(tmp, "w", encoding="utf-8")
+    except OSError as exc:
+        _discard(None, tmp)
+        raise write_failure(path, exc, hint) from None
+    try:
+        yield fh
+    except BaseException:
+        _discard(fh, tmp)
+        raise
+    try:
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
+        fh.close()
         os.replace(tmp, path)
     except BaseException as exc:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
-        if isinstance(exc, OSError) and not in_block:
+        _discard(fh, tmp)
+        if isinstance(exc, OSError):
             raise write_failure(path, exc, hint) from None
         raise
+
+
+def _discard(fh: Any, tmp: Path) -> None:
+    """Close ``fh`` and remove the temp file, raising nothing: the write
+    is failing already (a second error, such as the buffered rest refused
+    by the same full disk, would hide the first)."""
+    if fh is not None:
+        try:
+            fh.close()
+        except OSError:
+            pass
+    try:
+        tmp.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def write_failure(path: Path | str, exc: OSError, hint: str = "") -> EnvironmentFailure:

@@ -116,7 +116,7 @@ def _pack_files(pack_dir: Path) -> list[Any]:
 PARTS = {"task": "its task config", "pack": "its pack's files (hooks, bases, prompts)",
          "data": "its data files or media", "model": "the model", "judges": "its judges",
          "media": "its media settings or ablations",
-         "options": "its run options (sample selection, seeds, repeats, generation or few-shot settings)",
+         "options": "its sample selection, seeds, repeats, generation or few-shot settings",
          "versions": "avhb's or a plugin's version"}
 
 

@@ -213,9 +213,14 @@ class RunLock:
         now = time.time()
         self._record = {**asdict(LockHolder(os.getpid(), me, now, list(sys.argv), uuid.uuid4().hex, period, now))}
         data = json.dumps(self._record).encode()
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, data, 0)
-        os.fsync(fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, data, 0)
+            os.fsync(fd)
+        except OSError as exc:  # a full disk: one line, as every writer of the run folder (closing drops the flock)
+            os.close(fd)
+            raise EnvironmentFailure(f"cannot write {self.path} (the run folder's lock): {exc.strerror or exc}; the "
+                                     "run's finished work is kept, re-run the command to resume") from None
         self._size = len(data)
         self._fd, self.lost = fd, None
         _renewer.add(self)

@@ -45,6 +45,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from avhb.errors import EnvironmentFailure
+
 CALLS, SCORING, SELECTION, HOW, CODE, RUN = "calls", "scoring", "selection", "how", "code", "run"
 
 # every RunOptions field, by kind (a test checks that none is left out): a new option
@@ -258,8 +260,12 @@ def keep_previous(root: Path, recorded: dict[str, Any]) -> str:
     ``samples/`` and its recorded ``run.json`` in ``previous/<timestamp>/``
     (hard links where the filesystem allows: every one of these files is
     replaced by a rename, never written in place, so a link keeps the old
-    content); returns the folder relative to ``root``."""
-    from avhb.run.folder import write_json_atomic
+    content); returns the folder relative to ``root``.  A folder that
+    cannot be written (a full disk) is one line naming the file, as for
+    every writer of the run folder; the run folder is left as it was (the
+    incomplete ``previous/<timestamp>/`` removed)."""
+    from avhb.atomic import write_failure
+    from avhb.run.folder import RESUME_HINT, write_json_atomic
 
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     target = root / "previous" / stamp
@@ -267,12 +273,20 @@ def keep_previous(root: Path, recorded: dict[str, Any]) -> str:
     while target.exists():
         n += 1
         target = root / "previous" / f"{stamp}-{n}"
-    (target / "samples").mkdir(parents=True)
     files = [root / "results.json", root / "report.html", *sorted((root / "samples").glob("*.jsonl"))]
-    for path in files:
-        if path.is_file():
-            _link_or_copy(path, target / path.relative_to(root))
-    write_json_atomic(target / "run.json", recorded)
+    where = target / "samples"
+    try:
+        where.mkdir(parents=True)
+        for path in files:
+            if path.is_file():
+                where = target / path.relative_to(root)
+                _link_or_copy(path, where)
+        write_json_atomic(target / "run.json", recorded)
+    except (OSError, EnvironmentFailure) as exc:
+        shutil.rmtree(target, ignore_errors=True)
+        if isinstance(exc, EnvironmentFailure):
+            raise
+        raise write_failure(where, exc, RESUME_HINT) from None
     return str(target.relative_to(root))
 
 

@@ -94,7 +94,8 @@ def test_an_accepted_change_resends_and_keeps_the_previous_results(qa, capsys):
     assert (kept / "samples" / "testpack__qa_easy.jsonl").read_bytes() == first_samples
     assert json.loads((kept / "run.json").read_text())["gen_kwargs"] == {}
     assert previous["why"] == ['call settings changed (--allow-config-change): gen_kwargs {} -> {"max_tokens": 8}',
-                              "testpack/qa_easy: its sample selection, seed, repeats or generation settings changed"]
+                              "testpack/qa_easy: its sample selection, seeds, repeats, generation or few-shot settings "
+                              "changed"]
     # the same (new) command again: the folder's configuration now is the new one
     code, err = _run(capsys, *base, "--gen-kwargs", "max_tokens=8")
     assert code == 0 and _calls(calls) == 12 and "previous" not in err
