@@ -266,7 +266,11 @@ def build_parser() -> argparse.ArgumentParser:
     scp.add_argument("--no-report", action="store_true", help="skip report.html")
     rp = sub.add_parser("report", help="rebuild report.html; with several runs, compare them")
     rp.add_argument("run_dirs", nargs="+")
-    rp.add_argument("--output", default=None, help="where to write the comparison (.html, .md or .csv)")
+    rp.add_argument("--output", default=None,
+                    help="where to write the comparison (.html, .md, .csv, or .json: the comparison document)")
+    rp.add_argument("--baseline", default=None, metavar="RUN_OR_FILE",
+                    help="what the runs are tested against (lmms-eval's flag): a run folder (default: the first run), "
+                         "or an lmms-eval samples file (<date>_samples_<task>.jsonl)")
     mp = sub.add_parser("merge", help="combine the run folders of --shard I/N runs into one run")
     mp.add_argument("out", help="the merged run folder")
     mp.add_argument("shard_dirs", nargs="+", help="every shard's run folder")
@@ -661,21 +665,36 @@ def _cmd_score(args, argv) -> int:
 
 def _cmd_report(args, argv) -> int:
     dirs = [Path(d) for d in args.run_dirs]
+    baseline, lmms = 0, None
+    if args.baseline is not None:
+        given = Path(args.baseline)
+        if given.is_dir():
+            same = [i for i, d in enumerate(dirs) if d.resolve() == given.resolve()]
+            if same:
+                baseline = same[0]
+            else:
+                dirs.insert(0, given)
+        elif given.is_file():
+            lmms = given
+        else:
+            raise UserError(f"--baseline {given}: no such run folder or file")
     for d in dirs:
         if not (d / "results.json").is_file():
             raise UserError(f"{d}: no results.json (not a finished run folder)")
-    if len(dirs) == 1 and not args.output:
+    if len(dirs) == 1 and not args.output and lmms is None:
         from avhb.report.html import write_report
 
         print(write_report(dirs[0]))
         return 0
-    from avhb.report.compare import compare_runs, to_csv, to_markdown, write_html
+    from avhb.report.compare import compare_runs, to_csv, to_markdown, write_comparison, write_html
 
-    table = compare_runs(dirs)
+    table = compare_runs(dirs, baseline, lmms_baseline=lmms)
     print(to_markdown(table))
     out = Path(args.output) if args.output else None
     if out is not None and out.suffix in (".csv", ".md"):
         out.write_text((to_csv if out.suffix == ".csv" else to_markdown)(table), encoding="utf-8")
+    elif out is not None and out.suffix == ".json":
+        write_comparison(table, out)
     else:
         out = write_html(table, out)
     print(out, file=sys.stderr)

@@ -19,7 +19,7 @@ from avhb.report.fingerprint import current_fingerprint, inputs_fingerprint
 from avhb.report.htmlkit import BROWSER_JS, esc, page
 from avhb.report.rundata import RunData, load_run
 from avhb.redact import redact
-from avhb.report.sections import charts_section, config_section, judges_section, results_section
+from avhb.report.sections import charts_section, config_section, judges_section, power_section, results_section
 
 REPORT_NAME = "report.html"
 DEFAULT_MAX_SAMPLES = 5000  # per task; samples with errors/judge failures are always kept
@@ -46,7 +46,8 @@ def _header(data: RunData) -> str:
         items = "".join(f"<li>{esc(n)}</li>" for n in notes)
         problems += (f'<div class="notes"><strong>What this run changed from what was asked</strong>'
                      f"<ul>{items}</ul></div>")
-    nav = ("<nav><a href=\"#results\">Results</a><a href=\"#plots\">Plots</a><a href=\"#judges\">Judges</a>"
+    nav = ("<nav><a href=\"#results\">Results</a><a href=\"#power\">Power</a><a href=\"#plots\">Plots</a>"
+           "<a href=\"#judges\">Judges</a>"
            "<a href=\"#browser\">Samples</a><a href=\"#config\">Configuration</a></nav>")
     return (f"<header><h1>{esc(data.label)}</h1><div class=\"meta\">{meta} · <code>{esc(data.path.name)}</code>"
             f"</div></header>{nav}<main>{problems}")
@@ -59,6 +60,7 @@ def render_report(data: RunData, fingerprint: str | None = None) -> str:
         [
             _header(data),
             results_section(data),
+            power_section(data),
             charts_section(charts),
             judges_section(data),
             browser_section(data),

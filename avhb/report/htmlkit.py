@@ -47,6 +47,21 @@ def num_td(c: Aggregate) -> str:
     return f'<td class="num">{value}</td><td class="num se">{stderr}</td><td class="num">{n}</td>'
 
 
+def uncertainty_td(c: Aggregate) -> str:
+    """The 95 % interval and the clustered standard error (with its
+    clusters) as two table cells; the interval's method is its title."""
+    from avhb.score.stats import INTERVALS
+
+    ci = f"[{fmt_number(c.ci[0])}, {fmt_number(c.ci[1])}]" if c.ci is not None else ""
+    how = INTERVALS.get(c.ci_method or "", "")
+    clustered = ""
+    if c.clusters is not None:
+        se = f"± {fmt_number(c.stderr_clustered)}" if c.stderr_clustered is not None else "-"
+        clustered = f"{se} ({c.clusters} clusters)"
+    return (f'<td class="num ci" title="{esc(how)}">{esc(ci)}</td>'
+            f'<td class="num se">{esc(clustered)}</td>')
+
+
 CSS = """
 :root{--fg:#1d232b;--muted:#5f6b7a;--line:#d9dee5;--bg:#fff;--soft:#f4f6f9;--bad:#b42318;--good:#067647}
 *{box-sizing:border-box}

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from avhb.redact import redact
-from avhb.report.htmlkit import esc, num_td, pretty_json
+from avhb.report.htmlkit import esc, num_td, pretty_json, uncertainty_td
 from avhb.report.numbers import fmt_number
 from avhb.run.results import TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import DIAGNOSTIC
+from avhb.score.stats import ALPHA, INTERVALS, POWER
 from avhb.report.svg_charts import Chart, render_svg
 from avhb.report.rundata import RunData
 
@@ -36,8 +37,8 @@ def _task_rows(name: str, result: TaskResult) -> list[str]:
     task_counts = [result.samples, result.errors, result.judge_failures]
     if not metrics:
         return [f'<tr class="first"><td>{esc(name)}</td><td class="muted">no metric</td>'
-                f'<td class="num">-</td><td></td><td></td><td></td>{_counts_tds([*task_counts, None])}'
-                f"<td>{esc(_other(rest))}</td></tr>"]
+                f'<td class="num">-</td><td></td><td></td><td></td><td></td><td></td>'
+                f"{_counts_tds([*task_counts, None])}<td>{esc(_other(rest))}</td></tr>"]
     rows = []
     for i, (metric, agg) in enumerate(metrics.items()):
         info = result.info.get(metric)
@@ -49,7 +50,7 @@ def _task_rows(name: str, result: TaskResult) -> list[str]:
         arrow = {True: " ↑", False: " ↓", None: ""}.get(info.higher_is_better if info else None, "")
         cls = ' class="first"' if i == 0 else (' class="diag"' if diag else "")
         label = esc(metric) + (' <span class="tag">diagnostic</span>' if diag else "")
-        rows.append(f"<tr{cls}><td>{esc(name) if i == 0 else ''}</td><td>{label}</td>{num_td(agg)}"
+        rows.append(f"<tr{cls}><td>{esc(name) if i == 0 else ''}</td><td>{label}</td>{num_td(agg)}{uncertainty_td(agg)}"
                     f'<td class="about">{about}<span class="muted">{arrow}</span></td>'
                     f"{_counts_tds([*(task_counts if i == 0 else [None] * 3), unparsed])}"
                     f'<td class="muted">{esc(other)}</td></tr>')
@@ -63,14 +64,15 @@ def _other(counts: Mapping[str, int]) -> str:
 def _group_rows(name: str, cells: Mapping[str, Aggregate]) -> list[str]:
     if not cells:
         return [f'<tr class="first"><td>{esc(name)}</td><td class="muted">no metric</td>'
-                f'<td class="num">-</td><td></td><td></td></tr>']
+                f'<td class="num">-</td><td></td><td></td><td></td><td></td></tr>']
     return [f'<tr{" class=first" if i == 0 else ""}><td>{esc(name) if i == 0 else ""}</td><td>{esc(metric)}</td>'
-            f"{num_td(agg)}</tr>" for i, (metric, agg) in enumerate(cells.items())]
+            f"{num_td(agg)}{uncertainty_td(agg)}</tr>" for i, (metric, agg) in enumerate(cells.items())]
 
 
 def results_section(data: RunData) -> str:
     results = data.typed.tasks
-    head = ("<tr><th>Task</th><th>Metric</th><th>Value</th><th>Stderr</th><th>n</th><th>What it is</th>"
+    head = ("<tr><th>Task</th><th>Metric</th><th>Value</th><th>Stderr</th><th>n</th><th>95 % CI</th>"
+            "<th>Clustered stderr</th><th>What it is</th>"
             "<th>Samples</th><th>Errors</th><th>Judge failures</th><th>Unparsed</th><th>Other counts</th></tr>")
     rows: list[str] = []
     for task in data.task_names:
@@ -80,7 +82,7 @@ def results_section(data: RunData) -> str:
         else:
             seen = data.samples.get(task)
             so_far = f" ({seen.total} samples logged so far)" if seen else ""
-            rows.append(f'<tr class="first"><td>{esc(task)}</td><td colspan="10" class="pending">'
+            rows.append(f'<tr class="first"><td>{esc(task)}</td><td colspan="12" class="pending">'
                         f"no results yet{esc(so_far)}</td></tr>")
     out = ['<section id="results"><h2>Results</h2>']
     if rows:
@@ -93,7 +95,7 @@ def results_section(data: RunData) -> str:
         for g, cells in groups.items():
             grows += _group_rows(str(g), cells)
         out.append("<h3>Groups</h3><table id=\"groups-table\"><tr><th>Group</th><th>Metric</th><th>Value</th>"
-                   f"<th>Stderr</th><th>n</th></tr>{''.join(grows)}</table>")
+                   f"<th>Stderr</th><th>n</th><th>95 % CI</th><th>Clustered stderr</th></tr>{''.join(grows)}</table>")
     for g, absent in data.typed.absent_members.items():  # members skipped for want of data, not unfinished
         out.append(f'<p class="note">{esc(g)}: aggregated without {len(absent)} member(s) whose data has no samples: '
                    f'{esc(", ".join(absent))}</p>')
@@ -102,9 +104,48 @@ def results_section(data: RunData) -> str:
     for task, note in notes:  # e.g. which scorer is the harness's own, not the paper's
         out.append(f'<p class="note">{esc(task)}: {esc(note)}</p>')
     out.append('<p class="muted">Headline metrics first, diagnostics after them; value ± standard error; n = units '
-               "the metric counted; ↑/↓: higher/lower is better. Counts are columns (integers), never bars.</p>")
+               "the metric counted; ↑/↓: higher/lower is better. Counts are columns (integers), never bars. "
+               "95 % CI: " + "; ".join(f"{k}: {v}" for k, v in INTERVALS.items()) + " (a cell's title names its "
+               "method). Clustered stderr: cluster-robust, over the clusters the task's samples form (its "
+               "cluster_key, or a sample's repeats), with the small-sample factor G/(G − 1) "
+               "(docs/statistics.md).</p>")
     out.append("</section>")
     return "".join(out)
+
+
+def _points(value: float, unit: str) -> str:
+    return f"{100 * value:.1f} points" if unit == "points" else fmt_number(value)
+
+
+def power_section(data: RunData) -> str:
+    """Per task and headline metric, the smallest difference a comparison on
+    these samples would usually see (80 % power, α = 0.05), and what
+    ``--repeats`` would change."""
+    items = []
+    for task, result in data.typed.tasks.items():
+        for metric, p in result.power.items():
+            units = f"{p.n} samples" + (f" in {p.clusters} clusters" if p.clusters is not None else "")
+            line = (f"<li><strong>{esc(task)} / {esc(metric)}</strong>: with these {esc(units)}, a difference under "
+                    f"{esc(_points(p.mde, p.unit))} would usually go unseen.")
+            r = p.repeats
+            if r is not None:
+                ks = sorted({1.0, r.repeats, 2 * r.repeats})
+                at = ", ".join(f"{k:g}: {_points(m, p.unit)}" for k in ks if (m := p.mde_at(k)) is not None)
+                inf = p.mde_at(float("inf"))
+                line += (f' <span class="muted">Repeats: {r.repeats:g} per sample; the within-sample part is '
+                         f"{100 * r.within_share:.0f} % of this estimate's variance. With K repeats the difference "
+                         f"would be {esc(at)}; with unlimited repeats {esc(_points(inf or 0.0, p.unit))} (the "
+                         "across-sample part does not shrink).</span>")
+            items.append(line + "</li>")
+    if not items:
+        return ('<section id="power"><h2>Power</h2><p class="muted">No headline number with a standard error (and '
+                "its power, which results.json records from this version on).</p></section>")
+    return ('<section id="power"><h2>Power</h2><ul class="power">' + "".join(items) + "</ul>"
+            f'<p class="muted">The minimum detectable difference at {POWER:.0%} power and α = {ALPHA:g} (two-sided) '
+            "against another model scored on the same samples with the same variance, from this run's standard "
+            "error (clustered where the samples cluster) and assuming the two models uncorrelated: a correlation ρ "
+            "between them narrows it by sqrt(1 − ρ) (<code>avhb report A B</code> uses the observed one). "
+            "Points: 100 × a difference of a metric whose scores lie in [0, 1].</p></section>")
 
 
 def charts_section(charts: list[Chart]) -> str:

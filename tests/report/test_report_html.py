@@ -135,7 +135,7 @@ def test_partial_run_in_progress(tmp_path):
     run = make_run(tmp_path / "partial", complete=False)
     text = write_report(run).read_text(encoding="utf-8")
     assert "results for 3 of 5 tasks" in text
-    assert re.search(r"<td>vidpair_mcq</td><td colspan=\"10\" class=\"pending\">no results yet "
+    assert re.search(r"<td>vidpair_mcq</td><td colspan=\"12\" class=\"pending\">no results yet "
                      r"\(6 samples logged so far\)</td>", text)
     # the half-written last line is reported, the rest is shown
     assert "samples/vidpair_mcq.jsonl line 7: not JSON (skipped)" in text
@@ -305,3 +305,28 @@ def test_a_finished_rerun_leaves_report_html_untouched(tmp_path):
     assert again.returncode == 0, again.stderr
     assert "finished earlier with the same settings" in again.stderr
     assert _stamp(out / "report.html") == before
+
+
+def test_results_table_shows_the_interval_the_clustered_stderr_and_the_power(tmp_path):
+    from paired_fixtures import lines_of, write_run
+
+    docs = [{"video": f"v{i // 4}"} for i in range(40)]  # 10 videos of 4 questions
+    acc = [float(i % 3 == 0 or i < 8) for i in range(40)]
+    run = write_run(tmp_path / "r", "m", {"qa": lines_of({"acc": acc}, docs)}, configs={"qa": {"cluster_key": "video"}})
+    flat = json.loads((run / "results.json").read_text())
+    cell, power = flat["results"]["qa"], flat["power"]["qa"]["acc"]
+    text = write_report(run).read_text()
+    row = re.search(r'<tr class="first"><td>qa</td>.*?</tr>', text).group(0)
+    assert f'>[{cell["acc_ci"][0]:.4f}, {cell["acc_ci"][1]:.4f}]</td>' in row
+    assert f'± {cell["acc_stderr_clustered"]:.4f} (10 clusters)' in row
+    assert 'title="Wilson score interval at the effective sample size' in row
+    section = re.search(r'<section id="power">.*?</section>', text, re.S).group(0)
+    assert (f"qa / acc</strong>: with these 40 samples in 10 clusters, a difference under "
+            f"{100 * power['mde']:.1f} points would usually go unseen.") in section
+    assert "Repeats" not in section
+    # with repeats, what more of them would change
+    lines = [{**line, "id": f"q{i // 3}", "repeat": i % 3} for i, line in enumerate(lines_of({"acc": acc[:36]}))]
+    again = write_run(tmp_path / "k", "m", {"qa": lines}, repeats=3)
+    section = re.search(r'<section id="power">.*?</section>', write_report(again).read_text(), re.S).group(0)
+    assert "in 12 clusters" in section and "Repeats: 3 per sample" in section
+    assert "with unlimited repeats" in section and "(the across-sample part does not shrink)" in section
