@@ -60,9 +60,10 @@ string holding one; booleans are not numbers.  ``score_0_2`` and
 
 Every parser receives the task's option texts, when it has them, as
 ``options["option_texts"]`` (``{"A": "increase", "B": "decrease"}``): the
-``letter`` parser refuses a reply whose letter and option text disagree
-(``(A) decrease`` when decrease is B) and reads a reply that is exactly one
-option's text as that option.
+``letter`` parser refuses a reply whose letter has text beside it other
+than its option's (normalised: ``(A) decrease`` when A is increase, ``(D)
+4√3`` when D is 6; re-asked, then counted) and reads a reply that is
+exactly one option's text as that option.
 """
 from __future__ import annotations
 
@@ -651,22 +652,33 @@ def _option_norm(text: str) -> str:
     return " ".join(text.strip(" .,:;!?()[]-").split())
 
 
-def _check_letter(letter: str, tail: str, options: dict[str, Any]) -> Any:
-    """``letter`` (upper case) if it is allowed and its trailing text does
-    not name another option; INVALID otherwise."""
+def _check_letter(letter: str, tail: str, options: dict[str, Any], remark: bool = False) -> Any:
+    """``letter`` (upper case) if it is allowed and the text beside it (the
+    rest of its line, ``tail``) agrees with its option; INVALID otherwise.
+    With the option texts known, a text beside a letter that has one is
+    that option's text as the reply gives it, and must be it (normalised:
+    ``(D) 4√3`` when D is 6, ``(B) ... would decrease`` when B is
+    "skyrocket", are no answer); beside a letter without a text of its own
+    (the ``none`` letter), and a ``remark`` (what follows LLMBar's
+    ``Output (a)``: "is better"), the text only may not name another
+    option."""
     got = letter.upper()
     allowed = options.get("letters")
     if allowed and got not in allowed and got != options.get("none"):
         return INVALID
     texts = {str(k).upper(): _option_norm(str(v)) for k, v in (options.get("option_texts") or {}).items()}
     said = _option_norm(tail)
-    if said and texts:
-        def names(option: str) -> bool:
-            return bool(option) and (said == option or said.startswith(option + " ")
-                                     or said.startswith(option + ","))
-        own = texts.get(got, "")
-        if not names(own) and any(names(t) for k, t in texts.items() if k != got):
-            return INVALID  # "(A) decrease" when decrease is option B
+    if not said or not texts:
+        return got
+    own = texts.get(got, "")
+    if own and not remark:
+        return got if said == own else INVALID
+
+    def names(option: str) -> bool:
+        return bool(option) and (said == option or said.startswith(option + " ") or said.startswith(option + ","))
+
+    if not names(own) and any(names(t) for k, t in texts.items() if k != got):
+        return INVALID  # "Output (a) is decrease" when decrease is option B
     return got
 
 
@@ -686,8 +698,10 @@ def letter(reply: str, options: dict[str, Any]) -> str | None:
     ``{"answer": "B"}`` (also ``letter``/``choice``/``option``); with
     ``option_texts``, also a reply that is exactly one option's text.
     ``letters`` restricts the allowed set (default A-Z); ``none`` names the
-    'no option matches' letter (e.g. Z), returned as is.  A letter whose
-    text names another option, and letters that disagree, are unparsable."""
+    'no option matches' letter (e.g. Z), returned as is.  With
+    ``option_texts``, a letter with text beside it that is not its option's
+    text (:func:`_check_letter`), and letters that disagree, are
+    unparsable."""
     r = _Reply(reply)
     text = r.masked
 
@@ -714,7 +728,8 @@ def letter(reply: str, options: dict[str, Any]) -> str | None:
                              _check_letter(m.group(g), _strip_tail(tail), options)))
     for m in _OUTPUT_PAREN.finditer(text):
         tail = text[m.end():].split("\n", 1)[0]
-        out.append(Candidate(m.start("l"), m.end("l"), LABELLED, _check_letter(m.group("l"), tail, options)))
+        out.append(Candidate(m.start("l"), m.end("l"), LABELLED,
+                             _check_letter(m.group("l"), tail, options, remark=True)))
     for offset, line in r.edge_lines():
         m = _LINE_LETTER.match(line)
         if m:
