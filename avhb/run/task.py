@@ -23,6 +23,7 @@ from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
 from avhb.score.aggregations import Aggregation
 from avhb.score.metric import Filter, Metric, SampleRecord, takes_aggregation
+from avhb.score.peer_filter import PeerFilter, is_peer_filter, registered_by_peer
 from avhb.score.process_results import ProcessResults, Reported
 from avhb.registry import Registry, import_path
 from avhb.requirements import check_requirements
@@ -535,13 +536,34 @@ class Task:
         return out
 
     def _filter(self, name: str, hook: bool, options: dict[str, Any]) -> Filter:
-        cls = self.hook(name) if hook else self.registry.load("filters", name)
+        """A filter step: a hook class, a registered avhb filter, or a filter a
+        task module registers in a peer's registry (lm-eval's
+        ``@register_filter``); a peer's filter class runs through
+        :class:`PeerFilter`."""
+        if hook:
+            cls = self.hook(name)
+        elif name in self.registry.entries.get("filters", {}):
+            cls = self.registry.load("filters", name)
+        else:
+            self.import_hooks()  # a task module may register the filter when imported
+            cls = registered_by_peer(name)
+            if cls is None:
+                cls = self.registry.load("filters", name)  # raises: unknown filter (known: ...)
         try:
-            return cls(**options)
+            made = cls(**options)
         except UserError:
             raise
         except Exception as exc:
             raise UserError(f"{self.cfg.file}: filter_list: {name}: {_describe(exc)}") from None
+        return PeerFilter(made, name.rpartition(".")[2]) if is_peer_filter(made) else made
+
+    def import_hooks(self) -> None:
+        """Import every hook module the task names (what registers a peer's
+        filters and metrics by name)."""
+        from avhb.taskdef.task_checks import iter_hooks
+
+        for _, dotted in iter_hooks(self.cfg.config):
+            self.hook(dotted)
 
     def judge_roles(self) -> dict[str, JudgeRole]:
         if self._roles is None:

@@ -11,6 +11,7 @@ plain checks; a ``Sources`` shared by one index build reads each include
 base and each hook module once."""
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -162,15 +163,15 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
     package, benchmark = sources.once(("package", str(file.parent), str(root_dir), root_package),
                                       lambda: _package_and_benchmark(file, root_dir, root_package))
     for key, why in UNSUPPORTED.items():
-        if data.get(key) not in (None, False):
-            raise ConfigErrors(problems + [str(doc.error((key,), f"unsupported: {why}"))])
+        if data.get(key) not in (None, False):  # the one line that matters: the file's other errors are moot
+            raise ConfigErrors([str(doc.error((key,), f"unsupported: {why}"))])
     if "group" in data and isinstance(data.get("task"), list):
         if problems:
             raise ConfigErrors(problems)
         return [], _groups(data, file, prefix, doc)
     if isinstance(data.get("task"), list):
         raise ConfigErrors(problems + [str(doc.error(("task",), "a list of tasks needs a 'group' name"))])
-    if "task" not in data and file.name.startswith("_"):
+    if "task" not in data and "group" not in data and (file.name.startswith("_") or _included(file, sources)):
         if problems:
             raise ConfigErrors(problems)
         return [], []  # an include base
@@ -206,6 +207,39 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
     return out, []
 
 
+def _aggregate_entry(entry: Any) -> Any:
+    """A group metric as its members report it: lm-eval's ``metric: !function
+    mod.fn`` is the function's name (a member's callable metric reports
+    under it)."""
+    if isinstance(entry, dict) and isinstance(entry.get("metric"), dict) and "function" in entry["metric"]:
+        return {**entry, "metric": str(entry["metric"]["function"]).rpartition(".")[2]}
+    return entry
+
+
+def _included(file: Path, sources: Sources) -> bool:
+    """Whether a YAML file in the same folder names ``file`` in an ``include:``
+    (a base need not be called ``_*.yaml``; lm-eval skips such a file)."""
+    def names() -> frozenset[str]:
+        found: set[str] = set()
+        for other in sorted(file.parent.iterdir()):
+            if other.suffix not in (".yaml", ".yml") and not other.name.endswith("_yaml"):
+                continue
+            try:
+                text = other.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            found.update(m.strip().strip("'\"") for m in _INCLUDE_LINE.findall(text))
+            for block in _INCLUDE_LIST.findall(text):
+                found.update(m.strip().strip("'\"") for m in re.findall(r"^\s*-\s*(\S+)", block, flags=re.M))
+        return frozenset(Path(n).name for n in found)
+
+    return file.name in sources.once(("included-names", str(file.parent)), names)
+
+
+_INCLUDE_LINE = re.compile(r"^include:[ \t]*(\S+)[ \t]*$", re.M)
+_INCLUDE_LIST = re.compile(r"^include:[ \t]*\n((?:[ \t]+-.*\n?)+)", re.M)
+
+
 def _groups(data: dict[str, Any], file: Path, prefix: str, doc: YamlDoc) -> list[GroupConfig]:
     """A group file's group, and the groups it defines inline (lm-eval: a
     ``task:`` entry ``{group: NAME, task: [...]}``).  An entry is a name, or
@@ -217,7 +251,9 @@ def _groups(data: dict[str, Any], file: Path, prefix: str, doc: YamlDoc) -> list
         return prefix + name if "/" not in name else name
 
     def build(name: str, spec: dict[str, Any]) -> GroupConfig:
-        group = GroupConfig(named(name), file, [], spec.get("aggregate_metric_list") or [],
+        aggregate = spec.get("aggregate_metric_list") or []
+        entries = [aggregate] if isinstance(aggregate, dict) else list(aggregate)
+        group = GroupConfig(named(name), file, [], [_aggregate_entry(e) for e in entries],
                             spec.get("aggregate_over", "tasks"))
         out.append(group)
         for entry in spec.get("task") or []:
@@ -227,6 +263,9 @@ def _groups(data: dict[str, Any], file: Path, prefix: str, doc: YamlDoc) -> list
                 if isinstance(entry.get("task"), list):
                     build(entry["group"], entry)  # an inline subgroup
                 group.tasks.append(named(entry["group"]))
+            elif isinstance(entry, dict) and any(entry.get(key) not in (None, False) for key in UNSUPPORTED):
+                key = next(k for k in UNSUPPORTED if entry.get(k) not in (None, False))
+                raise doc.error(("task",), f"unsupported: {UNSUPPORTED[key]} (a member of group {name!r})")
             elif isinstance(entry, dict) and isinstance(entry.get("task"), str):
                 member = named(entry["task"])
                 group.tasks.append(member)

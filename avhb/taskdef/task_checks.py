@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -240,15 +241,53 @@ def _member_problems(member, package, folder, known, out, check_template, source
                 close = difflib.get_close_matches(name, sorted(names), n=3)
                 if field_name == "metric" and "evaluate" in names and _evaluate_name(name, folder, close, sources):
                     continue  # loaded through Hugging Face evaluate at run time (the metric fallback)
+                if field_name == "filter" and name in _registered_filters(member, folder, sources):
+                    continue  # a task module registers it in a peer's registry when imported (PeerFilter)
                 hint = f"; did you mean {', '.join(close)}?" if close else f" (see `avhb list {field_name}s`)"
                 out.append((keypath, f"unknown {field_name} {name!r}{hint}"))
 
 
+_REGISTER_FILTER = re.compile(r"""register_filter\(\s*["']([^"']+)["']""")
+
+
+def _registered_filters(member: dict[str, Any], folder: Path, sources: Sources) -> set[str]:
+    """The filter names the task's hook modules register in a peer's registry
+    (lm-eval's ``@register_filter("NAME")``), read from their source."""
+    out: set[str] = set()
+    for _, dotted in iter_hooks(member):
+        rel, module, _ = split_hook(dotted)
+        where = os.path.normpath(os.path.join(str(folder), rel)) if rel else str(folder)
+        found = find_hook_module(module, where)
+        if found is None:
+            continue
+
+        def read(path: str = found.path) -> frozenset[str]:
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    return frozenset(_REGISTER_FILTER.findall(fh.read()))
+            except OSError:
+                return frozenset()
+
+        out |= sources.once(("registers", found.path), read)
+    return out
+
+
+# Hugging Face evaluate's own metrics that task files name bare (lm-eval falls back to evaluate.load)
+EVALUATE_METRICS = frozenset({
+    "accuracy", "bertscore", "bleu", "bleurt", "brier_score", "cer", "character", "charcut_mt", "chrf", "code_eval",
+    "comet", "competition_math", "coval", "cuad", "exact_match", "f1", "frugalscore", "glue", "google_bleu",
+    "indic_glue", "mae", "mahalanobis", "mape", "mase", "matthews_correlation", "mauve", "mean_iou", "meteor", "mse",
+    "nist_mt", "pearsonr", "perplexity", "poseval", "precision", "r_squared", "recall", "rl_reliability", "roc_auc",
+    "rouge", "sacrebleu", "sari", "seqeval", "smape", "spearmanr", "squad", "squad_v2", "super_glue", "ter",
+    "trec_eval", "wer", "wiki_split", "xnli", "xtreme_s"})
+
+
 def _evaluate_name(name: str, folder: Path, close: list[str], sources: Sources) -> bool:
     """An unregistered metric name that the ``evaluate`` fallback will load:
-    ``evaluate/NAME``, a module file or folder next to the YAML, or a bare
-    name that resembles no registered metric (a close one is a typo)."""
-    if name.startswith("evaluate/"):
+    ``evaluate/NAME``, one of evaluate's own metrics, a module file or folder
+    next to the YAML, or a bare name that resembles no registered metric (a
+    close one is a typo)."""
+    if name.startswith("evaluate/") or name in EVALUATE_METRICS:
         return True
     if name.endswith(".py") or "/" in name:
         return (sources.note(str(folder / name)) is not None or sources.note(str(folder / (name + ".py"))) is not None

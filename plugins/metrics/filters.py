@@ -20,6 +20,23 @@
   On one answer (an avhb filter chain), take_first keeps it.
 * ``custom`` — lm-eval's: ``filter_fn`` (a hook ``fn(resps, docs)``) over
   this sample's answers.
+* ``multi_choice_regex`` — lm-eval's: the lm-eval regex (``regex_pattern``,
+  ``group_select``, ``fallback``); without a match, the first of the
+  sample's ``choices`` (its doc field) found in the answer, as ``(A)``,
+  ``(B)``... (``ignore_case``, ``ignore_punctuation``, ``regexes_to_ignore``
+  apply to that search; the longest choice text is tried first), then a
+  letter after a colon (``: B`` -> ``(B)``); else the fallback.
+* ``regex_pos`` — lm-eval's: the part-of-speech tags of the answer's
+  ``('token', 'TAG')`` pairs, a list (``fallback``: ``["invalid"]``).
+* ``format_span`` — lm-eval's, for named-entity answers: label words
+  (person, location, organization, per, loc, org, date, time and a few
+  synonyms) before a colon become PER/LOC/ORG/DATE, then each
+  ``LABEL: a, b`` becomes ``label: a $ label: b`` (``none`` dropped),
+  joined by `` $ ``; the answer is lower-cased first.
+* ``strip_thinking`` — lmms-eval's: reasoning blocks (``tag_pairs``,
+  default ``<think>…</think>`` and ``<thinking>…</thinking>``) removed; an
+  answer holding only a closing tag keeps what follows its last one;
+  stripped.
 * ``final_answer`` — the text after the last (``occurrence: first`` for the
   first) match of ``(?i)final\\s+answer\\s*[:\\-]?\\s*``, with leading markdown
   emphasis/heading marks and one bullet removed.  Without a match: the
@@ -36,6 +53,7 @@ Every filter passes None through unchanged.
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from avhb import Filter, SampleError, SampleRecord, ScoreContext
@@ -219,6 +237,134 @@ class Custom(Filter):
 
     async def apply_all(self, values: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
         return list(self.fn([values], [record.doc]))[0]
+
+
+class MultiChoiceRegex(Regex):
+    """lm-eval's ``multi_choice_regex`` (module docstring)."""
+
+    name = "multi_choice_regex"
+
+    def __init__(self, regex_pattern: str = r"#### (\-?[0-9\.\,]+)", group_select: int = 0,
+                 fallback: Any = "[invalid]", ignore_case: bool = False, ignore_punctuation: bool = False,
+                 regexes_to_ignore: list[str] | None = None):
+        super().__init__(regex_pattern=regex_pattern, group_select=group_select, fallback=fallback)
+        self.options.update(ignore_case=ignore_case, ignore_punctuation=ignore_punctuation,
+                            regexes_to_ignore=regexes_to_ignore)
+        self.ignore_case, self.ignore_punctuation = bool(ignore_case), bool(ignore_punctuation)
+        self.ignores = [re.compile(p) for p in regexes_to_ignore or []]
+
+    def _clean(self, text: str) -> str:
+        for pattern in self.ignores:
+            text = pattern.sub("", text)
+        if self.ignore_case:
+            text = text.lower()
+        if self.ignore_punctuation:
+            text = "".join(ch for ch in text if not unicodedata.category(ch).startswith("P"))
+        return text
+
+    def _first(self, pattern: re.Pattern, text: str, convert: dict[str, str] | None = None) -> str:
+        found = pattern.findall(text)
+        if not found:
+            return ""
+        match = found[self.group_select]
+        if isinstance(match, tuple):
+            match = next((m for m in match if m), "")
+        match = match.strip()
+        return (convert or {}).get(match, match) if match else match
+
+    async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        text = value if isinstance(value, str) else ""
+        match = self._first(self.pattern, text)
+        if not match:
+            letters = [chr(ord("A") + i) for i in range(len(record.doc.get("choices") or []))]
+            by_text = {self._clean(str(c).strip()): f"({letter})"
+                       for c, letter in zip(record.doc.get("choices") or [], letters)}
+            if by_text:
+                texts = re.compile("|".join(sorted((re.escape(t) for t in by_text), key=len, reverse=True)))
+                match = self._first(texts, self._clean(text), by_text)
+            if not match and letters:
+                match = self._first(re.compile(rf":[\s]*({'|'.join(letters)})"), text,
+                                    {letter: f"({letter})" for letter in letters})
+        if not match:
+            record.meta.setdefault("filter_misses", []).append(self.name)
+            return self.fallback
+        return match
+
+
+class RegexPos(Filter):
+    """lm-eval's ``regex_pos`` (module docstring)."""
+
+    name = "regex_pos"
+    PAIRS = re.compile(r"\('([^']*)', '([^']*)'\)")
+
+    def __init__(self, regex_pattern: str = r"\['(.*?)'\]", group_select: int = 0, fallback: Any = None):
+        super().__init__(regex_pattern=regex_pattern, group_select=group_select, fallback=fallback)
+        self.fallback = ["invalid"] if fallback is None else fallback
+
+    async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        pairs = self.PAIRS.findall(value) if isinstance(value, str) else list(value or [])
+        tags = [tag for _, tag in pairs]
+        return tags or self.fallback
+
+
+SPAN_LABELS = {"person": "PER", "location": "LOC", "organization": "ORG", "counties": "LOC", "places": "LOC",
+               "people": "PER", "persons": "PER", "company": "ORG", "country": "LOC", "continent": "LOC",
+               "time": "DATE", "date": "DATE", "per": "PER", "loc": "LOC", "org": "ORG"}
+SPAN_ENTITY = re.compile(r"\b(PER|LOC|ORG|DATE):\s*([^$]+)")
+
+
+def format_span(text: str) -> str:
+    """``format_span``'s reading of one answer (module docstring)."""
+    text = text.lower()
+    for word, label in SPAN_LABELS.items():  # in this order: a later word may rewrite an earlier label's text
+        text = re.sub(rf"\b{re.escape(word)}\s*:", f"{label}:", text)
+    text = text.replace("$$", "$").rstrip("$")
+    text = text.replace("\n", "$").strip()
+    entities = [f"{label.lower()}: {entity.strip()}" for label, values in SPAN_ENTITY.findall(text)
+                for entity in values.split(",") if entity.strip().lower() != "none"]
+    return " $ ".join(entities)
+
+
+class FormatSpan(Filter):
+    """lm-eval's ``format_span`` (module docstring)."""
+
+    name = "format_span"
+
+    def __init__(self) -> None:
+        super().__init__()
+
+    async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        return format_span(value) if isinstance(value, str) else value
+
+
+THINKING_TAGS = [["<think>", "</think>"], ["<thinking>", "</thinking>"]]
+
+
+def strip_reasoning(text: str, tag_pairs: list) -> str:
+    """``text`` without its reasoning blocks (``strip_thinking``, module docstring)."""
+    for start_tag, end_tag in tag_pairs:
+        while start_tag in text and end_tag in text:
+            start = text.find(start_tag)
+            end = text.find(end_tag, start)
+            if end == -1:
+                break
+            text = text[:start] + text[end + len(end_tag):]
+        if end_tag in text and start_tag not in text:
+            text = text.rsplit(end_tag, 1)[-1]
+    return text.strip()
+
+
+class StripThinking(Filter):
+    """lmms-eval's ``strip_thinking`` (module docstring)."""
+
+    name = "strip_thinking"
+
+    def __init__(self, tag_pairs: list | None = None):
+        super().__init__(tag_pairs=tag_pairs)
+        self.tag_pairs = tag_pairs or THINKING_TAGS
+
+    async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        return strip_reasoning(value, self.tag_pairs) if isinstance(value, str) else value
 
 
 def final_answer(text: str, occurrence: str = "last") -> str | None:

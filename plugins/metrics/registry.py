@@ -43,6 +43,10 @@ FILTERS: dict[str, str] = {
     "take_first_k": f"{_M}.filters:TakeFirstK",
     "majority_vote": f"{_M}.filters:MajorityVote",
     "custom": f"{_M}.filters:Custom",
+    "multi_choice_regex": f"{_M}.filters:MultiChoiceRegex",
+    "regex_pos": f"{_M}.filters:RegexPos",
+    "strip_thinking": f"{_M}.filters:StripThinking",
+    "format_span": f"{_M}.filters:FormatSpan",
     "final_answer": f"{_M}.filters:FinalAnswer",
     "choice_letter": f"{_M}.filters:ChoiceLetter",
 }

@@ -67,7 +67,7 @@ def reference() -> str:
     out += _table("`filter_list` entries: lm-eval's pipelines", pipeline["properties"], defs, "filter_list[].")
     out += _table("lm-eval pipeline steps", defs["filter_step"]["properties"], defs, "filter_list[].filter[].")
     out.append("Other keys of a step are the filter's options.\n")
-    out += _table("`aggregate_metric_list` entries (groups)", props["aggregate_metric_list"]["items"]["properties"],
+    out += _table("`aggregate_metric_list` entries (groups)", defs["aggregate_entry"]["properties"],
                   defs, "aggregate_metric_list[].")
     out += _table("`prepare` keys", props["prepare"]["properties"], defs, "prepare.")
     out += _table("`report` keys", props["report"]["properties"], defs, "report.")
