@@ -87,9 +87,12 @@ def module_names(source: str, find: Finder | None = None, _seen: frozenset[str] 
                     names.add(alias.asname or alias.name)
                     continue
                 found = find(node.module or "", node.level) if find is not None else None
-                if found is None or os.path.abspath(found) in _seen:
-                    if found is None:
-                        dynamic.append(f"from {'.' * node.level}{node.module or ''} import * at line {node.lineno}")
+                spelled = f"from {'.' * node.level}{node.module or ''} import * at line {node.lineno}"
+                if found is None or os.path.abspath(found) == os.path.abspath(source):
+                    # not found, or the module's own file (a sys.path change decides what it imports)
+                    dynamic.append(spelled)
+                    continue
+                if os.path.abspath(found) in _seen:
                     continue
                 star = module_names(found, _sibling_finder(os.path.dirname(found), find),
                                     _seen | {os.path.abspath(source)})
