@@ -34,8 +34,8 @@ from avhb.atomic import write_atomic
 from avhb.errors import UserError
 from avhb.report.htmlkit import esc, page
 from avhb.report.numbers import fmt_cell, fmt_number
-from avhb.report.paired import (Pairing, TaskLines, compare_metric, lmms_cells, lmms_task_of, read_lmms_samples,
-                                read_samples_file)
+from avhb.report.paired import (Pairing, TaskLines, compare_metric, group_lines, lmms_cells, lmms_task_of,
+                                read_lmms_samples, read_samples_file)
 from avhb.run.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.clusters import ClusterKey
@@ -279,13 +279,17 @@ def _test(table: ComparisonTable, runs: list[RunData]) -> None:
     for i, col in enumerate(table.columns):
         if not col.group:
             by_task.setdefault(col.task, []).append(i)
-    for row in range(len(runs)):
+    for row, run in enumerate(runs):
         if row == table.baseline:
             continue
         for i, col in enumerate(table.columns):
             if col.group:
+                members = base.typed.group_members.get(col.task)
+                same = members is not None and run.typed.group_members.get(col.task) == members
+                lines = (_group(run, members, col.metric), _group(base, members, col.metric)) if same else (None, None)
+                key = _key(base, members[0]) if same and members else ClusterKey()
                 table.pairings[row][i] = compare_metric(col.metric, table.cells[row][i], table.cells[table.baseline][i],
-                                                        None, None, ClusterKey(), ClusterKey())
+                                                        lines[0], lines[1], key, key)
     for task, idxs in by_task.items():  # one task's samples at a time: each file read once
         base_lines = _lines(base, task) if task in base.typed.tasks else None
         base_key = _key(base, task)
@@ -318,6 +322,17 @@ def _lines(run: RunData, task: str) -> TaskLines | None:
         return read_lmms_samples(run.path, run.metrics) if task == run.task else None
     path = run.path / "samples" / f"{task.replace('/', '__')}.jsonl"
     return read_samples_file(path) if path.is_file() else None
+
+
+def _group(run: RunData, members: list[str] | None, metric: str) -> TaskLines | None:
+    """A group's member tasks' scored samples in one set (None when a member has no samples file)."""
+    parts = []
+    for task in members or []:
+        lines = _lines(run, task)
+        if lines is None:
+            return None
+        parts.append((task, lines, _key(run, task)))
+    return group_lines(parts, metric) if parts else None
 
 
 def _key(run: RunData, task: str) -> ClusterKey:

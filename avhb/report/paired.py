@@ -21,6 +21,12 @@ compared through their standard errors, and the test says so.
 Clusters: the task's ``cluster_key`` (the baseline's, else the other
 run's), read from the baseline's line and else the run's; with repeats
 in either run a sample's repeats are one cluster at least.
+
+A group (results.json ``group_members``: the same tasks in both runs) is
+compared on its member tasks' samples together (a pair is then (task,
+sample id, repeat)), each sample's cluster found by its own task's key;
+when its value is the pooled mean of those scores (``weight_by_size``),
+else through the standard errors.
 """
 from __future__ import annotations
 
@@ -40,23 +46,46 @@ Key = tuple[str, int]  # (sample id, repeat)
 LMMS_SAMPLES = re.compile(r"^(?P<date>.+?)_samples_(?P<task>.+)\.jsonl$")
 
 
+UNRESOLVED: Any = object()  # a line whose cluster its task's key finds when it is compared
+
+
 @dataclass
 class Line:
-    """What the comparison reads of one scored sample."""
+    """What the comparison reads of one scored sample; ``cluster``: found
+    already (a group's lines, each by its own task's key)."""
 
     doc: Mapping[str, Any]
     scores: Mapping[str, Any]
+    cluster: Any = UNRESOLVED
 
 
 @dataclass
 class TaskLines:
     """One task's scored samples in one run, by (id, repeat); ``total``:
-    every line read, ``failed``: lines with an error."""
+    every line read, ``failed``: lines with an error.  ``clustered``: for a
+    group's lines (clusters found per line), whether any member clusters."""
 
     lines: dict[Key, Line] = field(default_factory=dict)
     total: int = 0
     failed: int = 0
     source: str = ""
+    clustered: bool | None = None  # None: a task's lines (clusters found by the task's key)
+
+
+def group_lines(members: list[tuple[str, TaskLines, ClusterKey]], metric: str) -> TaskLines:
+    """A group's members' lines as one set, keyed (task + sample id, repeat),
+    each line's cluster found by its own task's key for ``metric``."""
+    out = TaskLines(source="+".join(task for task, _, _ in members), clustered=any(k.active for _, _, k in members))
+    for task, lines, key in members:
+        out.total += lines.total
+        out.failed += lines.failed
+        for (sid, rep), line in lines.lines.items():
+            cluster = key.of_line(sid, line.doc, line.scores.get(metric)) if key.active else None
+            if cluster is MISSING:
+                cluster = ("missing", task, sid)
+            out.lines[(f"{task}\x1f{sid}", rep)] = Line(line.doc, line.scores,
+                                                         None if cluster is None else (task, cluster))
+    return out
 
 
 def read_samples_file(path: Path, id_key: str = "id") -> TaskLines:
@@ -179,20 +208,35 @@ def compare_metric(metric: str, run_cell: Aggregate | None, base_cell: Aggregate
     spec = base_key.spec if base_key.spec is not None else run_key.spec
     key = ClusterKey(spec, base_key.score_key, base_key.by_sample or run_key.by_sample)
     clusters: list[Hashable] | None = None
-    if key.active:
+    if base_lines.clustered is not None:  # a group's lines: each cluster found by its task's key
+        clustered = bool(base_lines.clustered or run_lines.clustered)
+        clusters = [_found(k, base_lines, run_lines) for k in keys] if clustered else None
+        by = "each member task's cluster key" if clustered else ""
+    elif key.active:
         clusters = [_cluster(key, k, metric, base_lines, run_lines) for k in keys]
+        by = key.describe
+    else:
+        by = ""
     a = [run_col.values[k] for k in keys]
     b = [base_col.values[k] for k in keys]
     test = paired_test(a, b, clusters)
     out = Pairing(None, "", len(keys), len(run_col.values) - len(keys), len(base_col.values) - len(keys),
-                  key.describe if key.active else "", scale, run_col.bounded and base_col.bounded)
+                  by, scale, run_col.bounded and base_col.bounded)
     if test is None:
-        out.why = f"{len(keys)} pairs" + (" in fewer than two clusters" if key.active and len(keys) >= 2 else "")
+        out.why = f"{len(keys)} pairs" + (" in fewer than two clusters" if clusters and len(keys) >= 2 else "")
         return out
     if scale != 1.0:
         test = _scaled(test, scale)
     out.test = test
     return out
+
+
+def _found(k: Key, *sources: TaskLines) -> Hashable:
+    for lines in sources:
+        cluster = lines.lines[k].cluster
+        if cluster is not None and cluster is not UNRESOLVED:
+            return cluster
+    return ("sample", k[0])
 
 
 def _cluster(key: ClusterKey, k: Key, metric: str, *sources: TaskLines) -> Hashable:

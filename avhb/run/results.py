@@ -19,7 +19,8 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
      "metrics": {task: {m: {"kind": "headline" | "diagnostic" | "count",
                             "higher_is_better": true | false | null, "description": "...",
                             ["interval": "wilson" | "wilson_effective_n" | "normal"]}}},
-     ["power": {task: {m: {"n", "clusters", "stderr", "mde", "unit", "alpha", "power", ["repeats": {...}]}}}]}
+     ["power": {task: {m: {"n", "clusters", "stderr", "mde", "unit", "alpha", "power", ["repeats": {...}]}}},]
+     ["group_members": {group: [task, ...]}]}   # the tasks a group's numbers combine (avhb report pairs on them)
 
 and :meth:`RunResults.from_json` is the one reader of that flat form (the
 report and the printed table use it).  A key of a flat mapping is a metric
@@ -107,6 +108,7 @@ class RunResults:
     judge_errors: dict[str, dict[str, Any]] = field(default_factory=dict)  # judge -> {"failed", "last_error"}
     absent: dict[str, str] = field(default_factory=dict)  # task -> why it has no results (its data has no samples)
     absent_members: dict[str, list[str]] = field(default_factory=dict)  # group -> its absent member tasks
+    group_members: dict[str, list[str]] = field(default_factory=dict)  # group -> the tasks it combines
 
     def add_judge_errors(self, errors: Mapping[str, int], last: Mapping[str, str]) -> None:
         """Count the questions each judge did not answer (summed over tasks)."""
@@ -213,9 +215,11 @@ class RunResults:
                     f" ({len(absent)} absent: no samples)" if absent else "")
                 self.groups.pop(group, None)
                 self.group_counts.pop(group, None)
+                self.group_members.pop(group, None)
                 continue
             self.partial_groups.pop(group, None)
             self.groups[group] = score(group) or {}
+            self.group_members[group] = list(members)
             self.group_counts[group] = {"samples": sum(self.tasks[t].samples for t in members),
                                         "errors": sum(self.tasks[t].errors for t in members)}
 
@@ -241,6 +245,9 @@ class RunResults:
             out["absent_tasks"] = dict(self.absent)
         if self.absent_members:
             out["absent_members"] = {g: list(ts) for g, ts in self.absent_members.items()}
+        members = {g: list(ts) for g, ts in self.group_members.items() if g in self.groups}
+        if members:
+            out["group_members"] = members
         out["model"] = self.model
         out["judge_usage"] = dict(self.judge_usage)
         if self.judge_errors:
@@ -306,7 +313,7 @@ class RunResults:
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
         group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
         known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics", "judge_errors",
-                 "absent_tasks", "absent_members", "power"}
+                 "absent_tasks", "absent_members", "power", "group_members"}
         partial = given if isinstance(given := data.get("partial_groups"), Mapping) else {}
         usage = given if isinstance(given := data.get("judge_usage"), Mapping) else {}
         model = given if isinstance(given := data.get("model"), str) else None
@@ -314,10 +321,12 @@ class RunResults:
         judge_errors = {str(k): dict(v) for k, v in raw_errors.items() if isinstance(v, Mapping)}
         absent = given if isinstance(given := data.get("absent_tasks"), Mapping) else {}
         absent_members = given if isinstance(given := data.get("absent_members"), Mapping) else {}
+        group_members = given if isinstance(given := data.get("group_members"), Mapping) else {}
         return cls(tasks, groups, dict(partial), model, dict(usage),
                    {k: v for k, v in data.items() if k not in known}, group_counts, judge_errors,
                    {str(t): str(why) for t, why in absent.items()},
-                   {str(g): [str(t) for t in ts] for g, ts in absent_members.items() if isinstance(ts, list)})
+                   {str(g): [str(t) for t in ts] for g, ts in absent_members.items() if isinstance(ts, list)},
+                   {str(g): [str(t) for t in ts] for g, ts in group_members.items() if isinstance(ts, list)})
 
 
 def _plural(n: int, what: str) -> str:

@@ -16,10 +16,12 @@ from avhb.score.uncertainty import add_uncertainty, power_of
 
 def write_run(root: Path, model: str, tasks: dict[str, list[dict[str, Any]]], *,
               configs: dict[str, dict[str, Any]] | None = None, extra: dict[str, dict[str, Aggregate]] | None = None,
-              directions: dict[str, bool | None] | None = None, repeats: int = 1) -> Path:
+              directions: dict[str, bool | None] | None = None, repeats: int = 1,
+              groups: dict[str, tuple[list[str], list[str], bool]] | None = None) -> Path:
     """``tasks``: task -> sample lines ({"id", "repeat", "doc", "scores", "error"}).
     ``extra``: task -> numbers that are no mean of the samples' scores (a
-    pair statistic) added to its results."""
+    pair statistic) added to its results.  ``groups``: group -> (member
+    tasks, metrics, weight_by_size), aggregated as a run aggregates them."""
     root = Path(root)
     (root / "samples").mkdir(parents=True, exist_ok=True)
     configs = configs or {}
@@ -41,6 +43,9 @@ def write_run(root: Path, model: str, tasks: dict[str, list[dict[str, Any]]], *,
             result.metrics[name] = agg
             result.info[name] = MetricInfo(HEADLINE, True, name)
         results.tasks[task] = result
+    for group, (members, metrics, by_size) in (groups or {}).items():
+        spec = {"aggregate": [{"metric": m, "weight_by_size": by_size} for m in metrics]}
+        results.aggregate_groups({group: spec}, lambda g, members=members: members)
     run = {"model": {"kind": "test", "name": model}, "created": "2026-01-01T00:00:00+00:00", "avhb_version": "0.1.0",
            "repeats": repeats if repeats > 1 else None,
            "tasks": {t: {"hash": "h", "config": {"task": t, **configs.get(t, {})}} for t in tasks}}

@@ -207,3 +207,23 @@ def test_a_corrupt_samples_line_is_named(runs, tmp_path):
     path.write_text("\n".join(text) + "\n")
     with pytest.raises(UserError, match=r"qa.jsonl line 5: not JSON"):
         compare_runs([a, b])
+
+
+def test_a_group_is_compared_on_its_members_samples_together(tmp_path):
+    base, run = _columns()
+    half = 60  # members of different sizes: the mean of their means is not their samples' pooled mean
+    split = lambda cols, part: {m: c[:half] if part == 0 else c[half:] for m, c in cols.items()}  # noqa: E731
+    groups = {"both": (["qa_1", "qa_2"], ["acc", "rating"], True), "means": (["qa_1", "qa_2"], ["acc"], False)}
+    a = write_run(tmp_path / "a", "model-a", {f"qa_{k + 1}": lines_of(split(base, k)) for k in (0, 1)}, groups=groups)
+    b = write_run(tmp_path / "b", "model-b", {f"qa_{k + 1}": lines_of(split(run, k)) for k in (0, 1)}, groups=groups)
+    assert json.loads((a / "results.json").read_text())["group_members"]["both"] == ["qa_1", "qa_2"]
+    table = compare_runs([a, b])
+    acc = table.pairing(1, table.columns.index(Column("both", "acc", group=True)))
+    assert acc.test.method == MCNEMAR and acc.paired == N and acc.test.discordant == (30, 5)
+    assert acc.test.p == pytest.approx(sps.binomtest(30, 35, 0.5).pvalue, rel=1e-10)
+    rating = table.pairing(1, table.columns.index(Column("both", "rating", group=True)))
+    assert rating.test.method == PAIRED_T
+    assert rating.test.p == pytest.approx(sps.ttest_rel(run["rating"], base["rating"]).pvalue, rel=1e-9)
+    # the mean of the members' means is not the mean of the pooled samples: compared through its standard error
+    means = table.pairing(1, table.columns.index(Column("means", "acc", group=True)))
+    assert means.test.method == UNPAIRED_Z

@@ -179,3 +179,17 @@ def test_repeats_effect_splits_within_and_across_item_variance():
     across = se ** 2 - within / (k * items)
     assert effect.se_at(math.inf) == pytest.approx(math.sqrt(across))
     assert effect.within_share == pytest.approx(within / (k * items) / se ** 2)
+
+
+def test_scipy_is_loaded_by_a_comparison_only():
+    """A run's summary, the report and `avhb list` never import scipy (its
+    import costs a run time and memory); `paired_test` does, when called."""
+    import subprocess
+    import sys
+
+    code = ("import sys; import avhb.score.stats, avhb.score.uncertainty, avhb.run.scoring, avhb.run.results, "
+            "avhb.report.html, avhb.report.compare; from avhb.cli import main; main(['list', 'tasks']); "
+            "print('SCIPY', 'scipy' in sys.modules); avhb.score.stats.paired_test([1.0, 0.0], [0.0, 0.0]); "
+            "print('AFTER', 'scipy' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "SCIPY False" in proc.stdout and "AFTER True" in proc.stdout, proc.stdout[-500:] + proc.stderr[-500:]

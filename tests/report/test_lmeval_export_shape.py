@@ -1,0 +1,24 @@
+"""`avhb export --format lm-eval` keeps lm-eval's shape when results.json
+carries the uncertainty keys (clustered stderr, clusters, intervals, the
+power and group_members blocks): none of them reaches lm-eval's results."""
+import json
+
+from avhb.report.lmeval import build_export
+from paired_fixtures import lines_of, write_run
+
+
+def test_the_lm_eval_export_has_no_uncertainty_key(tmp_path):
+    docs = [{"video": f"v{i // 4}"} for i in range(40)]
+    scores = {"acc": [float(i % 3 == 0) for i in range(40)], "rating": [i / 40 for i in range(40)]}
+    run = write_run(tmp_path / "r", "m", {"qa": lines_of(scores, docs), "qb": lines_of(scores, docs)},
+                    configs={"qa": {"cluster_key": "video"}, "qb": {"cluster_key": "video"}},
+                    groups={"g": (["qa", "qb"], ["acc"], True)})
+    flat = json.loads((run / "results.json").read_text())
+    assert "acc_stderr_clustered" in flat["results"]["qa"] and "acc_ci" in flat["groups"]["g"]
+    export = build_export(run, with_samples=False).results
+    assert set(export["results"]["qa"]) == {"alias", "name", "sample_len", "acc,none", "acc_stderr,none",
+                                            "rating,none", "rating_stderr,none"}
+    assert export["results"]["qa"]["acc,none"] == flat["results"]["qa"]["acc"]
+    assert {k for k in export["results"]["g"] if "," in k} == {"acc,none", "acc_stderr,none"}
+    text = json.dumps(export)
+    assert "clustered" not in text and "_ci" not in text and "group_members" not in text and "power" not in text
