@@ -3,7 +3,11 @@
 # differential tests that run a task file through lm-eval / lmms-eval and
 # through avhb against one logging local server (tests/compat/):
 #
-#   .venv-lmeval/  lm-eval 0.4.13 with its API-model extra
+#   .venv-lmeval/  lm-eval 0.4.13 with its API-model extra, statsmodels (discrim_eval's
+#                  utils.py imports it; unpinned, as in the main test environment,
+#                  so both run its regression alike) and pillow (lm-eval's image
+#                  tasks, e.g. mmmu, decode and send PIL images; lm-eval does not
+#                  declare it): tests/compat/test_real_lm_eval.py
 #   .venv-lmms/    lmms-eval 0.7.3 (CPU torch 2.13.0 first: an unpinned torch
 #                  would pull a CUDA build; filelock<4: lmms-eval 0.7.3 fails
 #                  at run time with filelock 4, shared docs peers.md; decord: its
@@ -51,7 +55,7 @@ want=("$@")
 [ ${#want[@]} -gt 0 ] || want=(lmeval lmms)
 for w in "${want[@]}"; do
   case "$w" in
-    lmeval) build lm-eval "${AVHB_LMEVAL_VENV:-$ROOT/.venv-lmeval}" lm_eval "lm-eval[api]==0.4.13" ;;
+    lmeval) build lm-eval "${AVHB_LMEVAL_VENV:-$ROOT/.venv-lmeval}" lm_eval "lm-eval[api]==0.4.13 statsmodels pillow" ;;
     lmms) build lmms-eval "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" lmms_eval "torch==2.13.0;lmms-eval==0.7.3 filelock<4 decord==0.6.0"
           MARKER=.avhb-beside-ready build "avhb beside lmms-eval" "${AVHB_LMMS_VENV:-$ROOT/.venv-lmms}" \
             "avhb.cli, torchcodec.decoders" "torchcodec==0.17.0;-e $ROOT" ;;

@@ -1,4 +1,5 @@
-"""A small local Hub for tests: just the HTTP API ``snapshot_download`` uses.
+"""A small local Hub for tests: the HTTP API that ``snapshot_download``,
+``datasets.load_dataset`` and the upload calls of ``HfApi`` use.
 
 Standard library only: ``ThreadingHTTPServer`` on 127.0.0.1, an ephemeral
 port, HTTP/1.1 keep-alive.
@@ -24,8 +25,18 @@ has no type prefix):
   ``Accept-Ranges``; ``Range: bytes=a-[b]`` answers 206 (416 if ``a`` is
   past the end); an ``If-Range`` that is not the current ETag gets the whole
   file (200).
+- ``POST /api/{t}/{repo}/paths-info/{rev}`` (form fields ``paths``, repeated,
+  and ``expand``; what ``HfApi.get_paths_info`` and ``HfFileSystem.info``
+  send): the entries of the paths that exist, files as in the tree listing,
+  folders as ``directory`` entries; no token needed (a public repo).
 - Errors: 404 with ``X-Error-Code`` ``RepoNotFound``, ``RevisionNotFound``
   or ``EntryNotFound``.
+
+``datasets.load_dataset(repo, name)`` with ``HF_ENDPOINT`` set reads a
+published repo through these: the repo info of ``main`` then of its commit,
+HEADs for a loading script, ``.huggingface.yaml`` and ``dataset_infos.json``
+(404), the README's ``configs:``, tree listings to expand its patterns, and
+the data files' resolve URLs.
 
 Uploads (what ``HfApi.create_repo`` / ``upload_file`` / ``upload_folder``
 send; every file is a regular git blob):
@@ -269,6 +280,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             path = urlsplit(self.path).path
+            info = re.match(r"^/api/(models|datasets|spaces)/(.+)/paths-info/([^/]+)$", path)
+            if info:
+                return self._paths_info(info[1], unquote(info[2]), unquote(info[3]), body)
             token = self._token()
             if token is None:
                 return self._json(401, {"error": "Invalid credentials in Authorization header"})
@@ -316,6 +330,18 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 hub.commits.append({"repo": repo_id, "type": t, "message": message, "paths": paths, "token": token})
             return self._json(200, {"commitUrl": f"{hub.url}/{t}/{repo_id}/commit/{new}", "commitOid": new,
                                     "pullRequestUrl": None})
+
+        def _paths_info(self, t: str, repo_id: str, rev: str, body: bytes) -> None:
+            repo = hub.repos.get((t, repo_id))
+            if repo is None:
+                return self._error("RepoNotFound", "Repository not found")
+            sha = repo.resolve(rev)
+            if sha is None:
+                return self._error("RevisionNotFound", f"Invalid rev id: {rev}")
+            form = parse_qs(body.decode("utf-8"))
+            wanted = [p.strip("/") for p in form.get("paths", [])]
+            entries = {e["path"]: e for e in _tree_entries(repo.commits[sha], "", recursive=True)}
+            self._json(200, [entries[p] for p in wanted if p in entries])
 
         def _route(self, head: bool) -> None:
             parts = urlsplit(self.path)

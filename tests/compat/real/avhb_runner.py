@@ -1,0 +1,63 @@
+"""avhb's side of a differential row, as a user runs a peer's task folder
+today: ``avhb prepare TASK --include_path DIR`` fetches the task's Hub data
+through ``HF_ENDPOINT`` (the suite's FakeHub) into ``$AVHB_DATA_DIR``, then
+``avhb --tasks TASK --include_path DIR --model BACKEND:MODEL,base_url=...``
+runs it offline against the logging server.  Each row is its own pair of
+processes (a task avhb refuses must not stop the others), in its own output
+folder.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class AvhbRun:
+    prepare_exit: int
+    exit: int  # the run's exit status (not run: the prepare's)
+    output: Path
+    message: str  # the last lines of the failing step's stderr ("" when both passed)
+    seconds: float
+
+    def results(self) -> dict:
+        path = self.output / "results.json"
+        return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _tail(proc: subprocess.CompletedProcess, lines: int = 6) -> str:
+    text = (proc.stderr or "").strip() or (proc.stdout or "").strip()
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def avhb_env(work: Path, hub_url: str) -> dict[str, str]:
+    env = dict(os.environ, HF_HOME=str(work / "hf_avhb"), AVHB_DATA_DIR=str(work / "avhb_data"),
+               HF_ENDPOINT=hub_url, TOKENIZERS_PARALLELISM="false", OPENAI_API_KEY="none")
+    for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+        env.pop(name, None)
+    return env
+
+
+def run_avhb_row(task: str, include: Path, model: str, work: Path, hub_url: str, output: Path,
+                 timeout: float = 600) -> AvhbRun:
+    """Prepare and run one task (or group, or tag) ``task`` of the include
+    folder ``include``; ``model`` is avhb's ``--model`` spec."""
+    start = time.monotonic()
+    env = avhb_env(work, hub_url)
+    prepare = subprocess.run([sys.executable, "-m", "avhb.cli", "prepare", task, "--include_path", str(include)],
+                             cwd=work, env=dict(env, HF_HUB_OFFLINE="0"), capture_output=True, text=True,
+                             timeout=timeout)
+    if prepare.returncode != 0:
+        return AvhbRun(prepare.returncode, prepare.returncode, output, "avhb prepare: " + _tail(prepare),
+                       time.monotonic() - start)
+    run = subprocess.run([sys.executable, "-m", "avhb.cli", "--tasks", task, "--include_path", str(include),
+                          "--model", model, "--output_path", str(output), "--no_report"],
+                         cwd=work, env=dict(env, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1"), capture_output=True,
+                         text=True, timeout=timeout)
+    (output.parent / f"{output.name}.log").write_text(run.stdout + "\n--- stderr\n" + run.stderr)
+    return AvhbRun(0, run.returncode, output, _tail(run) if run.returncode else "", time.monotonic() - start)
