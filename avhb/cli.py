@@ -591,54 +591,16 @@ def _cmd_show(args, argv) -> int:
 
 
 def _cmd_validate(args, argv) -> int:
-    """Every error of every file (schema, templates, hooks read by AST,
-    metric and filter names), one line each."""
+    """Every error of every file, one line each, then the notes (avhb/run/validate.py)."""
     from avhb.registry import get_registry
-    from avhb.taskdef.index import build_index, known_names
-    from avhb.taskdef.yaml_file import ConfigErrors
-
-    from avhb.score.metric_check import task_problems
+    from avhb.run.validate import validate_installed, validate_paths
 
     registry = get_registry()
-    if not args.paths:
-        from avhb.taskdef.config import resolve_file
-
-        index = build_index(use_cache=False)
-        errors_all = list(index.errors)
-        for file, info in {i["file"]: i for i in index.tasks.values()}.items():  # metric options and roles
-            task_cfgs, _ = resolve_file(Path(file), Path(info["root"]), info["package"], info["namespace"])
-            errors_all += [line for cfg in task_cfgs for line in task_problems(cfg, registry)]
-        for err in errors_all:
-            print(err)
-        print(f"{len(index.tasks)} tasks, {len(index.groups)} groups, {len(errors_all)} errors")
-        return 1 if errors_all else 0
-    from avhb.taskdef.config import resolve_file
-    from avhb.taskdef.yaml_include import load_with_includes
-
-    known = known_names(registry)
-    files: list[Path] = []
-    for p in map(Path, args.paths):
-        files += sorted([*p.rglob("*.yaml"), *p.rglob("*.yml")]) if p.is_dir() else [p]
-    bad = errors = 0
-    for f in files:
-        try:
-            if f.name.startswith("_"):  # an include base: schema only
-                load_with_includes(f)
-            else:  # schema, includes, family expansion, templates, hooks (read, never imported), names
-                task_cfgs, _ = resolve_file(f, f.parent, "pack", "", known)
-                problems = [line for cfg in task_cfgs for line in task_problems(cfg, registry)]
-                if problems:  # metric options and judge roles (metric_check)
-                    raise ConfigErrors(problems)
-        except ConfigErrors as exc:
-            bad += 1
-            errors += len(exc.messages)
-            print("\n".join(exc.messages))
-        except UserError as exc:
-            bad += 1
-            errors += 1
-            print(exc)
-    print(f"{len(files)} files, {bad} with errors" + (f", {errors} errors" if errors else ""))
-    return 1 if bad else 0
+    result = validate_paths([Path(p) for p in args.paths], registry) if args.paths else validate_installed(registry)
+    for line in result.errors + result.notes:
+        print(line)
+    print(result.summary(installed=not args.paths))
+    return 0 if result.ok else 1
 
 
 def _cmd_score(args, argv) -> int:
