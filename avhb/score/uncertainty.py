@@ -113,6 +113,9 @@ class Missing:
                 "them is its own cluster")
 
 
+_UNSET: Any = object()
+
+
 def gather(records: Sequence[SampleRecord], names: Sequence[str], key: ClusterKey,
            items: bool = False) -> tuple[dict[str, _Scores], Missing]:
     """Each metric's per-sample scores over the records that did not fail;
@@ -129,7 +132,7 @@ def gather(records: Sequence[SampleRecord], names: Sequence[str], key: ClusterKe
     for r in records:
         if r.error is not None:
             continue
-        shared: Any = MISSING
+        shared: Any = _UNSET  # the record's cluster by its document, found once for all its metrics
         counted = scored = False
         for name, acc in out.items():
             value = r.scores.get(name)
@@ -143,7 +146,7 @@ def gather(records: Sequence[SampleRecord], names: Sequence[str], key: ClusterKe
                         and key.spec in value:
                     cluster = key.of_line(r.id, r.doc, value)
                 else:
-                    if shared is MISSING:
+                    if shared is _UNSET:
                         shared = key.of_line(r.id, r.doc, None)
                     cluster = shared
                 if cluster is MISSING:
