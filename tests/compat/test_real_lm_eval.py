@@ -1,6 +1,6 @@
-"""Differential test over the task folders lm-eval 0.4.13 ships, as shipped
-(issue 36): each row of tests/compat/real/lm_eval_rows.py (a task, tag or
-group and its top-level folder) is run by lm-eval from its installed package
+"""Differential test over the task folders lm-eval 0.4.13 ships, as shipped:
+each row of tests/compat/real/lm_eval_rows.py (a task, tag or group and its
+top-level folder) is run by lm-eval from its installed package
 and by avhb from an unmodified copy of that folder (``--include_path``),
 over synthetic Hub data in the real repos' layouts (FakeHub), against one
 logging scripted model (tests/compat/real/lm_eval_harness.py).
@@ -61,6 +61,7 @@ def test_scores_are_not_trivial(table):
     """lm-eval's own numbers vary over the rows (a broken scorer giving all
     0 or all 1 would otherwise agree with a broken one)."""
     values = [p.peer for r in table.values() for p in r.metrics if "_stderr" not in p.key]
-    assert len({round(v, 6) for v in values}) > 30
+    assert len({round(v, 6) for v in values}) >= 20
+    # a row whose numbers are all 0 or 1 (or a perplexity) tests little: most have a fraction
     strictly_between = {r.row.id for r in table.values() for p in r.metrics if 0 < p.peer < 1}
-    assert len(strictly_between) >= len(ROWS) // 2, sorted(strictly_between)
+    assert len(strictly_between) >= 3 * len(ROWS) // 4, sorted(set(table) - strictly_between)

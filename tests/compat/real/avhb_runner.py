@@ -2,8 +2,10 @@
 today: ``avhb prepare TASK --include_path DIR`` fetches the task's Hub data
 through ``HF_ENDPOINT`` (the suite's FakeHub) into ``$AVHB_DATA_DIR``, then
 ``avhb --tasks TASK --include_path DIR --model BACKEND:MODEL,base_url=...``
-runs it offline against the logging server.  Each row is its own pair of
-processes (a task avhb refuses must not stop the others), in its own output
+runs it offline against the logging server.  The rows' tasks are prepared
+in one ``avhb prepare`` first (:func:`prepare_all`); when that fails, each
+row prepares its own, so the failing one is named.  Each row runs in its own
+process (a task avhb refuses must not stop the others), in its own output
 folder.
 """
 from __future__ import annotations
@@ -43,18 +45,30 @@ def avhb_env(work: Path, hub_url: str) -> dict[str, str]:
     return env
 
 
+def _prepare(tasks: list[str], include: Path, work: Path, hub_url: str,
+             timeout: float) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "avhb.cli", "prepare", *tasks, "--include_path", str(include)],
+                          cwd=work, env=dict(avhb_env(work, hub_url), HF_HUB_OFFLINE="0"), capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def prepare_all(tasks: list[str], include: Path, work: Path, hub_url: str, timeout: float = 900) -> bool:
+    """``avhb prepare`` of every task at once; whether it exited 0."""
+    return _prepare(tasks, include, work, hub_url, timeout).returncode == 0
+
+
 def run_avhb_row(task: str, include: Path, model: str, work: Path, hub_url: str, output: Path,
-                 timeout: float = 600) -> AvhbRun:
-    """Prepare and run one task (or group, or tag) ``task`` of the include
-    folder ``include``; ``model`` is avhb's ``--model`` spec."""
+                 timeout: float = 600, prepared: bool = False) -> AvhbRun:
+    """Prepare (unless ``prepared``) and run one task (or group, or tag)
+    ``task`` of the include folder ``include``; ``model`` is avhb's
+    ``--model`` spec."""
     start = time.monotonic()
     env = avhb_env(work, hub_url)
-    prepare = subprocess.run([sys.executable, "-m", "avhb.cli", "prepare", task, "--include_path", str(include)],
-                             cwd=work, env=dict(env, HF_HUB_OFFLINE="0"), capture_output=True, text=True,
-                             timeout=timeout)
-    if prepare.returncode != 0:
-        return AvhbRun(prepare.returncode, prepare.returncode, output, "avhb prepare: " + _tail(prepare),
-                       time.monotonic() - start)
+    if not prepared:
+        prepare = _prepare([task], include, work, hub_url, timeout)
+        if prepare.returncode != 0:
+            return AvhbRun(prepare.returncode, prepare.returncode, output, "avhb prepare: " + _tail(prepare),
+                           time.monotonic() - start)
     run = subprocess.run([sys.executable, "-m", "avhb.cli", "--tasks", task, "--include_path", str(include),
                           "--model", model, "--output_path", str(output), "--no_report"],
                          cwd=work, env=dict(env, HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1"), capture_output=True,

@@ -12,8 +12,9 @@ the same synthetic Hub data, against one logging scripted model.
    (tests/compat/real/lm_eval_driver.py).
 3. avhb: each row's top-level folder copied unmodified from the same
    installed package into ``<work>/lm_eval_tasks/`` (``--include_path``, so
-   avhb names the tasks ``lm_eval_tasks/<name>``), prepared and run per row
-   (tests/compat/real/avhb_runner.py), ``openai`` / ``openai-completions``.
+   avhb names the tasks ``lm_eval_tasks/<name>``), prepared (all at once, or
+   per row when that fails) and run per row (tests/compat/real/avhb_runner.py),
+   ``openai`` / ``openai-completions``.
 4. Per row: both exits, the requests (tests/compat/real/compare.py) and
    every metric lm-eval reports.
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
 
-from tests.compat.real.avhb_runner import AvhbRun, run_avhb_row
+from tests.compat.real.avhb_runner import AvhbRun, prepare_all, run_avhb_row
 from tests.compat.real.compare import (MetricPair, RequestDiff, compare_requests, describe_metrics, group_names_of,
                                        metric_pairs)
 from tests.compat.real.lm_eval_data import HUB_REPOS
@@ -90,12 +91,18 @@ class RowResult:
         return self.peer_exit == 0 and self.avhb.exit == 0 and self.requests.equal and self.metrics_equal
 
     def what_differs(self) -> str:
-        """The first difference, most basic first ("" when identical)."""
+        """Each difference, most basic first: the exits, then the requests,
+        else the metrics ("" when identical)."""
+        parts = []
         if self.peer_exit != 0:
-            return f"lm-eval fails: {self.peer_error}"
+            parts.append(f"lm-eval fails: {self.peer_error}")
         if self.avhb.exit != 0:
-            return f"avhb exits {self.avhb.exit}: {self.avhb.message}"
-        return self.requests.describe() or describe_metrics(self.metrics)
+            parts.append(f"avhb exits {self.avhb.exit}: {self.avhb.message}")
+        if not self.requests.equal:
+            parts.append(f"requests: {self.requests.describe()}")
+        elif not self.metrics_equal:
+            parts.append(f"metrics: {describe_metrics(self.metrics)}")
+        return " · ".join(parts)
 
 
 def _lm_env(work: Path, hub_url: str) -> dict[str, str]:
@@ -145,12 +152,14 @@ def run_differential(work: Path, rows: Iterable[Row] = ROWS, jobs: int = 2) -> d
                     lm_procs.append(subprocess.Popen([str(VENV / "bin" / "python"), str(DRIVER), str(plan)], cwd=work,
                                                      env=_lm_env(work, hub_url), stdout=out, stderr=subprocess.STDOUT))
 
+        prepared = prepare_all([f"{NS}/{r.name}" for r in rows], include, work, hub_url)
+
         def one(row: Row) -> tuple[str, AvhbRun]:
             backend = MODELS[row.kind][2]
             out = work / "avhb_out" / row.id
             out.parent.mkdir(parents=True, exist_ok=True)
             spec = f"{backend}:{model_name('avhb', row.id)},base_url={server.base_url}"
-            return row.id, run_avhb_row(f"{NS}/{row.name}", include, spec, work, hub_url, out)
+            return row.id, run_avhb_row(f"{NS}/{row.name}", include, spec, work, hub_url, out, prepared=prepared)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             avhb_runs.update(pool.map(one, rows))
