@@ -21,7 +21,7 @@ from avhb.data.media_columns import DatasetRows, is_media_dataset, undecoded
 from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
-from avhb.score.aggregations import Aggregation
+from avhb.score.aggregations import Aggregation, default_aggregation, default_higher_is_better
 from avhb.score.metric import Filter, Metric, SampleRecord, takes_aggregation
 from avhb.score.peer_filter import PeerFilter, is_peer_filter, registered_by_peer
 from avhb.score.process_results import ProcessResults, Reported
@@ -297,10 +297,78 @@ class Task:
             raise SampleError(f"sample {sample}: doc_to_choice gave {type(out).__name__}, not a list")
         return [str(v) for v in out]
 
+    def partial_index(self, doc: dict[str, Any], sample: str | None = None) -> int | None:
+        """lm-eval's partial evaluation (its ``multiple_input``): for a
+        multiple_choice task whose ``doc_to_text`` gives an integer (a hook
+        returning one, an integer in the YAML, a field holding one, or a
+        template rendering digits), that integer is the index of the right
+        choice, and the choices are the contexts scored before the target
+        (winogrande).  None for every other task and doc."""
+        if self.output_type != "multiple_choice" or self.cfg.get("doc_to_choice") is None:
+            return None
+        value = self.cfg.get("doc_to_text")
+        if isinstance(value, dict):
+            out = self.call_hook("doc_to_text", value["function"], doc)
+        elif isinstance(value, int) and not isinstance(value, bool):
+            out = value
+        elif isinstance(value, str) and is_field_name(value) and value in doc:
+            out = doc[value]
+        elif isinstance(value, str):
+            text = self._render(value, doc, sample, "doc_to_text")
+            out = int(text) if text.isdigit() else None
+        else:
+            out = None
+        return out if isinstance(out, int) and not isinstance(out, bool) else None
+
+    def gen_prefix(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN) -> str | None:
+        """lm-eval's ``gen_prefix`` for a doc: a field of it, or a template
+        over it (``spec``: a few-shot example's ``fewshot_config.gen_prefix``;
+        default the task's); None when the task sets none."""
+        value = self.cfg.get("gen_prefix") if spec is OWN else spec
+        if value is None:
+            return None
+        if isinstance(value, str) and value in doc:
+            return str(doc[value])
+        return self._render(str(value), doc, sample, "gen_prefix")
+
+    def lm_eval_media(self, doc: dict[str, Any], root: Path, sample: str | None = None) -> list[Any]:
+        """lm-eval's ``doc_to_image`` and ``doc_to_audio`` as message parts,
+        before the text: each a field (a PIL image, audio ``{array,
+        sampling_rate}``, or a list of them), a template rendering a Python
+        list, a list of those, or a hook."""
+        out: list[Any] = []
+        for key in ("doc_to_image", "doc_to_audio"):
+            value = self.cfg.get(key)
+            if value is None:
+                continue
+            found = self._lm_eval_visual(key, value, doc, sample)
+            out += lmms.visual_parts(found if isinstance(found, list) else [found], root, str(sample))
+        return out
+
+    def _lm_eval_visual(self, key: str, value: Any, doc: dict[str, Any], sample: str | None) -> Any:
+        if isinstance(value, list):
+            found = [self._lm_eval_visual(key, v, doc, sample) for v in value]
+            return [f for item in found if item is not None for f in (item if isinstance(item, list) else [item])]
+        if isinstance(value, dict) and "function" in value:
+            return self.call_hook(key, value["function"], doc)
+        if isinstance(value, str) and value in doc:
+            return doc[value]
+        if isinstance(value, str):
+            text = self._render(value, doc, sample, key)
+            try:
+                return ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise SampleError(f"sample {sample}: {key} rendered {text[:80]!r}, not a field or a list") from None
+        return None
+
     def gold(self, doc: dict[str, Any], choices: list[str], sample: str | None = None) -> int | list[int]:
         """A multiple_choice doc's right choice as lm-eval reads it: the
         target's index (an integer, or the position of its text among the
-        choices; -1 when it is none of them), or a list of them."""
+        choices; -1 when it is none of them), or a list of them; under
+        partial evaluation the index ``doc_to_text`` gives (partial_index)."""
+        partial = self.partial_index(doc, sample)
+        if partial is not None:
+            return partial if 0 <= partial < len(choices) else -1
         value = self.cfg.get("doc_to_target")
         if isinstance(value, dict):
             raw = self.call_hook("doc_to_target", value["function"], doc)
@@ -443,8 +511,11 @@ class Task:
 
     def _process_results(self, filter_key: str | None) -> Metric:
         dotted = self.cfg.get("process_results")["function"]
-        reported = [Reported(str(e["metric"]), self._aggregation(e.get("aggregation", "mean")),
-                             e.get("higher_is_better", True)) for e in self.cfg.get("metric_list") or []]
+        reported = []
+        for e in self.cfg.get("metric_list") or []:
+            name = metric_name(e)
+            reported.append(Reported(name, self._aggregation(e.get("aggregation", default_aggregation(name))),
+                                     e.get("higher_is_better", default_higher_is_better(name))))
         if not reported:
             raise UserError(f"{self.cfg.file}: process_results needs a metric_list naming the keys it returns")
 
@@ -629,6 +700,16 @@ class Task:
     @property
     def pack_dir(self) -> Path:
         return self.cfg.pack_dir
+
+
+def metric_name(entry: dict[str, Any]) -> str:
+    """A metric_list entry's name: ``metric``, or the function's name for
+    lm-eval's ``metric: !function module.fn``."""
+    metric = entry.get("metric")
+    if isinstance(metric, dict) and "function" in metric:
+        return str(metric["function"]).rpartition(".")[2]
+    return str(metric if metric is not None else entry.get("function", "")).rpartition(".")[2] \
+        if metric is None else str(metric)
 
 
 MAX_TOKEN_KEYS = ("max_tokens", "max_gen_toks", "max_new_tokens", "max_completion_tokens")

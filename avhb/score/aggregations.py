@@ -21,6 +21,11 @@ aggregation of that name takes, and give the same number:
 * ``brier_score`` — values ``(gold, probabilities)``: mean over samples of
   ``sum_k (p_k - [k == gold])^2``;
 * ``bypass`` — 999 (lm-eval's placeholder for predict-only runs);
+* ``bleu``, ``chrf``, ``chrf++``, ``ter`` — values ``(references, prediction)``:
+  sacrebleu's corpus score over every sample (``corpus_bleu``,
+  ``corpus_chrf``, ``corpus_chrf`` with ``word_order=2``, ``corpus_ter``),
+  each sample's references one stream each (lm-eval's layout); needs the
+  ``sacrebleu`` package;
 * a hook (``aggregation: !function utils.agg``): ``agg(values) -> number``.
 
 Only ``mean`` has a standard error here: lm-eval bootstraps the others
@@ -101,12 +106,56 @@ def _brier(values: Sequence[Any]) -> float:
     return total / len(values)
 
 
+def _sacrebleu(kind: str) -> Callable[[Sequence[Any]], float]:
+    def corpus(values: Sequence[Any]) -> float:
+        try:
+            import sacrebleu
+        except ImportError:
+            raise UserError(f"aggregation {kind!r} needs the sacrebleu package: pip install sacrebleu") from None
+        refs = [r if isinstance(r, (list, tuple)) else [r] for r, _ in values]
+        preds = [p[0] if isinstance(p, (list, tuple)) else p for _, p in values]
+        if len({len(r) for r in refs}) != 1:
+            raise UserError(f"{kind} aggregation: every sample needs the same number of references")
+        streams = [list(stream) for stream in zip(*refs)]
+        if kind == "bleu":
+            return float(sacrebleu.corpus_bleu(preds, streams).score)
+        if kind == "ter":
+            return float(sacrebleu.corpus_ter(preds, streams).score)
+        return float(sacrebleu.corpus_chrf(preds, streams, word_order=2 if kind == "chrf++" else 0).score)
+
+    return corpus
+
+
 NAMED: dict[str, Callable[[Sequence[Any]], float]] = {
     "median": _median, "nanmean": _nanmean, "perplexity": _perplexity,
     "weighted_perplexity": _weighted_perplexity, "bits_per_byte": _bits_per_byte, "f1": _f1,
     "matthews_corrcoef": _mcc, "brier_score": _brier, "bypass": lambda values: 999,
+    "bleu": _sacrebleu("bleu"), "chrf": _sacrebleu("chrf"), "chrf++": _sacrebleu("chrf++"), "ter": _sacrebleu("ter"),
 }
 NAMES = ("mean", *NAMED)
+
+# lm-eval's registered metrics: the aggregation and direction a metric_list entry (or a key a
+# process_results hook returns) gets when it names neither (its get_metric_aggregation and
+# is_higher_better); any other name: mean, higher is better
+METRIC_DEFAULTS: dict[str, tuple[str, bool]] = {
+    "acc": ("mean", True), "acc_norm": ("mean", True), "acc_mutual_info": ("mean", True), "acc_bytes": ("mean", True),
+    "acc_all": ("mean", True), "exact_match": ("mean", True), "likelihood": ("mean", True),
+    "perplexity": ("perplexity", False), "word_perplexity": ("weighted_perplexity", False),
+    "byte_perplexity": ("weighted_perplexity", False), "bits_per_byte": ("bits_per_byte", False),
+    "bypass": ("bypass", True), "mcc": ("matthews_corrcoef", True), "f1": ("f1", True),
+    "brier_score": ("brier_score", False), "bleu": ("bleu", True), "chrf": ("chrf", True), "chrf++": ("chrf++", True),
+    "ter": ("ter", False),
+}
+
+
+def default_aggregation(metric: str) -> str:
+    """The aggregation lm-eval gives ``metric`` when its entry names none."""
+    return METRIC_DEFAULTS.get(metric, ("mean", True))[0]
+
+
+def default_higher_is_better(metric: str) -> bool:
+    """Whether higher is better for ``metric`` when its entry does not say (lm-eval's registry)."""
+    return METRIC_DEFAULTS.get(metric, ("mean", True))[1]
 
 
 @dataclass

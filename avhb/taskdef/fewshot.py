@@ -48,7 +48,7 @@ class FewshotSettings:
     split: str | None = None
     samples: Any = None  # a list of docs, or a hook {"function": dotted}
     indices: list[int] | None = None
-    overrides: dict[str, Any] = field(default_factory=dict)  # doc_to_text / doc_to_target / doc_to_choice
+    overrides: dict[str, Any] = field(default_factory=dict)  # doc_to_text / doc_to_target / doc_to_choice / gen_prefix
     fewshot_delimiter: str = "\n\n"
     target_delimiter: str = " "
     process_docs: Any = None  # a hook {"function": dotted}, or None
@@ -68,7 +68,8 @@ def settings(cfg: Any, num_fewshot: int | None = None) -> FewshotSettings:
     return FewshotSettings(
         num=int(num or 0), sampler=sampler, split=split, samples=fc.get("samples"),
         indices=fc.get("fewshot_indices"),
-        overrides={k: fc[k] for k in ("doc_to_text", "doc_to_target", "doc_to_choice") if fc.get(k) is not None},
+        overrides={k: fc[k] for k in ("doc_to_text", "doc_to_target", "doc_to_choice", "gen_prefix")
+                   if fc.get(k) is not None},
         fewshot_delimiter=fc.get("fewshot_delimiter", cfg.get("fewshot_delimiter", "\n\n")),
         target_delimiter=fc.get("target_delimiter", cfg.get("target_delimiter", " ")),
         process_docs=fc.get("process_docs", cfg.get("process_docs")),

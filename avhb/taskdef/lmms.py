@@ -93,6 +93,8 @@ def visual_part(visual: Any, root: Path, sample: str) -> Any:
 
         wave = np.asarray(samples.data, dtype="float32")
         return AudioPart(array=wave.mean(axis=0) if wave.ndim == 2 else wave, rate=int(samples.sample_rate))
+    if isinstance(getattr(visual, "path", None), str) and hasattr(visual, "metadata"):  # a video column's value
+        return VideoPart(path=_path(visual.path, root), labelled=False)
     if isinstance(visual, dict):
         if "array" in visual and "sampling_rate" in visual:
             import numpy as np

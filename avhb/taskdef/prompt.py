@@ -11,6 +11,12 @@ An example's answer is its target: the choice it indexes when the task has
 choices, the first of a list.  Each turn keeps its own media parts: an
 example carries its own images, frames or audio (multimodal few-shot).
 
+``gen_prefix`` (lm-eval's answer prefix): an example's answer starts with
+it (joined by a space unless either side has white space at the join);
+the evaluated doc's turns end with an assistant turn holding it, which the
+model continues; a user turn before a prefix keeps its target delimiter
+only when neither side has white space at the join.
+
 Rendering:
 
 * :func:`as_chat` with ``multiturn`` (lm-eval's ``--fewshot_as_multiturn``,
@@ -60,24 +66,42 @@ def answer_text(answer: Any, choices: list[str] | None) -> str:
     return str(answer)
 
 
+def needs_delimiter(prefix: str, suffix: str) -> bool:
+    """lm-eval's ``requires_delimiter``: neither side has white space at the join."""
+    if prefix == "":
+        return False
+    return not (prefix[-1].isspace() or suffix[0].isspace())
+
+
 def qa_turns(question: str, answer: Any, choices: list[str] | None, target_delimiter: str, fewshot_delimiter: str,
-             parts: list[Any] | None = None) -> list[Turn]:
-    """lm-eval's ``build_qa_turn`` (no ``gen_prefix``): the question, and the
-    answer when there is one (an index into ``choices``, a list's first, or
-    the text)."""
+             parts: list[Any] | None = None, gen_prefix: str | None = None) -> list[Turn]:
+    """lm-eval's ``build_qa_turn``: the question, and the answer when there
+    is one (an index into ``choices``, a list's first, or the text; after
+    ``gen_prefix``), else the ``gen_prefix`` alone as the assistant's turn."""
     has_answer = answer is not None and answer != ""
-    turns = [Turn("user", question, target_delimiter if has_answer else "", list(parts or []))]
+    if has_answer and not gen_prefix:
+        delimiter = target_delimiter
+    elif gen_prefix and needs_delimiter(question, gen_prefix):
+        delimiter = target_delimiter
+    else:
+        delimiter = ""
+    turns = [Turn("user", question, delimiter, list(parts or []))]
     if has_answer:
-        turns.append(Turn("assistant", answer_text(answer, choices), fewshot_delimiter))
+        turns.append(Turn("assistant", join(gen_prefix, answer_text(answer, choices), " "), fewshot_delimiter))
+    elif gen_prefix:
+        turns.append(Turn("assistant", gen_prefix))
     return turns
 
 
 def as_chat(turns: list[Turn], multiturn: bool = True) -> list[Message]:
-    """Chat messages (module docstring)."""
+    """Chat messages (module docstring); a last assistant turn (a
+    ``gen_prefix``) stays its own message, which the model continues."""
     if multiturn:
         return [Message(t.role, [*t.parts, TextPart(t.text)]) for t in turns]
     system = [Message("system", [TextPart(turns[0].text)])] if turns and turns[0].role == "system" else []
     rest = turns[len(system):]
+    prefix = [Message("assistant", [TextPart(rest[-1].text)])] if len(rest) > 1 and rest[-1].role == "assistant" else []
+    rest = rest[:len(rest) - len(prefix)]
     parts: list[Any] = []
     for i, t in enumerate(rest):
         text = t.text + (t.delimiter if i < len(rest) - 1 else "")
@@ -86,7 +110,7 @@ def as_chat(turns: list[Turn], multiturn: bool = True) -> list[Message]:
             parts[-1] = TextPart(parts[-1].text + text)
         else:
             parts.append(TextPart(text))
-    return system + [Message("user", parts or [TextPart("")])]
+    return system + [Message("user", parts or [TextPart("")])] + prefix
 
 
 def as_text(turns: list[Turn]) -> str:

@@ -106,6 +106,8 @@ def media_parts(task: Any, doc: dict[str, Any], root: Path, sample_id: str, medi
     """The media parts a doc sends (its video, images, audio), from the
     task's media block; notes for the sample log go to ``notes``."""
     parts: list[Any] = task.visuals(doc, root, sample_id) if task.cfg.get("doc_to_visual") is not None else []
+    if task.cfg.get("doc_to_image") is not None or task.cfg.get("doc_to_audio") is not None:
+        parts += task.lm_eval_media(doc, root, sample_id)
     language = speech_language(media, doc, sample_id)
     segment, note = segment_of(doc, media.segment)
     if note and notes is not None:
@@ -127,10 +129,14 @@ def media_parts(task: Any, doc: dict[str, Any], root: Path, sample_id: str, medi
 
 def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
                   examples: Sequence[dict[str, Any]] = (), notes: list[str] | None = None,
-                  system_instruction: str | None = None) -> list[Turn]:
+                  system_instruction: str | None = None, question: str | None = None) -> list[Turn]:
     """The sample's turns as lm-eval builds them (:mod:`avhb.taskdef.prompt`):
     system (``system_prompt``, then ``description``), each few-shot example
-    with its own media and answer, then the sample itself with its media."""
+    with its own media and answer (after the few-shot ``gen_prefix``), then
+    the sample itself with its media (and the task's ``gen_prefix`` as the
+    assistant's turn).  ``question``: the sample's text when the caller
+    chose it (partial evaluation: one context per choice).  Under partial
+    evaluation an example's question is its right context."""
     fs = task.fewshot
     cfg = task.cfg
     delimiter = cfg.get("fewshot_delimiter", "\n\n")
@@ -140,12 +146,23 @@ def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     choice_spec = fs.overrides.get("doc_to_choice", cfg.get("doc_to_choice")) if examples else None
     for i, example in enumerate(examples):
         where = f"{sample_id} (few-shot example {i})"
-        question = task.text(example, where, fs.overrides.get("doc_to_text", OWN))
-        answer = task.target(example, where, fs.overrides.get("doc_to_target", OWN), choice_spec)
-        turns += qa_turns(question, answer, None, fs.target_delimiter, fs.fewshot_delimiter,
-                          media_parts(task, example, root, where, media))
-    turns += qa_turns(task.text(doc, sample_id), None, None, cfg.get("target_delimiter", " "), "",
-                      media_parts(task, doc, root, sample_id, media, notes))
+        index = task.partial_index(example, where)
+        if index is not None:  # lm-eval's multiple_input: the right context is the question
+            contexts = task.choices(example, where, choice_spec) or []
+            if not 0 <= index < len(contexts):
+                raise SampleError(f"sample {where}: doc_to_text index {index} is not one of the {len(contexts)} "
+                                  "contexts")
+            example_question, answer = contexts[index], task.target(example, where, fs.overrides.get(
+                "doc_to_target", OWN), None)
+        else:
+            example_question = task.text(example, where, fs.overrides.get("doc_to_text", OWN))
+            answer = task.target(example, where, fs.overrides.get("doc_to_target", OWN), choice_spec)
+        turns += qa_turns(example_question, answer, None, fs.target_delimiter, fs.fewshot_delimiter,
+                          media_parts(task, example, root, where, media),
+                          task.gen_prefix(example, where, fs.overrides.get("gen_prefix", OWN)))
+    text = task.text(doc, sample_id) if question is None else question
+    turns += qa_turns(text, None, None, cfg.get("target_delimiter", " ") if question is None else "", "",
+                      media_parts(task, doc, root, sample_id, media, notes), task.gen_prefix(doc, sample_id))
     return turns
 
 
@@ -167,6 +184,11 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     if hook:
         messages = task.messages(doc, {"root": root, "media": media, "sample": sample_id})
     else:
+        index = task.partial_index(doc, sample_id) if task.output_type == "multiple_choice" else None
+        if index is not None:  # lm-eval's partial evaluation: each choice is a context, the target follows it
+            contexts = [context_turns(task, doc, root, sample_id, media, examples, notes, question=c)
+                        for c in task.choices(doc, sample_id) or []]
+            return loglikelihood_request(task, doc, sample_id, contexts[0] if contexts else [], contexts)
         turns = context_turns(task, doc, root, sample_id, media, examples, notes)
         if task.output_type in LOGLIKELIHOOD_TYPES:
             return loglikelihood_request(task, doc, sample_id, turns)
@@ -184,20 +206,30 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     return request
 
 
-def loglikelihood_request(task: Any, doc: dict[str, Any], sample_id: str, turns: list[Turn]) -> Request:
+def loglikelihood_request(task: Any, doc: dict[str, Any], sample_id: str, turns: list[Turn],
+                          contexts: list[list[Turn]] | None = None) -> Request:
     """lm-eval's log-likelihood requests for one sample, over its plain-text
     context (:func:`avhb.taskdef.prompt.as_text`): ``multiple_choice`` scores
     ``target_delimiter + choice`` after the context for every choice (and
-    each one after no context when the task asks for ``acc_mutual_info``),
-    ``loglikelihood`` the target after the context, ``loglikelihood_rolling``
-    the target on its own, whole.  Text only: a sample with media fails."""
+    each one after no context when the task asks for ``acc_mutual_info``);
+    under partial evaluation (``contexts``: one set of turns per choice, the
+    choices being the contexts) ``target_delimiter + target`` after each
+    context; ``loglikelihood`` the target after the context,
+    ``loglikelihood_rolling`` the target on its own, whole.  Text only: a
+    sample with media fails."""
     if any(t.parts for t in turns):
         raise SampleError(f"sample {sample_id}: output_type {task.output_type} scores text continuations; this "
                           "sample sends media, which log-likelihood requests do not carry")
     context = as_text(turns)
     delimiter = task.cfg.get("target_delimiter", " ")
     rolling = task.output_type == "loglikelihood_rolling"
-    if task.output_type == "multiple_choice":
+    if contexts is not None:
+        target = task.target(doc, sample_id, OWN, None)
+        if isinstance(target, list):
+            target = target[0] if target else ""
+        pairs = [(as_text(c), delimiter + str(target)) for c in contexts]
+        context = pairs[0][0] if pairs else ""
+    elif task.output_type == "multiple_choice":
         choices = task.choices(doc, sample_id)
         if not choices:
             raise SampleError(f"sample {sample_id}: output_type multiple_choice needs doc_to_choice")
