@@ -22,7 +22,7 @@ from __future__ import annotations
 import pytest
 
 from tests.compat.real.lm_eval_harness import VENV, markdown_table, run_differential
-from tests.compat.real.lm_eval_rows import EXPECTED_TO_FAIL_UNTIL_FIXED, ROWS
+from tests.compat.real.lm_eval_rows import EXPECTED_TO_FAIL_UNTIL_FIXED, HUB_CACHE_ROWS, ROWS
 
 pytestmark = pytest.mark.skipif(not (VENV / "bin" / "lm_eval").exists(),
                                 reason=f"lm-eval is not installed in {VENV}: run scripts/peer_envs.sh lmeval")
@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not (VENV / "bin" / "lm_eval").exists(),
 
 @pytest.fixture(scope="module")
 def table(tmp_path_factory):
-    results = run_differential(tmp_path_factory.mktemp("real-lm-eval"))
+    results = run_differential(tmp_path_factory.mktemp("real-lm-eval"), hub_cache_rows=HUB_CACHE_ROWS)
     print("\n" + markdown_table(results, EXPECTED_TO_FAIL_UNTIL_FIXED))
     return results
 
@@ -43,18 +43,33 @@ def test_the_rows_cover_what_the_issue_names():
             "mmlu_stem", "mmlu", "bbh", "arc_challenge_chat", "mmmu_val_accounting",
             "discrim_eval_explicit"} <= names
     assert set(EXPECTED_TO_FAIL_UNTIL_FIXED) <= names
+    assert set(HUB_CACHE_ROWS) <= names
+
+
+def _check(result, name: str) -> None:
+    assert result.peer_exit == 0, f"{name}: lm-eval itself fails: {result.peer_error}"
+    cause = EXPECTED_TO_FAIL_UNTIL_FIXED.get(name)
+    if cause is not None:
+        assert not result.identical, (f"{name} now runs as lm-eval does: remove it from "
+                                      f"EXPECTED_TO_FAIL_UNTIL_FIXED (was: {cause})")
+        return
+    assert result.identical, f"{name} ({result.row.folder}, data from {result.data}): {result.what_differs()}"
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
 def test_row(table, row):
-    result = table[row.id]
-    assert result.peer_exit == 0, f"{row.name}: lm-eval itself fails: {result.peer_error}"
-    cause = EXPECTED_TO_FAIL_UNTIL_FIXED.get(row.id)
-    if cause is not None:
-        assert not result.identical, (f"{row.name} now runs as lm-eval does: remove it from "
-                                      f"EXPECTED_TO_FAIL_UNTIL_FIXED (was: {cause})")
-        return
-    assert result.identical, f"{row.name} ({row.folder}): {result.what_differs()}"
+    _check(table[row.id], row.id)
+
+
+@pytest.mark.parametrize("name", HUB_CACHE_ROWS)
+def test_row_read_from_lm_evals_hub_cache(table, name):
+    """avhb, offline and without ``avhb prepare``, reads the datasets
+    lm-eval's ``datasets`` fetched (the hub cache, the Arrow cache) and
+    runs the row as from its own snapshot."""
+    result = table[f"{name}@hub-cache"]
+    kinds = result.avhb.data_kinds()
+    assert result.avhb.exit != 0 or kinds <= {"hub-cache", "datasets-cache"} and kinds, kinds
+    _check(result, name)
 
 
 def test_scores_are_not_trivial(table):

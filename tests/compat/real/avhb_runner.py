@@ -2,7 +2,9 @@
 today: ``avhb prepare TASK --include_path DIR`` fetches the task's Hub data
 through ``HF_ENDPOINT`` (the suite's FakeHub) into ``$AVHB_DATA_DIR``, then
 ``avhb --tasks TASK --include_path DIR --model BACKEND:MODEL,base_url=...``
-runs it offline against the logging server.  The rows' tasks are prepared
+runs it offline against the logging server (or, with ``hf_home`` and
+``prepared``, the run alone reads what another tool left in that Hugging
+Face home: the hub cache and ``datasets``' Arrow cache).  The rows' tasks are prepared
 in one ``avhb prepare`` first (:func:`prepare_all`); when that fails, each
 row prepares its own, so the failing one is named.  Each row runs in its own
 process (a task avhb refuses must not stop the others), in its own output
@@ -31,14 +33,25 @@ class AvhbRun:
         path = self.output / "results.json"
         return json.loads(path.read_text()) if path.is_file() else {}
 
+    def data_kinds(self) -> set[str]:
+        """Where the run read its tasks' data (run.json: each task's data
+        ``kind``: hub, hub-cache, datasets-cache...)."""
+        path = self.output / "run.json"
+        tasks = json.loads(path.read_text()).get("tasks", {}) if path.is_file() else {}
+        return {str((t.get("data") or {}).get("kind")) for t in tasks.values() if isinstance(t, dict)}
+
 
 def _tail(proc: subprocess.CompletedProcess, lines: int = 6) -> str:
     text = (proc.stderr or "").strip() or (proc.stdout or "").strip()
     return "\n".join(text.splitlines()[-lines:])
 
 
-def avhb_env(work: Path, hub_url: str) -> dict[str, str]:
-    env = dict(os.environ, HF_HOME=str(work / "hf_avhb"), AVHB_DATA_DIR=str(work / "avhb_data"),
+def avhb_env(work: Path, hub_url: str, hf_home: Path | None = None) -> dict[str, str]:
+    """The environment of avhb's processes: its own Hugging Face home and
+    data folder, or with ``hf_home`` another tool's home and an empty data
+    folder (so that nothing avhb prepared can be read instead)."""
+    data = work / ("avhb_data" if hf_home is None else "avhb_data_unprepared")
+    env = dict(os.environ, HF_HOME=str(hf_home or work / "hf_avhb"), AVHB_DATA_DIR=str(data),
                HF_ENDPOINT=hub_url, TOKENIZERS_PARALLELISM="false", OPENAI_API_KEY="none")
     for name in ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         env.pop(name, None)
@@ -58,12 +71,13 @@ def prepare_all(tasks: list[str], include: Path, work: Path, hub_url: str, timeo
 
 
 def run_avhb_row(task: str, include: Path, model: str, work: Path, hub_url: str, output: Path,
-                 timeout: float = 600, prepared: bool = False) -> AvhbRun:
+                 timeout: float = 600, prepared: bool = False, hf_home: Path | None = None) -> AvhbRun:
     """Prepare (unless ``prepared``) and run one task (or group, or tag)
     ``task`` of the include folder ``include``; ``model`` is avhb's
-    ``--model`` spec."""
+    ``--model`` spec; ``hf_home``: the Hugging Face home the run reads
+    (default: avhb's own, ``<work>/hf_avhb``)."""
     start = time.monotonic()
-    env = avhb_env(work, hub_url)
+    env = avhb_env(work, hub_url, hf_home)
     if not prepared:
         prepare = _prepare([task], include, work, hub_url, timeout)
         if prepare.returncode != 0:

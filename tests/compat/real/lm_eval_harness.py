@@ -16,7 +16,8 @@ the same synthetic Hub data, against one logging scripted model.
    per row when that fails) and run per row (tests/compat/real/avhb_runner.py),
    ``openai`` / ``openai-completions``.
 4. Per row: both exits, the requests (tests/compat/real/compare.py) and
-   every metric lm-eval reports.
+   every metric lm-eval reports.  Some rows run in avhb a second time, from
+   the hub cache and Arrow cache lm-eval's ``datasets`` left (no prepare).
 
 ``run_differential(work)`` does it all and returns a :class:`RowResult` per
 row; ``markdown_table(results)`` prints the table.
@@ -27,7 +28,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -81,6 +81,7 @@ class RowResult:
     avhb: AvhbRun
     requests: RequestDiff
     metrics: list[MetricPair] = field(default_factory=list)
+    data: str = "avhb prepare"  # where avhb's run read the datasets from
 
     @property
     def metrics_equal(self) -> bool:
@@ -132,9 +133,16 @@ def _lm_results(folder: Path) -> dict:
     return json.loads(found[-1].read_text()) if found else {}
 
 
-def run_differential(work: Path, rows: Iterable[Row] = ROWS, jobs: int = 2) -> dict[str, RowResult]:
-    """Run every row through both tools (module docstring); row id -> result."""
+def run_differential(work: Path, rows: Iterable[Row] = ROWS, jobs: int = 2,
+                     hub_cache_rows: Iterable[str] = ()) -> dict[str, RowResult]:
+    """Run every row through both tools (module docstring); row id -> result.
+    The rows named in ``hub_cache_rows`` run in avhb a second time once
+    lm-eval is done, without ``avhb prepare``: offline, from lm-eval's
+    Hugging Face home (the hub cache and Arrow cache its ``datasets``
+    filled), compared with the same lm-eval run (result key
+    ``<row>@hub-cache``)."""
     rows = list(rows)
+    again = [r for r in rows if r.name in set(hub_cache_rows)]
     include = copy_folders(rows, work / NS)
     log = work / "requests.jsonl"
     hub = FakeHub()
@@ -151,20 +159,22 @@ def run_differential(work: Path, rows: Iterable[Row] = ROWS, jobs: int = 2) -> d
                 with open(work / "lm" / f"driver_{kind}.log", "w") as out:
                     lm_procs.append(subprocess.Popen([str(VENV / "bin" / "python"), str(DRIVER), str(plan)], cwd=work,
                                                      env=_lm_env(work, hub_url), stdout=out, stderr=subprocess.STDOUT))
-
         prepared = prepare_all([f"{NS}/{r.name}" for r in rows], include, work, hub_url)
 
-        def one(row: Row) -> tuple[str, AvhbRun]:
+        def one(row: Row, tool: str = "avhb", hf_home: Path | None = None) -> tuple[str, AvhbRun]:
             backend = MODELS[row.kind][2]
-            out = work / "avhb_out" / row.id
+            key = row.id if tool == "avhb" else f"{row.id}@hub-cache"
+            out = work / "avhb_out" / key
             out.parent.mkdir(parents=True, exist_ok=True)
-            spec = f"{backend}:{model_name('avhb', row.id)},base_url={server.base_url}"
-            return row.id, run_avhb_row(f"{NS}/{row.name}", include, spec, work, hub_url, out, prepared=prepared)
+            spec = f"{backend}:{model_name(tool, row.id)},base_url={server.base_url}"
+            return key, run_avhb_row(f"{NS}/{row.name}", include, spec, work, hub_url, out,
+                                     prepared=prepared or hf_home is not None, hf_home=hf_home)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             avhb_runs.update(pool.map(one, rows))
-        for proc in lm_procs:
-            proc.wait(timeout=1800)
+            for proc in lm_procs:
+                proc.wait(timeout=1800)
+            avhb_runs.update(pool.map(lambda r: one(r, "avhbcache", work / "hf_lm"), again))
         for kind in MODELS:
             path = work / "lm" / f"status_{kind}.json"
             if path.is_file():
@@ -177,21 +187,22 @@ def run_differential(work: Path, rows: Iterable[Row] = ROWS, jobs: int = 2) -> d
         if isinstance(body, dict) and "model" in body:
             by_tool_row.setdefault(split_model(body["model"]), []).append(body)
     out: dict[str, RowResult] = {}
-    for row in rows:
+    for row, tool, key in [(r, "avhb", r.id) for r in rows] + [(r, "avhbcache", f"{r.id}@hub-cache") for r in again]:
         status = statuses.get(row.id, {"exit": 1, "error": "lm-eval did not reach this row (see lm/driver_*.log)"})
         peer = _lm_results(work / "lm" / row.id)
-        avhb = avhb_runs[row.id]
-        requests = compare_requests(by_tool_row.get(("peer", row.id), []), by_tool_row.get(("avhb", row.id), []))
+        avhb = avhb_runs[key]
+        requests = compare_requests(by_tool_row.get(("peer", row.id), []), by_tool_row.get((tool, row.id), []))
         pairs = metric_pairs(peer, avhb.results(), lambda name: f"{NS}/{name}", group_names_of(peer)) if peer else []
-        out[row.id] = RowResult(row, status["exit"], status.get("error"), avhb, requests, pairs)
+        out[key] = RowResult(row, status["exit"], status.get("error"), avhb, requests, pairs,
+                             "lm-eval's hub cache" if tool == "avhbcache" else "avhb prepare")
     return out
 
 
 def markdown_table(results: dict[str, RowResult], expected: dict[str, str] | None = None) -> str:
     """The differential table: task, source folder, lm-eval's exit, avhb's
     exit, requests equal, metrics equal, what differs."""
-    lines = ["| task | folder | lm-eval exit | avhb exit | requests equal | metrics equal | what differs |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| task | folder | avhb's data | lm-eval exit | avhb exit | requests equal | metrics equal | what differs |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results.values():
         req = f"{'yes' if r.requests.equal else 'no'} ({r.requests.peer}/{r.requests.avhb})"
         good = sum(p.equal for p in r.metrics)
@@ -200,14 +211,11 @@ def markdown_table(results: dict[str, RowResult], expected: dict[str, str] | Non
         if expected and r.row.id in expected:
             what += f" [expected: {expected[r.row.id]}]"
         what = what.replace("|", "\\|").replace("\n", " ")
-        lines.append(f"| {r.row.name} | {r.row.folder} | {r.peer_exit} | {r.avhb.exit} | {req} | {met} | {what} |")
+        lines.append(f"| {r.row.name} | {r.row.folder} | {r.data} | {r.peer_exit} | {r.avhb.exit} | {req} | {met} "
+                     f"| {what} |")
     same = sum(r.identical for r in results.values())
     lines.append("")
     lines.append(f"{same} of {len(results)} rows identical (exits 0, requests equal, every metric equal to 1e-9).")
     return "\n".join(lines)
 
 
-def timed_differential(work: Path, rows: Iterable[Row] = ROWS, jobs: int = 2) -> tuple[dict[str, RowResult], float]:
-    start = time.monotonic()
-    results = run_differential(work, rows, jobs)
-    return results, time.monotonic() - start

@@ -5,6 +5,9 @@ chat completions; ``ll``: log-likelihoods through text completions), what
 it exercises, and for chat rows the answer forms the scripted model picks
 from (tests/compat/real/model.py).
 
+``HUB_CACHE_ROWS``: rows avhb runs a second time, offline and without
+``avhb prepare``, from the caches lm-eval's ``datasets`` filled.
+
 ``EXPECTED_TO_FAIL_UNTIL_FIXED``: the rows avhb does not yet run as lm-eval
 does, each with the cause found (avhb file and line where known).  The
 test of such a row asserts it still differs, so a fix is noticed: remove the
@@ -84,39 +87,33 @@ ROWS: tuple[Row, ...] = (
     Row("commonsense_qa", "commonsense_qa", "ll", "a letter target mapped through doc_to_choice"),
 )
 
+# rows avhb also runs from the hub cache and Arrow cache lm-eval's datasets filled (no avhb prepare):
+# parquet with README configs, a process_docs hook, an Image column
+HUB_CACHE_ROWS = ("gsm8k", "hellaswag", "mmmu_val_accounting")
+
 _INT_TARGET = ("an integer doc_to_target ({}) is looked up as a field name: AttributeError traceback in "
                "avhb/taskdef/templates.py:222 lookup (from avhb/run/task.py:262 target); lm-eval takes an int target "
                "as the right choice's index (lm_eval/api/task.py:1244)")
 _LITERAL_TARGET = ("doc_to_target {!r} (not a column) is looked up as a field, every sample fails \"field not in the "
                    "sample\" (avhb/run/task.py:262 target, :311 gold); lm-eval renders a string that is not a column "
                    "as a template, i.e. the literal (lm_eval/api/task.py:1246-1266)")
-_PARTIAL = ("partial evaluation: doc_to_text returns the index of the right context and the choices are the contexts "
-            "(lm-eval's multiple-input mode: one request per context, the target the continuation); avhb writes "
-            "'0 <context>' as the prompt, the choice as the continuation, and every sample fails scoring \"the "
-            "target is not one of the 2 choices\" (plugins/metrics/loglik.py:85)")
-_UNDERSCORE_GROUP = ("its group is defined in a _*.yaml file ({}), which avhb's index never reads "
-                     "(avhb/taskdef/index.py:218 skips names starting with '_'): avhb prepare says \"unknown task or "
-                     "group\"")
+_TAG_MEMBER = ("{} names a tag as its member ({}: the tag every subject's file declares); lm-eval expands a "
+               "tag named in a group's task list, avhb counts it as no task (avhb/taskdef/index.py:136 group_members "
+               "keeps an entry only if it is a task, a group or a glob), so the group has 0 tasks and avhb prepare "
+               "says \"unknown task or group\" (index.py:76)")
 
-# row -> why avhb does not (yet) run it as lm-eval does (as of 8721c0a); the lead removes an entry when it is fixed
+# row -> why avhb does not (yet) run it as lm-eval does (as of eb1890f); the lead removes an entry when it is fixed
 EXPECTED_TO_FAIL_UNTIL_FIXED: dict[str, str] = {
-    "arc_challenge_chat": ("gen_prefix: avhb's chat request ends with the user turn; lm-eval adds the prefix as a last "
-                           "assistant message ('The best answer is') for the model to continue (the schema accepts "
-                           "gen_prefix, no request builder reads it: avhb/taskdef/prompt.py)"),
-    "mmmu_val_accounting": ("doc_to_image: avhb sends the text alone; lm-eval sends the doc's images (PNG data URLs) "
-                            "before the text (the schema accepts doc_to_image, no request builder reads it)"),
+    "mmmu_val_accounting": ("doc_to_image: avhb sends the image as JPEG (model_backends/encode_messages.py:175 "
+                            "array_data_url encodes an in-memory image as JPEG); lm-eval sends PNG "
+                            "(lm_eval/models/api_models.py:62 create_image_prompt): a lossy copy of the picture"),
     "truthfulqa_gen": _LITERAL_TARGET.format(" "),
     "discrim_eval_explicit": _LITERAL_TARGET.format("yes") + "; not reached yet behind it: gen_prefix on a "
                                                             "multiple_choice context and a !function aggregation",
-    "winogrande": _PARTIAL,
-    "xwinograd_en": _PARTIAL,
     "truthfulqa_mc1": _INT_TARGET.format(0),
     "truthfulqa_mc2": _INT_TARGET.format(0),
     "sciq": _INT_TARGET.format(3),
-    "wikitext": ("metric_list names word_perplexity, byte_perplexity and bits_per_byte without an aggregation: avhb "
-                 "aggregates process_results' (loglikelihood, words) pairs with mean, a TypeError traceback in "
-                 "avhb/score/aggregate.py:55 (via avhb/score/process_results.py:65); lm-eval uses each metric's "
-                 "registered aggregation (weighted_perplexity, bits_per_byte)"),
-    "mmlu_stem": _UNDERSCORE_GROUP.format("mmlu/default/_mmlu_stem.yaml"),
-    "mmlu": _UNDERSCORE_GROUP.format("mmlu/default/_mmlu.yaml and its four _mmlu_*.yaml subgroups"),
+    "mmlu_stem": _TAG_MEMBER.format("mmlu/default/_mmlu_stem.yaml", "mmlu_stem_tasks"),
+    "mmlu": _TAG_MEMBER.format("each of its four subgroups (mmlu/default/_mmlu_*.yaml)",
+                               "mmlu_stem_tasks, mmlu_other_tasks, ..."),
 }
