@@ -46,6 +46,25 @@ def media_of_spec(spec: Any) -> dict[str, bool]:
             "audio": bool(spec.audio) or bool(spec.audio_in_video and spec.video), "boxes": bool(spec.boxes)}
 
 
+def literal_notes(task: Any, record: Any) -> list[str]:
+    """A ``doc_to_target`` or ``doc_to_choice`` written as a bare name that is
+    no field of the task's first sample: read as the literal text, as lm-eval
+    reads it (a typo in a field name would score every sample against it)."""
+    from avhb.run.task import _NO_FIELD, Task
+    from avhb.taskdef.templates import is_field_name
+
+    doc = getattr(record, "doc", None)
+    if not isinstance(doc, dict):
+        return []
+    out = []
+    for key in ("doc_to_target", "doc_to_choice"):
+        value = task.cfg.get(key)
+        if is_field_name(value) and Task._field(value, doc) is _NO_FIELD:
+            out.append(f"{task.name}: {key} {value!r} names no field of its samples (fields: "
+                       f"{', '.join(sorted(map(str, doc)))[:120]}): read as the literal text, as lm-eval reads it")
+    return out
+
+
 def task_key_notes(tasks: Iterable[Any]) -> list[str]:
     """What a task's lm-eval keys ask that avhb does not do."""
     from avhb.run.task import lm_generation

@@ -12,7 +12,7 @@ from typing import Any
 from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import UserError
 from avhb.registry import Registry
-from avhb.run.notes import first_request_media, gen_kwargs_notes, plan_notes
+from avhb.run.notes import first_request_media, gen_kwargs_notes, literal_notes, plan_notes
 from avhb.run.options import RunOptions
 from avhb.run.task import Task
 from avhb.score.judges import Judges
@@ -158,9 +158,11 @@ def backend_notes(backend: Any, tasks: list[Task], plans: dict[str, Any], source
     notes += gen_kwargs_notes(o.gen_kwargs, backend)
     for t in tasks:
         plan = plans[t.name]
-        media = first_request_media(t, records[t.name].first(), sources[t.name].root, plan.spec)
+        first = records[t.name].first()
+        media = first_request_media(t, first, sources[t.name].root, plan.spec)
         notes += plan_notes(t.name, media, plan.spec, plan.ablations, backend.capabilities, label,
                             getattr(backend, "transcribes", None))
+        notes += literal_notes(t, first)
     return notes
 
 

@@ -59,6 +59,8 @@ class Breakdown:
         return items or ["(none)"]
 
 
+_NO_FIELD = object()  # Task._field: the doc has no such field
+
 # lm-eval's metrics for a task whose metric_list is absent (its DEFAULT_METRIC_REGISTRY; generate_until's
 # exact_match is left out: an avhb task without metrics only generates)
 DEFAULT_METRICS = {"multiple_choice": ("acc", "acc_norm"), "loglikelihood": ("perplexity", "acc"),
@@ -247,19 +249,7 @@ class Task:
         has_choices = (self.cfg.get("doc_to_choice") if choice_spec is OWN else choice_spec) is not None
         if value is None:
             return None
-        if isinstance(value, dict):
-            out = self.call_hook("doc_to_target", value["function"], doc)
-        elif is_template(value):
-            out = self._render(value, doc, sample, "doc_to_target")
-            if out.strip().isdigit() and has_choices:
-                out = int(out.strip())
-            elif len(out) >= 2 and out[0] == "[" and out[-1] == "]":
-                try:
-                    out = ast.literal_eval(out)
-                except (SyntaxError, ValueError):
-                    pass
-        else:
-            out = lookup(doc, value, sample)
+        out = self._raw_target(value, doc, sample, has_choices)
         if isinstance(out, int) and not isinstance(out, bool) and has_choices:
             choices = self.choices(doc, sample, choice_spec) or []
             if not 0 <= out < len(choices):
@@ -267,6 +257,43 @@ class Task:
                                   f"{len(choices)} choices")
             out = choices[out]
         return out
+
+    def _raw_target(self, value: Any, doc: dict[str, Any], sample: str | None, has_choices: bool) -> Any:
+        """``doc_to_target`` before an index becomes its choice: an integer
+        or a list as written, a hook's value, a field of the doc, else a
+        template (a string naming no field is lm-eval's literal); a template
+        rendering digits is an index when there are choices, one rendering
+        ``[...]`` is that list."""
+        if isinstance(value, (int, list)) and not isinstance(value, bool):
+            return value
+        if isinstance(value, dict):
+            return self.call_hook("doc_to_target", value["function"], doc)
+        if not is_template(value):
+            found = self._field(str(value), doc)
+            if found is not _NO_FIELD:
+                return found
+        out = self._render(str(value), doc, sample, "doc_to_target")
+        if out.strip().isdigit() and has_choices:
+            return int(out.strip())
+        if len(out) >= 2 and out[0] == "[" and out[-1] == "]":
+            try:
+                return ast.literal_eval(out)
+            except (SyntaxError, ValueError):
+                pass
+        return out
+
+    @staticmethod
+    def _field(name: str, doc: dict[str, Any]) -> Any:
+        """A field of the doc by (dotted) name, or ``_NO_FIELD``: lm-eval reads a
+        string naming a column as that column, any other as a template."""
+        if name in doc:
+            return doc[name]
+        if not is_field_name(name):
+            return _NO_FIELD
+        try:
+            return lookup(doc, name)
+        except SampleError:
+            return _NO_FIELD
 
     def choices(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN) -> list[str] | None:
         """``doc_to_choice`` as lm-eval reads it: a list, a hook, a field
@@ -288,7 +315,13 @@ class Task:
             except (ValueError, SyntaxError):
                 raise SampleError(f"sample {sample}: doc_to_choice rendered {text[:80]!r}, not a list") from None
         else:
-            out = lookup(doc, value, sample)
+            out = self._field(str(value), doc)
+            if out is _NO_FIELD:  # lm-eval: a string naming no column is a template rendering a list literal
+                try:
+                    out = ast.literal_eval(str(value).strip())
+                except (ValueError, SyntaxError):
+                    lookup(doc, str(value), sample)  # raises: the field is not in the sample
+                    raise
         if out is None:
             return None
         if isinstance(out, dict):  # lm-eval: a mapping's values are the choices
@@ -370,13 +403,7 @@ class Task:
         if partial is not None:
             return partial if 0 <= partial < len(choices) else -1
         value = self.cfg.get("doc_to_target")
-        if isinstance(value, dict):
-            raw = self.call_hook("doc_to_target", value["function"], doc)
-        elif is_template(value):
-            raw = self._render(value, doc, sample, "doc_to_target")
-            raw = int(raw.strip()) if raw.strip().isdigit() else raw
-        else:
-            raw = lookup(doc, value, sample) if value is not None else None
+        raw = self._raw_target(value, doc, sample, True) if value is not None else None
 
         def index(one: Any) -> int:
             if isinstance(one, int) and not isinstance(one, bool):

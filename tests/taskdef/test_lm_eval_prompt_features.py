@@ -119,3 +119,27 @@ def test_a_metric_naming_no_aggregation_gets_lm_evals_registered_default(tmp_pat
     reported = {r.key: (r.aggregation.name, r.higher_is_better) for r in metric.reported}
     assert reported == {"word_perplexity": ("weighted_perplexity", False), "bits_per_byte": ("bits_per_byte", False),
                         "mine": ("mean", True)}
+
+
+def test_an_integer_target_is_the_right_choices_index(tmp_path):
+    """truthfulqa_mc1: ``doc_to_target: 0`` (the first choice is right)."""
+    task = _task(tmp_path, output_type="multiple_choice", doc_to_text="{{q}}", doc_to_choice="{{mc1_targets.choices}}",
+                 doc_to_target=0)
+    doc = {"q": "?", "mc1_targets": {"choices": ["right", "wrong"]}}
+    assert task.gold(doc, task.choices(doc)) == 0 and task.target(doc) == "right"
+
+
+def test_a_target_naming_no_field_is_lm_evals_literal_with_a_note(tmp_path):
+    """discrim_eval: ``doc_to_target: "yes"`` with choices [yes, no]; the run says it read a literal."""
+    from avhb.run.notes import literal_notes
+    from avhb.score.metric import SampleRecord
+
+    task = _task(tmp_path, output_type="multiple_choice", doc_to_text="{{q}}", doc_to_choice=["no", "yes"],
+                 doc_to_target="yes")
+    doc = {"q": "?", "answer": 1}
+    assert task.gold(doc, task.choices(doc)) == 1
+    (note,) = literal_notes(task, SampleRecord("s0", doc))
+    assert "doc_to_target 'yes' names no field of its samples" in note and "fields: answer, q" in note
+    field = _task(tmp_path, output_type="multiple_choice", doc_to_text="{{q}}", doc_to_choice=["no", "yes"],
+                  doc_to_target="answer")
+    assert field.gold(doc, field.choices(doc)) == 1 and literal_notes(field, SampleRecord("s0", doc)) == []
