@@ -143,4 +143,4 @@ def test_validate_refuses_a_filter_list_of_both_forms_and_unknown_step_names(tmp
     proc = run_cli("validate", str(folder))
     assert proc.returncode == 1
     assert "filter_list: mixes lm-eval pipelines" in proc.stdout
-    assert "filter_list.1.filter.0.function: unknown filter 'regexx'; did you mean regex?" in proc.stdout
+    assert "filter_list.1.filter.0.function: unknown filter 'regexx'; did you mean regex, regex_pos?" in proc.stdout
