@@ -38,6 +38,7 @@ class TaskIndex:
     broken: dict[str, str] = field(default_factory=dict)  # YAML file -> its error (file:line: key: message)
     notes: dict[str, list[str]] = field(default_factory=dict)  # YAML file -> its notes (file:line: note: ...)
     duplicates: dict[str, list[str]] = field(default_factory=dict)  # task or group -> every file that defines it
+    _by_tag: dict[str, list[str]] | None = field(default=None, init=False, repr=False, compare=False)
 
     def resolve(self, names: list[str]) -> tuple[list[str], list[str]]:
         """Expand group, tag and glob names to task names (order kept);
@@ -57,6 +58,10 @@ class TaskIndex:
                                     "(rename one)")
                 groups.append(name)
                 found = self.group_members(name)
+                if not found:
+                    listed = ", ".join(self.groups[name]["tasks"][:5]) or "nothing"
+                    raise UserError(f"group {name!r} ({self.groups[name]['file']}) has no task to run: it lists "
+                                    f"{listed}, which name no task, group or tag here")
             else:
                 found = [t for t, info in self.tasks.items() if name in info.get("tags", [])]
                 if not found and any(ch in name for ch in "*?["):
@@ -111,17 +116,32 @@ class TaskIndex:
         """The groups that contain a task (directly or through a subgroup)."""
         return [g for g in self.groups if task in self.group_members(g)]
 
+    def tagged(self, tag: str) -> list[str]:
+        """The tasks carrying ``tag``, in index order."""
+        if self._by_tag is None:
+            by_tag: dict[str, list[str]] = {}
+            for name, info in self.tasks.items():
+                for t in info.get("tags") or []:
+                    by_tag.setdefault(t, []).append(name)
+            self._by_tag = by_tag
+        return self._by_tag.get(tag, [])
+
+    def _member_tasks(self, entry: str) -> list[str]:
+        """A group entry that is no group: a task, a glob over tasks, or a
+        tag (lm-eval's mmlu_stem lists the tag mmlu_stem_tasks); its tasks
+        in the order lm-eval builds them (a tag's sorted)."""
+        if entry in self.tasks:
+            return [entry]
+        if any(ch in entry for ch in "*?["):
+            return sorted(fnmatch.filter(self.tasks, entry))
+        return sorted(self.tagged(entry))
+
     def group_entries(self, group: str) -> list[tuple[str, str]]:
         """A group's direct members as ``("group", name)`` or ``("task",
-        name)`` (globs expanded to tasks), in file order."""
+        name)`` (globs and tags expanded to tasks), in file order."""
         out: list[tuple[str, str]] = []
         for entry in self.groups[group]["tasks"]:
-            if entry in self.groups:
-                found = [("group", entry)]
-            elif any(ch in entry for ch in "*?["):
-                found = [("task", t) for t in sorted(fnmatch.filter(self.tasks, entry))]
-            else:
-                found = [("task", entry)] if entry in self.tasks else []
+            found = [("group", entry)] if entry in self.groups else [("task", t) for t in self._member_tasks(entry)]
             out.extend(f for f in found if f not in out)
         return out
 
@@ -130,10 +150,8 @@ class TaskIndex:
         for entry in self.groups[group]["tasks"]:
             if entry in self.groups and entry not in _seen:
                 members = self.group_members(entry, _seen | {group})
-            elif any(ch in entry for ch in "*?["):
-                members = sorted(fnmatch.filter(self.tasks, entry))
             else:
-                members = [entry] if entry in self.tasks else []
+                members = self._member_tasks(entry)
             out.extend(m for m in members if m not in out)
         return out
 
@@ -521,10 +539,11 @@ def _merge(parts: list[tuple[str, str, str, dict]], refreshed: list[str]) -> Tas
                     files.append(info["file"])
                     continue
                 groups[name] = info
+    tags = {t for info in tasks.values() for t in info.get("tags") or []}
     for name, info in groups.items():
         for entry in info["tasks"]:
-            if entry not in tasks and entry not in groups and not any(ch in entry for ch in "*?["):
-                errors.append(f"{info['file']}:1: group {name!r} lists {entry!r}, which is no task or group")
+            if entry not in tasks and entry not in groups and entry not in tags and not any(ch in entry for ch in "*?["):
+                errors.append(f"{info['file']}:1: group {name!r} lists {entry!r}, which is no task, group or tag")
     return TaskIndex(tasks, groups, errors, from_cache=not refreshed, refreshed=refreshed, broken=broken,
                      duplicates=duplicates, notes=notes)
 

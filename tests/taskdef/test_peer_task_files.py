@@ -303,3 +303,30 @@ def test_lmms_eval_folders_as_shipped_validate(folder):
     proc = validate(target)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+def test_a_group_may_list_a_tag_as_lm_evals_mmlu_stem_does(tmp_path):
+    """lm-eval's _mmlu_stem.yaml: ``group: mmlu_stem`` with ``task: [mmlu_stem_tasks]``, a tag its subjects carry."""
+    from avhb.taskdef.include_path import _ROOTS, add_include_path
+    from avhb.taskdef.index import build_index
+    from avhb.errors import UserError
+
+    folder = tmp_path / "mmluish"
+    write(folder, "_base.yaml", "dataset_path: org/data\ntest_split: test\ndoc_to_text: q\ndoc_to_target: a\n")
+    write(folder, "physics.yaml", "include: _base.yaml\ntask: physics\ntag: stem_tasks\n")
+    write(folder, "algebra.yaml", "include: _base.yaml\ntask: algebra\ntag: stem_tasks\n")
+    write(folder, "_stem.yaml", "group: stem\ntask: [stem_tasks]\n")
+    write(folder, "_empty.yaml", "group: empty\ntask: [nothing_here]\n")
+    add_include_path(folder)
+    try:
+        index = build_index(use_cache=False)
+        assert index.resolve(["mmluish/stem"]) == (["mmluish/algebra", "mmluish/physics"], ["mmluish/stem"])
+        assert index.group_entries("mmluish/stem") == [("task", "mmluish/algebra"), ("task", "mmluish/physics")]
+        assert [e for e in index.errors if "mmluish" in e] == [
+            f"{(folder / '_empty.yaml').resolve()}:1: group 'mmluish/empty' lists 'mmluish/nothing_here', which is no "
+            "task, group or tag"]
+        with pytest.raises(UserError, match=r"group 'mmluish/empty' \(.*_empty.yaml\) has no task to run: it lists "
+                                            r"mmluish/nothing_here"):
+            index.resolve(["mmluish/empty"])
+    finally:
+        _ROOTS.pop("mmluish", None)
