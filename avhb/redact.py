@@ -144,7 +144,7 @@ def _scan(env: Any) -> list[str]:
 
 # -- the credentials this process's backends and judges use ------------------------------------------------
 _added: dict[str, None] = {}  # every added credential's forms, in order
-_secrets_cache: tuple[list[str] | None, int, list[str]] = (None, -1, [])
+_secrets_cache: tuple[list[str], int, list[str]] | None = None  # (env_secrets' list, len(_added), the union)
 
 
 def add_secret(value: str | None) -> None:
@@ -172,7 +172,7 @@ def add_arg_secrets(args: Mapping[str, Any]) -> None:
     auth token made of it, and the value of the environment variable
     ``api_key_env`` names."""
     for value in args.values():
-        if not isinstance(value, str) or "@" not in value or "://" not in value:
+        if not isinstance(value, str) or "@" not in value:
             continue
         try:
             parts = urlsplit(value.strip())
@@ -199,7 +199,7 @@ def secret_forms(value: str) -> list[str]:
     for encoded in (quote(value, safe=""), quote_plus(value, safe="")):
         forms.add(encoded)
     raw = value.encode("utf-8", "surrogatepass")
-    for shift in range(3):
+    for shift in (0, 1, 2):
         padded = base64.b64encode(bytes(shift) + raw).decode("ascii")
         first = -(-8 * shift // 6)  # the first character all of whose 6 bits come from value
         last = 8 * (shift + len(raw)) // 6  # one past the last such character
@@ -207,7 +207,7 @@ def secret_forms(value: str) -> list[str]:
         for text in filter(None, (padded[first:last], whole, whole and whole.rstrip("="))):
             forms.add(text)
             forms.add(text.replace("+", "-").replace("/", "_"))
-    return sorted((f for f in forms if len(f) >= _MIN_SECRET_LEN), key=lambda f: (-len(f), f))
+    return sorted(sorted(f for f in forms if len(f) >= _MIN_SECRET_LEN), key=len, reverse=True)
 
 
 def secrets() -> list[str]:
@@ -216,8 +216,9 @@ def secrets() -> list[str]:
     (:func:`add_secret`); the same list object until either changes."""
     global _secrets_cache
     env = env_secrets()
-    if _secrets_cache[0] is env and _secrets_cache[1] == len(_added):
-        return _secrets_cache[2]
+    cached = _secrets_cache
+    if cached is not None and cached[0] is env and cached[1] == len(_added):
+        return cached[2]
     merged = sorted(set(env) | set(_added), key=len, reverse=True) if _added else env
     _secrets_cache = (env, len(_added), merged)
     return merged
@@ -264,8 +265,6 @@ def redact(obj: Any, *, extra: list[str] | tuple[str, ...] = ()) -> Any:
 
 
 def _walk(obj: Any, secrets: list[str]) -> Any:
-    if obj is None or isinstance(obj, (bool, int, float)):
-        return obj
     if isinstance(obj, str):
         return redact_text(obj, secrets) if len(obj) >= 6 else obj
     if isinstance(obj, dict):
@@ -312,7 +311,7 @@ def _walk(obj: Any, secrets: list[str]) -> Any:
 #   "_"), and every pattern that reads "token" needs "=" right after it, or "authorization" (a trigger
 #   of its own) before it.  So ``"prompt_tokens": `` and a prompt about tokenizers walk nothing.
 # Dataclasses (``redact`` makes them dicts) take the walk.
-_KEY_TOKENS = ('"key": ',)  # the journal's own key: "key" occurs in a line only there
+_JOURNAL_KEY = '"key": '  # the journal's own key: "key" occurs in a line only there
 _TOKEN_ENDS = ('token": ', "token=")  # where "token" can make redact change something (above)
 _OTHER_TRIGGERS = tuple(t for t in (*_TRIGGERS, "cookie") if t not in ("key", "token"))
 # the scan of _OTHER_TRIGGERS, in fewer passes: "passw" for password and passwd; GitHub's five token
@@ -366,7 +365,7 @@ def _clean(text: str) -> bool:
     if "gh" in lower and _GITHUB.search(lower):
         return False
     # "key" only inside the journal's own key, "token" only where it cannot matter (comment above)
-    if lower.count("key") != lower.count(_KEY_TOKENS[0]):
+    if lower.count("key") != lower.count(_JOURNAL_KEY):
         return False
     if "token" in lower and (_TOKEN_ENDS[0] in lower or _TOKEN_ENDS[1] in lower):
         return False

@@ -69,3 +69,11 @@ def test_the_line_names_each_judge_that_did_not_answer():
     assert "; judge openai:j did not answer 1 question (last: HTTP 500: boom)" in line
     assert "; judge openai:k did not answer 2 questions (last: )" in line
     assert line.endswith("re-running the command retries them")
+
+
+def test_a_row_without_samples_counts_none_and_a_judges_error_is_cut_at_300():
+    results = {"results": {"a": {"samples": 4, "errors": 1}, "group": {"errors": 0}},
+               "judge_errors": {"j": {"failed": 3, "last_error": "x" * 400}}}
+    line = over_budget(results, "24%")  # 1 of 4, not of 5
+    assert line.startswith("1 of 4 samples failed (25.0% > --max-errors 24%)")
+    assert f"(last: {'x' * 300})" in line

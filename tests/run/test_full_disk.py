@@ -127,6 +127,22 @@ def test_the_report_on_a_full_disk_is_one_line_and_the_rerun_writes_it(testpack,
     assert (out / "report.html").stat().st_size > 10_000
 
 
+def test_a_report_that_fails_otherwise_is_a_warning_and_the_run_stands(testpack, tmp_path, capsys):
+    import avhb
+    from avhb.model.backend import parse_backend_spec
+    from avhb.run import event_loop
+    from avhb.run.evaluator import Evaluator
+
+    def broken(root):
+        raise RuntimeError("a bug in the report")
+
+    options = avhb.RunOptions(tasks=["testpack/qa_easy"], model=parse_backend_spec("testpack/echo"),
+                              output_dir=tmp_path / "run", sample_data=True)
+    results = event_loop.run(Evaluator(options, report=broken).run())
+    assert results["results"]["testpack/qa_easy"]["exact"] == 1.0
+    assert "avhb: warning: report.html not written: a bug in the report" in capsys.readouterr().err
+
+
 def _records(n: int, size: int) -> list[SampleRecord]:
     return [SampleRecord(id=f"s{i}", doc={"q": "x" * size}, target="a") for i in range(n)]
 

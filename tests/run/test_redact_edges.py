@@ -118,6 +118,13 @@ def test_backend_arguments_without_credentials_add_nothing(monkeypatch):
     add_arg_secrets({"base_url": "http://127.0.0.1:9/v1", "note": "me@example.org", "api_key_env": "NO_SUCH_VARIABLE",
                      "user_only": "http://just-a-user@127.0.0.1:9/v1", "number": 5, "empty": ""})
     add_arg_secrets({"api_key_env": ""})
+    add_arg_secrets({"api_key_env": 5})  # a YAML scalar that names no variable
     assert secrets() == before
     add_arg_secrets({"base_url": "  http://u:pw-9911aa@127.0.0.1:9/v1  "})  # spaces around, as a flag may give it
     assert "pw-9911aa" in secrets()
+
+
+def test_every_argument_is_read_whatever_comes_before_it():
+    add_arg_secrets({"a": "plain", "b": 3, "c": "http://[bad@x", "d": "http://u:after-bad-77@h/v1",
+                     "e": "//u:no-scheme-78@h/v1"})
+    assert "after-bad-77" in secrets() and "no-scheme-78" in secrets()
