@@ -337,11 +337,26 @@ def default_loader(root: Path, task: TaskConfig, split: str | None = None) -> An
     if isinstance(data_files, str) and (root / data_files).is_file():
         return _read_records(root / data_files)
     datasets = _datasets()
+    kwargs.setdefault("cache_dir", str(folder_cache(root)))
     try:
         ds = datasets.load_dataset(str(root), task.get("dataset_name"), split=split, data_files=data_files, **kwargs)
     except Exception as exc:  # datasets raises many types for unreadable local data
         raise UserError(f"{root}: cannot load split {split!r} for task {task.name!r}: {_first_line(exc)}") from None
     return ds
+
+
+def folder_cache(root: Path) -> Path:
+    """The ``datasets`` cache of one data folder: its own, under avhb's cache.
+    ``datasets`` names a local folder's cache by the folder's last name and
+    its README configs, so two snapshots at ``…/ORG__A/main`` and
+    ``…/ORG__B/main`` with the same layout would share it (and one would be
+    read as the other)."""
+    from avhb.paths import cache_dir
+
+    import hashlib
+
+    key = hashlib.sha256(os.path.realpath(root).encode()).hexdigest()[:20]
+    return cache_dir() / "datasets-local" / f"{root.name}-{key}"
 
 
 def _read_records(path: Path) -> Sequence[dict[str, Any]]:
