@@ -150,14 +150,16 @@ MODULES: dict[str, Target] = {
         "tests/run/test_redact_folding.py", "tests/run/test_run_secrets.py", "tests/backends/test_openai_backend.py",
         "tests/run/test_journal_edges.py")),
     "openai_secrets": Target("model_backends/openai_backend.py", (
-        "tests/run/test_run_secrets.py", "tests/backends/test_openai_backend.py"),
+        "tests/backends/test_openai_credentials.py", "tests/run/test_run_secrets.py",
+        "tests/backends/test_openai_backend.py"),
         scope=("OpenAIBackend.__init__", "OpenAIBackend.identity", "OpenAIBackend.describe", "OpenAIBackend.classify",
                "split_userinfo"), note="the backend's credentials and what is redacted"),
     "atomic": Target("avhb/atomic.py", ("tests/run/test_full_disk.py", "tests/run/test_run_folder.py")),
     "folder": Target("avhb/run/folder.py", (
         "tests/run/test_folder_edges.py", "tests/run/test_redact_line.py", "tests/run/test_full_disk.py",
         "tests/run/test_stream.py", "tests/run/test_run_folder.py")),
-    "lock_acquire": Target("avhb/run/lock.py", ("tests/run/test_full_disk.py", "tests/run/test_run_folder.py"),
+    "lock_acquire": Target("avhb/run/lock.py", (
+        "tests/run/test_lock_edges.py", "tests/run/test_full_disk.py", "tests/run/test_run_folder.py"),
         scope=("RunLock.acquire",), note="taking the run folder's lock (its write on a full disk)"),
     "budget": Target("avhb/run/budget.py", ("tests/run/test_error_budget.py", "tests/run/test_merge_accounting.py")),
     "evaluator_policy": Target("avhb/run/evaluator.py", (
