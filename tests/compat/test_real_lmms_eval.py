@@ -53,6 +53,11 @@ def test_task(session, name):
 
 
 @needs_venv
+def test_both_tools_fetch_the_data_through_the_local_hub(session):
+    assert session.hub_downloads["lmms-eval"] > 0 and session.hub_downloads["avhb"] > 0, session.hub_downloads
+
+
+@needs_venv
 def test_scores_vary(session):
     """The scripted model's replies give each task's score strictly between
     0 and its top, and the tasks different numbers, so equal metrics mean
@@ -94,3 +99,97 @@ def test_repos_read_back_as_the_hub_has_them(tmp_path):
     import zipfile
 
     assert sorted(zipfile.ZipFile(io.BytesIO(zipped)).namelist()) == [f"data/vmme{i:04d}.mp4" for i in range(3)]
+
+
+def _png_url(size, shade=96, fmt="PNG"):
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", size, (shade, shade, shade)).save(out, fmt)
+    return f"data:image/{fmt.lower()};base64,{base64.b64encode(out.getvalue()).decode()}"
+
+
+def _frame_url(index, size):
+    import base64
+    import io
+
+    from PIL import Image
+
+    from tests.fixtures.make_test_media import frame_rgb
+
+    out = io.BytesIO()
+    Image.fromarray(frame_rgb(index, (64, 48))).resize(size).save(out, "PNG")
+    return f"data:image/png;base64,{base64.b64encode(out.getvalue()).decode()}"
+
+
+def _body(text="What is it? [videomme#0]\nA. x\nB. y", frames=4, size=(392, 280), indices=(0, 2, 5, 7), **gen):
+    """A request for doc 0 of videomme (an 8-frame video): ``frames`` frames
+    showing ``indices`` (lmms-eval's rule picks 0, 2, 5, 7)."""
+    indices = list(indices) + [7] * (frames - len(indices))
+    parts = [{"type": "image_url", "image_url": {"url": _frame_url(i, size)}} for i in indices[:frames]]
+    parts.append({"type": "text", "text": text})
+    return {"model": "fake", "messages": [{"role": "user", "content": parts}], "max_tokens": 16, "temperature": 0.0,
+            **gen}
+
+
+@pytest.mark.parametrize("plant, found", [
+    (dict(text="What is it? [videomme#0]\nA. x\nB. z"), "text differs at char 33"),
+    (dict(frames=5), "parts [imagex4, text] vs [imagex5, text]"),
+    (dict(temperature=0.5), "temperature 0.0 vs 0.5"),
+    (dict(max_tokens=17), "max_tokens 16 vs 17"),
+    (dict(stop=["\n"]), "stop None (lmms-eval) vs ['\\n'] (avhb)"),
+    (dict(size=(32, 24)), "avhb's frames are [(32, 24)]"),
+    (dict(indices=(1, 3, 5, 7)), "avhb sent frames [1, 3, 5, 7], lmms-eval's rule (qwen_vl_utils) picks [0, 2, 5, 7]"),
+])
+def test_a_planted_request_difference_is_found(plant, found):
+    """The comparison finds each kind of difference in avhb's request (the
+    lmms-eval side is a real request's shape: 4 resized PNG frames)."""
+    theirs = {0: _body()}
+    ours_kw = dict(size=(64, 48), seed=1234)
+    ours_kw.update(plant)
+    row = harness.Row("videomme", "video", "0", 0)
+    harness.compare_requests(row, harness.BY_NAME["videomme"], theirs, {0: _body(**ours_kw)})
+    assert row.requests_equal is False and found in row.first_difference, row.first_difference
+    # and without the plant the two are equal, the differences on purpose said
+    row = harness.Row("videomme", "video", "0", 0)
+    harness.compare_requests(row, harness.BY_NAME["videomme"], theirs, {0: _body(size=(64, 48), seed=1234)})
+    assert row.requests_equal and any("qwen_vl_utils" in a for a in row.accepted) and any("seed" in a for a in row.accepted)
+
+
+def test_a_frame_lmms_eval_misreads_is_said_not_hidden():
+    """decord's get_batch sometimes hands lmms-eval an earlier frame; the
+    row accepts that only where avhb's frames are the ones lmms-eval's own
+    rule asks for, and says which frame it was."""
+    row = harness.Row("videomme", "video", "0", 0)
+    harness.compare_requests(row, harness.BY_NAME["videomme"], {0: _body(indices=(0, 2, 5, 0))},
+                             {0: _body(size=(64, 48))})
+    assert row.requests_equal and any("wrong frame (0 for 7" in a for a in row.accepted), row.accepted
+
+
+def test_a_planted_still_image_or_metric_difference_is_found():
+    still = {0: {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": _png_url((40, 30))}},
+                                                           {"type": "text", "text": "Is it? [mme#0]"}]}],
+                 "max_tokens": 16, "temperature": 0}}
+
+    def with_image(url):
+        return {0: {**still[0], "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "Is it? [mme#0]"}]}]}}
+
+    for url, found in ((_png_url((40, 31), fmt="JPEG"), "image 0 is 40x30 vs 40x31"),
+                       (_png_url((40, 30), shade=160, fmt="JPEG"), "image 0 pixels differ")):
+        row = harness.Row("mme", "image", "0", 0)
+        harness.compare_requests(row, harness.BY_NAME["mme"], still, with_image(url))
+        assert row.requests_equal is False and found in row.first_difference, row.first_difference
+    row = harness.Row("mme", "image", "0", 0)
+    harness.compare_requests(row, harness.BY_NAME["mme"], still, with_image(_png_url((40, 30), fmt="JPEG")))
+    assert row.requests_equal  # the same picture as JPEG
+    row = harness.Row("mme", "image", "0", 0)
+    harness.compare_metrics(row, {"mme_perception_score,none": 250.0, "mme_perception_score_stderr,none": "N/A"},
+                            {"mme_perception_score": 250.0 + 2e-9})
+    assert row.metrics_equal is False and "mme_perception_score,none" in row.first_difference
+    row = harness.Row("ai2d", "image", "0", 0)
+    harness.compare_metrics(row, {"exact_match,flexible-extract": 0.5}, {"exact_match,flexible-extract": 0.5})
+    assert row.metrics_equal and row.compared_metrics == 1

@@ -19,13 +19,19 @@ reply rule (reply.py), then per task:
   import of ``lmms_eval`` costing about 8 CPU seconds;
 * the requests of each document (found by the tag in its question) are
   compared: roles, the parts in order, every text equal, images and frames
-  counted, still images of the same size and pixels (mean absolute
-  difference under 8/255: lmms-eval sends PNG, avhb JPEG), max tokens and
-  temperature; every metric lmms-eval reports is compared to 1e-9.
+  counted, which frames (each synthetic frame shows its index; avhb runs
+  with ``include_last_frame=true``, lmms-eval's spacing: qwen_vl_utils'
+  ``linspace(0, total - 1, n)``), still images of the same size and pixels
+  (mean absolute difference under 8/255: lmms-eval sends PNG, avhb JPEG),
+  max tokens and temperature; every metric lmms-eval reports is compared
+  to 1e-9.
 
 Differences accepted on purpose are measured per task and listed in the
 row's ``accepted`` (never hidden): lmms-eval's video frames are resized by
-qwen_vl_utils (avhb sends the source size); lmms-eval sends an audio file's
+qwen_vl_utils (avhb sends the source size); lmms-eval sometimes sends a
+wrong frame (decord 0.6.0's ``get_batch`` returns an earlier frame for one
+index, not in every run: accepted only where avhb sends the frames
+lmms-eval's own rule asks for); lmms-eval sends an audio file's
 local path as ``audio_url``, avhb the audio itself (``input_audio``);
 generation keys beyond max tokens and temperature (lmms-eval's ``top_p``,
 avhb's ``seed``).
@@ -92,7 +98,7 @@ def lmms_args(base_url: str, names: list[str], out: str, frames: int = FRAMES) -
 def avhb_args(base_url: str, names: list[str], folder: Path, frames: int = FRAMES) -> list[str]:
     """``avhb run``'s arguments for lmms-eval's tasks ``names`` (folder ``tasks/``)."""
     return ["run", "--tasks", ",".join(f"tasks/{n}" for n in names), "--include_path", str(tasks_dir()), "--model",
-            f"openai:fake,base_url={base_url},audio=true", "--media", f"frames={frames}",
+            f"openai:fake,base_url={base_url},audio=true", "--media", f"frames={frames},include_last_frame=true",
             "--output_path", str(folder), "--no_report"]
 
 
@@ -151,10 +157,18 @@ class Row:
         return self.avhb_exit == 0 and bool(self.requests_equal) and bool(metrics)
 
 
+_PROGRESS = re.compile(r"it/s\]|s/it\]|^\[tasks/[^\]]*\] \d+/\d+ ")  # tqdm bars, avhb's progress lines
+
+
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 900) -> tuple[int, str, float]:
+    """``cmd``'s exit, the tail of its output without progress lines, its wall seconds."""
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
-    out = (proc.stdout[-4000:] + "\n" + proc.stderr[-8000:]).strip()
+
+    def kept(text: str) -> str:
+        return "\n".join(ln for ln in text.replace("\r", "\n").splitlines() if not _PROGRESS.search(ln))
+
+    out = (kept(proc.stdout)[-4000:] + "\n" + kept(proc.stderr)[-12000:]).strip()
     return proc.returncode, out, time.monotonic() - start
 
 
@@ -287,6 +301,7 @@ class Session:
 
         with self.hub.serve() as url, self.server:
             lmms_env, avhb_env = self.env("lmms", url), self.env("avhb", url)
+            self.hub.clear_log()
             self.lmms = self.run_lmms([n for n in names if n not in PEER_FAILS], lmms_env, "lmms_out")
             lap("lmms-eval")
             dump = self.work / "peer_requests.json"
@@ -295,10 +310,10 @@ class Session:
                 raise RuntimeError(f"peer_requests.py wrote nothing:\n{self.lmms_failing.output}")
             self.peer_docs = json.loads(dump.read_text()) if failing else []
             lap("lmms-eval on the tasks it fails on, and their requests by its objects")
-            hub_before = len(self.hub.downloads())
+            self.hub_downloads = {"lmms-eval": len(self.hub.downloads())}
             self.avhb = self.avhb_side(names, avhb_env)
             lap("avhb")
-            self.avhb_hub_downloads = len(self.hub.downloads()) - hub_before
+            self.hub_downloads["avhb"] = len(self.hub.downloads()) - self.hub_downloads["lmms-eval"]
         return {t.name: self.compare(t) for t in self.tasks}
 
     # -- comparison
@@ -318,8 +333,15 @@ class Session:
             compare_requests(row, task, lmms.requests.get(task.name, {}), ours.requests.get(task.name, {}))
             if task.name in lmms.results:
                 compare_metrics(row, lmms.results.get(task.name, {}), ours.results.get(task.name))
-        if ours.exit != 0:  # say why it failed first (the line naming this task, in a run of several)
-            row.first_difference = f"avhb exits {ours.exit}: {_last_line(ours.output, task.name)}"
+        strays = sorted(t for t in ours.requests if t not in ours.tasks)
+        if strays and not row.requests_equal and not ours.requests.get(task.name):
+            row.first_difference += f" (avhb's run sent the questions of {', '.join(strays)}: it read another task's rows)"
+        if ours.exit != 0:  # say why it failed first: the line naming this task, in a run of several
+            named = _task_line(ours.output, task.name)
+            if named or len(ours.tasks) == 1:
+                row.first_difference = f"avhb exits {ours.exit}: {named or _last_line(ours.output, task.name)}"
+            else:
+                row.first_difference += f" (avhb's run of {len(ours.tasks)} tasks exits {ours.exit})"
             code, text, _ = getattr(self, "avhb_prepare", (0, "", 0.0))
             prep = [ln.strip() for ln in text.splitlines() if ln.startswith(f"tasks/{task.name}: ") and
                     any(w in ln for w in ("not ", "fail", "error"))]
@@ -328,13 +350,21 @@ class Session:
         return row
 
 
+def _task_line(text: str, task: str) -> str:
+    """avhb's last warning or error that names ``task`` and says it failed ("" if none)."""
+    named = f"tasks/{task}"
+    found = [ln.strip() for ln in text.splitlines() if ln.startswith(("avhb: warning:", "avhb: error:"))
+             and (f"{named}:" in ln or f"{named}'" in ln or f"{named} " in ln) and ("fail" in ln or " not " in ln)]
+    return found[-1][:400] if found else ""
+
+
 def _last_line(text: str, task: str) -> str:
     """The line that says why a run failed: avhb's warning or error naming
     the task, else its error line, else the last exception line of a
     traceback, else the last warning, else the last line."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.startswith("$ ")]
     named = f"tasks/{task}"
-    for pick in (lambda ln: ln.startswith(("avhb: warning:", "avhb: error:")) and named in ln and "failed" in ln,
+    for pick in (lambda ln: ln == _task_line(ln, task),
                  lambda ln: ln.startswith(f"{named}: ") and ("not" in ln or "fail" in ln),
                  lambda ln: ln.startswith("avhb: error:"), lambda ln: bool(_EXC.match(ln)),
                  lambda ln: ln.startswith("avhb: warning:"), lambda ln: True):
@@ -400,8 +430,27 @@ def _first_text_diff(a: str, b: str) -> str:
     return f"at char {i}: lmms-eval {a[max(0, i - 30):i + 50]!r} vs avhb {b[max(0, i - 30):i + 50]!r}"
 
 
+def frame_indices(urls: list[str]) -> list[int]:
+    """The index each frame shows (make_test_media's bit grid, readable at any size)."""
+    import numpy as np
+    from PIL import Image
+
+    from tests.fixtures.make_test_media import decode_index
+
+    return [decode_index(np.asarray(Image.open(io.BytesIO(base64.b64decode(u.split(",", 1)[1]))).convert("RGB")))
+            for u in urls]
+
+
+def lmms_indices(total: int, n: int) -> list[int]:
+    """The frames lmms-eval's openai model asks qwen_vl_utils for (``nframes`` = n):
+    ``linspace(0, total - 1, n)`` rounded half to even, as torch rounds."""
+    import numpy as np
+
+    return [int(x) for x in np.round(np.linspace(0, total - 1, n))]
+
+
 def compare_requests(row: Row, task: RealTask, theirs: dict[int, dict], ours: dict[int, dict],
-                     source_frame: tuple[int, int] = SOURCE_FRAME) -> None:
+                     source_frame: tuple[int, int] = SOURCE_FRAME, video_seconds: float | None = None) -> None:
     if not theirs:
         row.first_difference = row.first_difference or "lmms-eval sent no request for this task"
         row.requests_equal = None if row.peer_note else False
@@ -438,6 +487,15 @@ def compare_requests(row: Row, task: RealTask, theirs: dict[int, dict], ours: di
             if sa != sb:
                 accepted.add(f"frames {'/'.join(f'{w}x{h}' for w, h in sorted(sa))} (lmms-eval, qwen_vl_utils "
                              f"resize) vs {'/'.join(f'{w}x{h}' for w, h in sorted(sb))} (avhb, source size)")
+            xa, xb = frame_indices(ia), frame_indices(ib)
+            rule = lmms_indices(repos.video_frames(doc, video_seconds), len(ia))
+            if xb != rule:
+                return _differ(row, f"{where}: avhb sent frames {xb}, lmms-eval's rule (qwen_vl_utils) picks {rule}"
+                                    f" and it sent {xa}")
+            if xa != rule:
+                misread = ", ".join(f"{got} for {want}" for got, want in zip(xa, rule) if got != want)
+                accepted.add(f"lmms-eval sent a wrong frame ({misread}; decord 0.6.0's get_batch through "
+                             f"qwen_vl_utils, not every run)")
         else:
             for k, (ua, ub) in enumerate(zip(ia, ib)):
                 pa_, pb_ = _pixels(ua), _pixels(ub)
@@ -578,6 +636,7 @@ def main(argv: list[str]) -> int:
         print(table(rows))
         print("\n" + "; ".join(f"{k} {v:.1f} s" for k, v in session.timings.items()) +
               f"; {time.monotonic() - start:.1f} s in all (wall)")
+        print("files fetched from the local Hub: " + ", ".join(f"{k} {v}" for k, v in session.hub_downloads.items()))
     return 0
 
 

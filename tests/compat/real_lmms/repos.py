@@ -83,18 +83,30 @@ def png(row: int) -> bytes:
 
 
 VIDEO_SIZE = (64, 48)
+VIDEO_FPS = 8
+
+
+def video_seconds(row: int, seconds: float | None = None) -> float:
+    """The length of row ``row``'s video: 1, 1.25 or 1.5 s (``seconds`` when given)."""
+    return seconds or 1.0 + 0.25 * (row % 3)
+
+
+def video_frames(row: int, seconds: float | None = None) -> int:
+    """How many frames row ``row``'s video has."""
+    return round(video_seconds(row, seconds) * VIDEO_FPS)
 
 
 def mp4(row: int, audio: bool = False, seconds: float | None = None, size: tuple[int, int] = VIDEO_SIZE) -> bytes:
-    """An H.264 MP4 of indexed frames at 8 fps: 1-1.5 s (``seconds`` when
-    given), 64x48 by default (an AAC tone track if ``audio``)."""
+    """An H.264 MP4 of indexed frames (tests/fixtures/make_test_media.py:
+    each frame shows its index) at 8 fps: 1-1.5 s (``seconds`` when given),
+    64x48 by default (an AAC tone track if ``audio``)."""
     from tests.fixtures.make_test_media import make_video, tone_track
 
-    seconds = seconds or 1.0 + 0.25 * (row % 3)
+    seconds = video_seconds(row, seconds)
     track = tone_track(seconds, 16000, [(0.1, seconds - 0.1, 330.0 + 110 * row)]) if audio else None
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "v.mp4"
-        make_video(str(path), seconds=seconds, fps=8, size=size, audio=track, keyint=8)
+        make_video(str(path), seconds=seconds, fps=VIDEO_FPS, size=size, audio=track, keyint=8)
         return path.read_bytes()
 
 

@@ -38,29 +38,17 @@ BY_NAME = {t.name: t for t in TASKS}
 
 # What avhb still gets wrong on a task, found by running it (file:line of the cause where known).  The test of
 # such a task asserts that it still fails, so the fix is noticed: then remove its entry.
-_SHARED_ARROW_CACHE = (
-    "reads another task's rows: avhb/data/sources.py:341 default_loader calls datasets.load_dataset on the prepared "
-    "snapshot <data>/<org>__<name>/<revision>; for a local folder whose README declares its configs, datasets "
-    "caches the table under $HF_HOME/datasets/<folder name>/<config>/0.0.0/<hash of the card's patterns>, and every "
-    "snapshot's folder is named 'main', so two repos with the same card (lmms-lab's 'default: test: data/test-*') "
-    "share one Arrow cache and the second task gets the first's rows (here: MME's)")
 _AGG_ARGS = ("an aggregation hook with an 'args' parameter is called with the items alone "
              "(avhb/score/aggregations.py:185 self.fn(xs)); lmms-eval passes args= (its CLI namespace, "
              "evaluator_utils.py:120) when the signature names it")
 EXPECTED_TO_FAIL_UNTIL_FIXED: dict[str, str] = {
-    "ai2d": "doc_to_target hook called without model_specific_target_kwargs (avhb/run/task.py:251 call_hook(... doc)); "
+    "ai2d": "doc_to_target hook called without model_specific_target_kwargs (avhb/run/task.py:270 _raw_target: call_hook('doc_to_target', ..., doc)); "
             "lmms-eval calls doc_to_target(doc, model_specific_target_kwargs) with the model's entry ('mcq' by "
             "default): every sample fails with TypeError",
-    "pope": _SHARED_ARROW_CACHE,
-    "realworldqa": _SHARED_ARROW_CACHE,
-    "chartqa": _SHARED_ARROW_CACHE,
     "egoschema_subset": _AGG_ARGS,
     "perceptiontest_val_mc": _AGG_ARGS,
     "air_bench_foundation_sound": _AGG_ARGS + " (air_bench_aggregate_results_for_submission)",
     "longvideobench_val_v": "avhb prepare unpacks huggingface_hub's download metadata as an archive: "
                             "avhb/data/lmms_media.py:86 globs *.tar* over the whole snapshot, its "
                             ".cache/huggingface/download/subtitles.tar.lock included ('not a readable tar archive')",
-    "worldsense": "doc_to_target 'utils.worldsense_doc_to_target' (a plain string naming no field) is looked up as a "
-                  "field and every sample fails (avhb/run/task.py:262 lookup); lmms-eval renders it as a template, "
-                  "the string itself (api/task.py doc_to_target), and its process_results reads doc['answer']",
 }
