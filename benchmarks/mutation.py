@@ -154,7 +154,8 @@ MODULES: dict[str, Target] = {
         "tests/backends/test_openai_backend.py"),
         scope=("OpenAIBackend.__init__", "OpenAIBackend.identity", "OpenAIBackend.describe", "OpenAIBackend.classify",
                "split_userinfo"), note="the backend's credentials and what is redacted"),
-    "atomic": Target("avhb/atomic.py", ("tests/run/test_full_disk.py", "tests/run/test_run_folder.py")),
+    "atomic": Target("avhb/atomic.py", (
+        "tests/test_atomic_edges.py", "tests/run/test_full_disk.py", "tests/run/test_run_folder.py")),
     "folder": Target("avhb/run/folder.py", (
         "tests/run/test_folder_edges.py", "tests/run/test_redact_line.py", "tests/run/test_full_disk.py",
         "tests/run/test_stream.py", "tests/run/test_run_folder.py")),
