@@ -89,7 +89,8 @@ class Target:
 
 MODULES: dict[str, Target] = {
     "journal": Target("avhb/run/journal.py", (
-        "tests/run/test_journal_union.py", "tests/run/test_redact_fast_path.py", "tests/run/test_journal_edges.py", "tests/model/test_caller.py", "tests/run/test_redact.py",
+        "tests/run/test_journal_union.py", "tests/run/test_journal_reads.py", "tests/run/test_redact_fast_path.py",
+        "tests/run/test_journal_edges.py", "tests/model/test_caller.py", "tests/run/test_redact.py",
         "tests/run/test_shards.py", "tests/run/test_resume_decisions.py", "tests/run/test_run_folder.py")),
     "caller": Target("avhb/call/caller.py", (
         "tests/model/test_call_key_edges.py", "tests/model/test_caller.py", "tests/run/test_stale_media.py",

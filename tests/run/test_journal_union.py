@@ -30,3 +30,25 @@ def test_the_first_source_holding_a_key_gives_its_last_line(tmp_path):
     # named the other way round, the other shard's answer is the one kept
     Journal.merge(out, [second, first])
     assert Journal(out).all("judges")["k1"]["response"] == "b"
+
+
+def test_lines_that_are_not_entries_are_skipped_and_a_last_line_gets_its_newline(tmp_path):
+    first, second, out = tmp_path / "a", tmp_path / "b", tmp_path / "out"
+    first.mkdir()
+    (first / "responses.jsonl").write_bytes(b'{"key": "k1", "response": "one"}\n{"key": "k2", "respo\n[1, 2]\n"x"\n'
+                                            b'{"key": 5}\n{"key": "k3", "response": "three"}')  # torn, a list, no key
+    _write(second, "responses", [{"key": "k3", "response": "later", "cost": None},
+                                 {"key": "k1", "response": "again", "cost": 0.1234567}])
+    union = Journal.merge(out, [first, second])
+    text = (out / "responses.jsonl").read_text()
+    assert text.endswith("\n") and len(text.splitlines()) == 2
+    assert {k: v["response"] for k, v in Journal(out).all("responses").items()} == {"k1": "one", "k3": "three"}
+    assert union.repeated == {"responses.jsonl": 2}
+    assert union.repeated_cost == {"responses.jsonl": 0.123457}  # a repeat without a cost costs nothing; 6 places
+
+
+def test_no_repeat_is_no_entry_in_the_repeat_counts(tmp_path):
+    _write(tmp_path / "a", "judges", [{"key": "k1", "cost": 1.0}])
+    _write(tmp_path / "b", "judges", [{"key": "k2", "cost": 1.0}])
+    union = Journal.merge(tmp_path / "out", [tmp_path / "a", tmp_path / "b"])
+    assert union.entries == {"judges.jsonl": 2} and union.repeated == {} and union.repeated_cost == {}
