@@ -168,7 +168,8 @@ MODULES: dict[str, Target] = {
         "tests/run/test_error_budget.py", "tests/run/test_full_disk.py"),
         scope=("Evaluator.run", "Evaluator._write_report"), note="the error budget, a report that cannot be written"),
     "fewshot": Target("avhb/taskdef/fewshot.py", (
-        "tests/taskdef/test_fewshot_first_n.py", "tests/taskdef/test_fewshot.py", "tests/run/test_fewshot_runs.py")),
+        "tests/taskdef/test_fewshot_first_n.py", "tests/taskdef/test_fewshot_draws.py", "tests/taskdef/test_fewshot.py",
+        "tests/run/test_fewshot_runs.py")),
     "loglik_rolling": Target("plugins/metrics/loglik.py", (
         "tests/plugins/test_word_count.py", "tests/plugins/test_loglik_metrics.py",
         "tests/run/test_loglikelihood_runs.py"), scope=("_Rolling",),

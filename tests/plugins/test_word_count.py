@@ -19,3 +19,9 @@ from avhb.score.metric import SampleRecord, ScoreContext
 async def test_words_are_counted_as_lm_eval_counts_them(target, words):
     record = SampleRecord(id="1", doc={}, target=target, outputs={"loglikelihoods": [[-6.0, False]]})
     assert (await WordPerplexity().score(record, ScoreContext(None, "t")))["word_perplexity"] == [-6.0, words]
+
+
+def test_perplexities_and_bits_per_byte_are_lower_is_better():
+    from avhb.plugins.metrics.loglik import BitsPerByte, BytePerplexity
+
+    assert [m.higher_is_better for m in (WordPerplexity(), BytePerplexity(), BitsPerByte())] == [False] * 3
