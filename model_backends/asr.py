@@ -31,7 +31,7 @@ import numpy as np
 
 from avhb import SampleError
 
-from .offline_models import asr_model_name, require, set_offline_env, whisper_model
+from .offline_models import asr_model_name, hub_offline, require, whisper_model
 
 SAMPLE_RATE = 16_000
 SILENCE_PEAK = 1e-3
@@ -64,10 +64,10 @@ class Transcript:
 @lru_cache(maxsize=4)
 def load_model(name: str = "whisper-base") -> Any:
     """The faster-whisper model for ``name``, loaded once per process."""
-    set_offline_env()
     fw = require("faster_whisper", "speech-to-text")
     files = whisper_model(name)
-    return fw.WhisperModel(str(files.path), device="cpu", compute_type="int8", cpu_threads=CPU_THREADS)
+    with hub_offline():
+        return fw.WhisperModel(str(files.path), device="cpu", compute_type="int8", cpu_threads=CPU_THREADS)
 
 
 def load_audio(path: str | Path, segment: tuple[float, float] | None = None) -> np.ndarray:

@@ -66,7 +66,7 @@ from avhb import (FREE, Backend, BackendSpec, Capabilities, ImagePart, Request, 
 from .baselines import LETTERS, option_line, option_replies
 from .cascade import replace_audio, transcript_texts
 from .lm_eval_tokens import encode_pair, rolling_windows, truncated
-from .offline_models import asr_model_name, gguf_model, llm_model_name, require, set_offline_env, weights_source
+from .offline_models import asr_model_name, gguf_model, llm_model_name, require, weights_source
 
 N_CTX = 2048
 MAX_TOKENS = 64
@@ -114,8 +114,7 @@ def cloze_prompt(prompt: str, options: list[str], replies: list[str]) -> str:
 @lru_cache(maxsize=2)
 def load_llm(path: str, n_ctx: int = N_CTX, threads: int = THREADS) -> "TextLM":
     """The llama.cpp model for a GGUF file, loaded once per process."""
-    set_offline_env()
-    llama_cpp = require("llama_cpp", "the local text LM")
+    llama_cpp = require("llama_cpp", "the local text LM")  # reads its GGUF file only: no hub
     with _quiet_stderr():  # llama.cpp prints notes on context creation even when not verbose
         llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                               n_batch=512, logits_all=False, verbose=False, seed=0)

@@ -41,6 +41,7 @@ install`` command.  Nothing here touches the network.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -49,7 +50,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from avhb import UserError, write_atomic
 
@@ -110,10 +111,23 @@ def hub_snapshot(repo: str, patterns: list[str]) -> Path | None:
     return Path(folder)
 
 
-def set_offline_env() -> None:
-    """Make Hugging Face libraries fail fast instead of reaching for the hub."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+@contextlib.contextmanager
+def hub_offline() -> Iterator[None]:
+    """Hugging Face libraries fail fast instead of reaching for the hub while
+    a local model is built, and the caller's environment is as it was after:
+    a run through the Python API must not leave HF_HUB_OFFLINE set in the
+    researcher's process (nor in a test's later subprocesses)."""
+    saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    for key in saved:
+        os.environ.setdefault(key, "1")
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 def cache_dir() -> Path:

@@ -95,10 +95,19 @@ def _check_reads(klass):
 
 @pytest.fixture(autouse=True)
 def isolated_cache(tmp_path_factory, monkeypatch):
+    """Each test's own cache, the Hub off, and the environment as it was
+    after the test: code run in-process (the offline model sets
+    TRANSFORMERS_OFFLINE, ``datasets`` HF_DATASETS_OFFLINE) must not leak
+    into a later test's subprocesses, which read every HF_* variable (the
+    CI run of 2026-12 failed 30 Hub tests on a leaked TRANSFORMERS_OFFLINE)."""
+    saved = dict(os.environ)
     cache = tmp_path_factory.mktemp("avhb-cache")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)  # huggingface_hub reads it as HF_HUB_OFFLINE
     monkeypatch.setenv("AVHB_CACHE_DIR", str(cache))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     yield cache
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def _clear_registry():
