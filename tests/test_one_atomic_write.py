@@ -16,8 +16,10 @@ REPO = Path(__file__).resolve().parents[1]
 SHIPPED = ("avhb", "tasks", "plugins", "model_backends")
 # A rename into place that is not a file written through a temp file: a resumable download's
 # verified ``.part`` (its bytes arrive over several attempts, even several runs), yt-dlp's finished
-# file moved to its name, and a model folder assembled whole and installed.
+# file moved to its name, and a folder assembled whole and installed (a model's; lmms-eval's media
+# unpacked from the dataset's archives into ``<folder>.avhb-partial`` first).
 NOT_A_WRITE = {("avhb/data/download.py", "os.replace(part, dest)"),
+               ("avhb/data/lmms_media.py", "os.replace(into, spec.folder)"),
                ("tasks/curve/prepare.py", "os.replace(got, dest)"),
                ("model_backends/offline_models.py", "os.replace(tmp, target)")}
 _RENAME = re.compile(r"os\.replace\(|os\.rename\(|\.rename\(|\.replace\((?:path|dest|target|out)\b|"
