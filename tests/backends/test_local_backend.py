@@ -260,3 +260,23 @@ async def test_backend_answers_loglikelihood_requests(backend):
     assert resp.error is None
     (blue, _), (cheese, _) = resp.meta["loglikelihoods"]
     assert blue > cheese
+
+
+def test_building_a_local_model_leaves_the_callers_environment_as_it_was(monkeypatch):
+    """The Hub is off while a local model is built, and only then: a run
+    through the Python API must not leave HF_HUB_OFFLINE or
+    TRANSFORMERS_OFFLINE set in the researcher's process (it did, and later
+    downloads in that process failed "offline")."""
+    import os
+
+    from avhb.model_backends.offline_models import hub_offline
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "0")  # the caller's own value is kept
+    with hub_offline():
+        assert os.environ["HF_HUB_OFFLINE"] == "1" and os.environ["TRANSFORMERS_OFFLINE"] == "0"
+    assert "HF_HUB_OFFLINE" not in os.environ and os.environ["TRANSFORMERS_OFFLINE"] == "0"
+    with pytest.raises(RuntimeError):
+        with hub_offline():
+            raise RuntimeError("the model did not build")
+    assert "HF_HUB_OFFLINE" not in os.environ
