@@ -71,6 +71,25 @@ DEFAULT_METRICS = {"multiple_choice": ("acc", "acc_norm"), "loglikelihood": ("pe
 FALLBACK_METRIC = "evaluate"
 
 
+def _names_parameter(fn: Callable, name: str) -> bool:
+    """Whether ``fn``'s signature names the parameter ``name``."""
+    try:
+        return name in inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
+
+
+def columns_of(docs: Sequence[dict[str, Any]]) -> frozenset[str] | None:
+    """The columns of loaded data, as lm-eval's ``features`` are: a
+    Dataset's column names, the union of a list's keys; None for a .jsonl
+    file read lazily (its rows are not all held)."""
+    if isinstance(docs, JsonlRows):
+        return None
+    if isinstance(docs, DatasetRows):
+        return frozenset(docs.dataset.column_names)
+    return frozenset(key for doc in docs for key in doc)
+
+
 class Task:
     def __init__(self, cfg: TaskConfig, registry: Registry):
         self.cfg = cfg
@@ -81,6 +100,8 @@ class Task:
         self.num_fewshot: int | None = None  # --num_fewshot (see with_num_fewshot)
         self.model_name: str | None = None  # the run's backend kind: lmms_eval_specific_kwargs' model entry
         self._memo: dict[tuple, Any] = {}  # per-task settings read once per (setting, num_fewshot, model_name)
+        self.columns: frozenset[str] | None = None  # the loaded data's columns (None: not known; see _field)
+        self.output_path: str | None = None  # the run folder (see in_folder)
 
     def _once(self, what: str, make: Callable[[], Any]) -> Any:
         """``make()``, computed once per setting for the task's current
@@ -199,7 +220,11 @@ class Task:
             docs = self._load_hook_at(("process_docs",), hook["function"],
                                       list(docs) if isinstance(docs, JsonlRows) else docs)
             where = f"{self.cfg.file}: process_docs hook {hook['function']}"
-        return self._listed(docs, where)
+        docs = self._listed(docs, where)
+        found = columns_of(docs)
+        if found is not None:  # a few-shot split's columns count too
+            self.columns = found if self.columns is None else self.columns | found
+        return docs
 
     @staticmethod
     def _listed(docs: Any, where: str) -> Sequence[dict[str, Any]]:
@@ -267,9 +292,11 @@ class Task:
         if isinstance(value, (int, list)) and not isinstance(value, bool):
             return value
         if isinstance(value, dict):
-            return self.call_hook("doc_to_target", value["function"], doc)
+            kwargs = self._once("target_kwargs", self._target_kwargs)
+            args = (doc,) if kwargs is None else (doc, kwargs)  # lmms-eval: doc_to_target(doc, model_specific_target_kwargs)
+            return self.call_hook("doc_to_target", value["function"], *args)
         if not is_template(value):
-            found = self._field(str(value), doc)
+            found = self._field(str(value), doc, sample)
             if found is not _NO_FIELD:
                 return found
         out = self._render(str(value), doc, sample, "doc_to_target")
@@ -282,18 +309,21 @@ class Task:
                 pass
         return out
 
-    @staticmethod
-    def _field(name: str, doc: dict[str, Any]) -> Any:
-        """A field of the doc by (dotted) name, or ``_NO_FIELD``: lm-eval reads a
-        string naming a column as that column, any other as a template."""
+    def _field(self, name: str, doc: dict[str, Any], sample: str | None = None) -> Any:
+        """A field of the doc by (dotted) name, or ``_NO_FIELD`` for a string
+        that names no column of the task's data.  lm-eval decides by the
+        dataset's columns (``self.features``), not by the one sample: a
+        string naming a column is that column (a sample lacking it is a
+        ``SampleError``), any other is a template (a literal).  Where the
+        columns are not known (a .jsonl file read lazily, a doc given
+        directly), a bare field name is a field."""
         if name in doc:
             return doc[name]
         if not is_field_name(name):
             return _NO_FIELD
-        try:
-            return lookup(doc, name)
-        except SampleError:
+        if self.columns is not None and name.split(".", 1)[0] not in self.columns:
             return _NO_FIELD
+        return lookup(doc, name, sample)
 
     def choices(self, doc: dict[str, Any], sample: str | None = None, spec: Any = OWN) -> list[str] | None:
         """``doc_to_choice`` as lm-eval reads it: a list, a hook, a field
@@ -315,13 +345,13 @@ class Task:
             except (ValueError, SyntaxError):
                 raise SampleError(f"sample {sample}: doc_to_choice rendered {text[:80]!r}, not a list") from None
         else:
-            out = self._field(str(value), doc)
+            out = self._field(str(value), doc, sample)
             if out is _NO_FIELD:  # lm-eval: a string naming no column is a template rendering a list literal
                 try:
                     out = ast.literal_eval(str(value).strip())
                 except (ValueError, SyntaxError):
-                    lookup(doc, str(value), sample)  # raises: the field is not in the sample
-                    raise
+                    raise SampleError(f"sample {sample}: doc_to_choice {str(value)[:80]!r} names no column "
+                                      "of the data and is not a list") from None
         if out is None:
             return None
         if isinstance(out, dict):  # lm-eval: a mapping's values are the choices
@@ -530,7 +560,10 @@ class Task:
     def _aggregation(self, value: Any) -> Aggregation:
         """A metric_list ``aggregation``: a name, or a hook over the values."""
         if isinstance(value, dict):
-            return Aggregation(value["function"], self.hook(value["function"]))
+            fn = self.hook(value["function"])
+            if _names_parameter(fn, "args"):  # lmms-eval passes args= (its CLI namespace) when a hook names it
+                return Aggregation(value["function"], lambda items: fn(items, args=self.peer_args()))
+            return Aggregation(value["function"], fn)
         try:
             return Aggregation.named(str(value))
         except UserError as exc:
@@ -693,6 +726,15 @@ class Task:
             out.update(per_model.get(self.model_name) or per_model.get("default") or {})
         return out
 
+    def _target_kwargs(self) -> Any:
+        """lmms-eval's ``model_specific_target_kwargs`` for the run's model:
+        its entry, else ``default`` (None when neither: the hook gets the doc
+        alone), as lmms-eval's ConfigurableTask resolves it."""
+        per_model = self.cfg.get("model_specific_target_kwargs")
+        if not isinstance(per_model, dict):
+            return None
+        return per_model[self.model_name] if self.model_name in per_model else per_model.get("default")
+
     @property
     def fewshot(self) -> FewshotSettings:
         return self._once("fewshot", lambda: fewshot_settings(self.cfg, self.num_fewshot))
@@ -701,6 +743,21 @@ class Task:
         """This task with ``--num_fewshot`` applied (lm-eval: except a task that sets 0)."""
         self.num_fewshot = num
         return self
+
+    def in_folder(self, folder: str | Path | None) -> "Task":
+        """This task for a run writing to ``folder`` (where an lmms-eval
+        hook's submission files go: ``peer_args``)."""
+        self.output_path = None if folder is None else str(folder)
+        return self
+
+    def peer_args(self) -> Any:
+        """What lmms-eval passes an aggregation hook as ``args`` (its CLI
+        namespace), as far as its hooks read it: ``output_path``, the run
+        folder (lmms-eval's ``generate_submission_file`` writes under
+        ``<output_path>/submissions``)."""
+        import types
+
+        return types.SimpleNamespace(output_path=self.output_path)
 
     def for_model(self, name: str | None) -> "Task":
         """This task for a run of the backend kind ``name`` (lmms-eval's
