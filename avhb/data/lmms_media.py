@@ -80,10 +80,17 @@ def media_spec(config: dict[str, Any]) -> MediaArchives | None:
 
 def archives(snapshot: Path) -> tuple[list[Path], dict[str, list[Path]]]:
     """The repo's zip files and its tar parts grouped by base name, in name
-    order (lmms-eval's grouping: ``BASE.tar*`` and ``BASE_N.tar*``)."""
-    zips = sorted(p for p in snapshot.rglob("*.zip") if p.is_file())
+    order (lmms-eval's grouping: ``BASE.tar*`` and ``BASE_N.tar*``).  Files
+    under a hidden folder are not the repo's (huggingface_hub's
+    ``.cache/huggingface/download/*.tar.lock``): lmms-eval's recursive glob
+    does not see them either."""
+    def found(pattern: str) -> list[Path]:
+        return sorted(p for p in snapshot.rglob(pattern) if p.is_file()
+                      and not any(part.startswith(".") for part in p.relative_to(snapshot).parts))
+
+    zips = found("*.zip")
     groups: dict[str, list[Path]] = {}
-    for part in sorted(p for p in snapshot.rglob("*.tar*") if p.is_file()):
+    for part in found("*.tar*"):
         base = re.sub(r"_\d+$", "", str(part).split(".tar")[0])
         groups.setdefault(base, []).append(part)
     return zips, groups

@@ -48,9 +48,10 @@ def media_of_spec(spec: Any) -> dict[str, bool]:
 
 def literal_notes(task: Any, record: Any) -> list[str]:
     """A ``doc_to_target`` or ``doc_to_choice`` written as a bare name that is
-    no field of the task's first sample: read as the literal text, as lm-eval
+    no column of the task's data: read as the literal text, as lm-eval
     reads it (a typo in a field name would score every sample against it)."""
-    from avhb.run.task import _NO_FIELD, Task
+    from avhb.errors import SampleError
+    from avhb.run.task import _NO_FIELD
     from avhb.taskdef.templates import is_field_name
 
     doc = getattr(record, "doc", None)
@@ -59,8 +60,14 @@ def literal_notes(task: Any, record: Any) -> list[str]:
     out = []
     for key in ("doc_to_target", "doc_to_choice"):
         value = task.cfg.get(key)
-        if is_field_name(value) and Task._field(value, doc) is _NO_FIELD:
-            out.append(f"{task.name}: {key} {value!r} names no field of its samples (fields: "
+        if not is_field_name(value):
+            continue
+        try:
+            literal = task._field(value, doc) is _NO_FIELD
+        except SampleError:  # a column this sample lacks: the sample fails, the text is no literal
+            continue
+        if literal:
+            out.append(f"{task.name}: {key} {value!r} names no column of its data (fields: "
                        f"{', '.join(sorted(map(str, doc)))[:120]}): read as the literal text, as lm-eval reads it")
     return out
 

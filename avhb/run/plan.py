@@ -26,7 +26,7 @@ def resolve_tasks(index: TaskIndex, registry: Registry, o: RunOptions) -> list[T
     few-shot count and model kind set."""
     names, _ = index.resolve(o.tasks)
     return [Task(load_task(index, n), registry).with_num_fewshot(o.num_fewshot)
-            .for_model(o.model.kind if o.model else None) for n in names]
+            .for_model(o.model.kind if o.model else None).in_folder(o.output_dir) for n in names]
 
 
 def resolve_sources(tasks: list[Task], index: TaskIndex, o: RunOptions,

@@ -229,3 +229,22 @@ def test_cache_dir_resolves_as_lmms_eval_resolves_it(monkeypatch, tmp_path):
     monkeypatch.delenv("HF_HOME")
     assert media_spec({"dataset_kwargs": {"video": True, "cache_dir": "v"}}).folder == \
         Path(os.path.expanduser("~/.cache/huggingface")) / "v"
+
+
+def test_the_hubs_download_metadata_is_no_archive(tmp_path):
+    """longvideobench: huggingface_hub leaves ``.cache/huggingface/download/
+    subtitles.tar.lock`` in a local folder download; lmms-eval's recursive glob
+    skips hidden folders, and so does avhb (it tried to unpack the lock)."""
+    from avhb.data.lmms_media import archives
+
+    snap = tmp_path / "snap"
+    (snap / ".cache" / "huggingface" / "download").mkdir(parents=True)
+    (snap / ".cache" / "huggingface" / "download" / "subtitles.tar.lock").write_bytes(b"")
+    (snap / ".cache" / "huggingface" / "download" / "videos.zip.metadata").write_bytes(b"x")
+    (snap / ".cache" / "old.zip").write_bytes(_zip({"a.txt": b"a"}))
+    (snap / "subtitles.tar").write_bytes(_tar({"s.srt": b"1"}))
+    (snap / "videos").mkdir()
+    (snap / "videos" / "v.zip").write_bytes(_zip({"a.txt": b"a"}))
+    zips, tars = archives(snap)
+    assert zips == [snap / "videos" / "v.zip"]
+    assert tars == {str(snap / "subtitles"): [snap / "subtitles.tar"]}

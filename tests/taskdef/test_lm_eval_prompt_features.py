@@ -6,8 +6,10 @@ expected prompts are worked out by hand from lm-eval's ``build_qa_turn``,
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PIL import Image
 
+from avhb.errors import SampleError
 from avhb.registry import get_registry
 from avhb.run.options import RunOptions, media_plan
 from avhb.run.task import Task
@@ -137,9 +139,14 @@ def test_a_target_naming_no_field_is_lm_evals_literal_with_a_note(tmp_path):
     task = _task(tmp_path, output_type="multiple_choice", doc_to_text="{{q}}", doc_to_choice=["no", "yes"],
                  doc_to_target="yes")
     doc = {"q": "?", "answer": 1}
+    task.columns = frozenset(doc)  # as load_docs records the data's columns: lm-eval decides by them
     assert task.gold(doc, task.choices(doc)) == 1
     (note,) = literal_notes(task, SampleRecord("s0", doc))
-    assert "doc_to_target 'yes' names no field of its samples" in note and "fields: answer, q" in note
+    assert "doc_to_target 'yes' names no column of its data" in note and "fields: answer, q" in note
     field = _task(tmp_path, output_type="multiple_choice", doc_to_text="{{q}}", doc_to_choice=["no", "yes"],
                   doc_to_target="answer")
     assert field.gold(doc, field.choices(doc)) == 1 and literal_notes(field, SampleRecord("s0", doc)) == []
+    field.columns = frozenset(doc)
+    with pytest.raises(SampleError, match="field 'answer' not in the sample"):  # a column this sample lacks
+        field.gold({"q": "?"}, ["no", "yes"])
+    assert literal_notes(field, SampleRecord("s1", {"q": "?"})) == []

@@ -156,3 +156,63 @@ def test_a_hook_importing_lmms_eval_says_so(tmp_path):
             task.text({"q": 1})
     finally:
         include.clear()
+
+
+TARGET_HOOKS = '''
+    import os
+
+    def target(doc, model_specific_target_kwargs):
+        return doc[model_specific_target_kwargs]
+
+    def plain_target(doc):
+        return doc["mcq"]
+
+    def accuracy(items, args):
+        path = os.path.join(args.output_path, "submissions", "sub.txt")
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write(str(len(items)))
+        return sum(items) / len(items)
+
+    def for_submission(items, args):
+        return None
+
+    def not_a_number(items):
+        return "high"
+    '''
+
+
+def test_doc_to_target_gets_the_models_target_kwargs(tmp_path):
+    """ai2d: ``model_specific_target_kwargs: {default: mcq, qwen_vl: qa}``;
+    lmms-eval calls ``doc_to_target(doc, <the model's entry, else default>)``,
+    and ``doc_to_target(doc)`` when the task names none."""
+    folder = _folder(tmp_path, "task: t\ndoc_to_text: x\n", TARGET_HOOKS)
+    try:
+        config = {"doc_to_text": "{{q}}", "doc_to_target": {"function": "utils.target"},
+                  "model_specific_target_kwargs": {"default": "mcq", "qwen_vl": "qa"}}
+        doc = {"q": "?", "mcq": "B", "qa": "a cat"}
+        assert _task(folder, config, model="openai").target(doc) == "B"
+        assert _task(folder, config, model="qwen_vl").target(doc) == "a cat"
+        plain = {"doc_to_text": "{{q}}", "doc_to_target": {"function": "utils.plain_target"}}
+        assert _task(folder, plain).target(doc) == "B"
+    finally:
+        include.clear()
+
+
+def test_an_aggregation_naming_args_gets_lmms_evals_namespace(tmp_path):
+    """egoschema, perceptiontest: ``aggregate(results, args)``; lmms-eval
+    passes ``args=`` its CLI namespace, whose ``output_path`` its
+    ``generate_submission_file`` writes under: here the run folder."""
+    folder = _folder(tmp_path, "task: t\ndoc_to_text: x\n", TARGET_HOOKS)
+    try:
+        task = _task(folder, {"doc_to_text": "{{q}}"}).in_folder(tmp_path / "run")
+        aggregation = task._aggregation({"function": "utils.accuracy"})
+        assert aggregation.aggregate([1, 0, 1, 1]).value == 0.75
+        assert (tmp_path / "run" / "submissions" / "sub.txt").read_text() == "4"
+        # air_bench's *_for_submission writes a file and returns nothing: no number, not an error
+        none = task._aggregation({"function": "utils.for_submission"}).aggregate([1, 0])
+        assert (none.value, none.n) == (None, 2)
+        with pytest.raises(UserError, match="returned str 'high', not a number"):
+            task._aggregation({"function": "utils.not_a_number"}).aggregate([1])
+    finally:
+        include.clear()
