@@ -22,7 +22,7 @@ reply rule (reply.py), then per task:
   counted, which frames (each synthetic frame shows its index; avhb runs
   with ``include_last_frame=true``, lmms-eval's spacing: qwen_vl_utils'
   ``linspace(0, total - 1, n)``), still images of the same size and pixels
-  (mean absolute difference under 8/255: lmms-eval sends PNG, avhb JPEG),
+  (exactly: both send a still image as PNG),
   max tokens and temperature; every metric lmms-eval reports is compared
   to 1e-9.
 
@@ -501,8 +501,9 @@ def compare_requests(row: Row, task: RealTask, theirs: dict[int, dict], ours: di
                 if pa_.shape != pb_.shape:
                     return _differ(row, f"{where}: image {k} is {pa_.shape[1]}x{pa_.shape[0]} vs "
                                         f"{pb_.shape[1]}x{pb_.shape[0]}")
-                if float(abs(pa_ - pb_).mean()) >= 8.0:
-                    return _differ(row, f"{where}: image {k} pixels differ (mean {float(abs(pa_ - pb_).mean()):.1f})")
+                if not (pa_ == pb_).all():  # both send a still image lossless (PNG)
+                    return _differ(row, f"{where}: image {k} pixels differ (mean {float(abs(pa_ - pb_).mean()):.2f}, "
+                                        f"{ua.split(';', 1)[0]} vs {ub.split(';', 1)[0]})")
         for key in sorted((set(a) | set(b)) - {"messages", "model", "max_tokens", "temperature"}):
             va, vb = a.get(key), b.get(key)
             if va == vb:
