@@ -172,19 +172,20 @@ def wav_bytes(array: Any, rate: int) -> bytes:
     return _wav(np.clip(wave, -1.0, 1.0), int(rate))
 
 
-def array_data_url(array: Any) -> str:
-    """An RGB (H, W, 3) or grey (H, W) uint8 array -> JPEG data URL."""
+def array_data_url(array: Any, encoding: str | None = None) -> str:
+    """An RGB (H, W, 3) or grey (H, W) uint8 array -> JPEG data URL (PNG
+    with ``encoding="png"``)."""
     from avhb.media import image_data_url as _image_url
 
     try:
-        return _image_url(array, "jpeg", JPEG_QUALITY)
+        return _image_url(array, "png") if encoding == "png" else _image_url(array, "jpeg", JPEG_QUALITY)
     except (ValueError, TypeError, OSError) as exc:
         raise SampleError(f"cannot encode image array: {exc}") from exc
 
 
 def image_data_url(part: ImagePart) -> str:
     if part.array is not None:
-        return array_data_url(part.array)
+        return array_data_url(part.array, part.encoding)
     if not part.path:
         raise SampleError("image part has neither a file nor pixels")
     try:
@@ -194,16 +195,18 @@ def image_data_url(part: ImagePart) -> str:
         raise SampleError(f"image {part.path}: cannot read ({exc})") from exc
     if raw[:3] == b"\xff\xd8\xff":  # already JPEG: send the bytes unchanged
         return "data:image/jpeg;base64," + base64.b64encode(raw).decode("ascii")
+    if raw[:8] == b"\x89PNG\r\n\x1a\n":  # already PNG: unchanged (lossless, as the peers send an image)
+        return "data:image/png;base64," + base64.b64encode(raw).decode("ascii")
     from PIL import Image
 
-    try:
+    try:  # any other format (WebP, BMP, GIF...): its pixels as PNG, lossless, as lmms-eval and lm-eval encode them
         with Image.open(io.BytesIO(raw)) as img:
             rgb = img.convert("RGB")
             buf = io.BytesIO()
-            rgb.save(buf, format="JPEG", quality=JPEG_QUALITY)
+            rgb.save(buf, format="PNG")
     except Exception as exc:
         raise SampleError(f"image {part.path}: cannot decode ({exc})") from exc
-    return "data:image/jpeg;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
 
 
 def file_data_url(path: str, mime: str) -> str:

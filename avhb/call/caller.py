@@ -164,7 +164,7 @@ def part_reference(part: Any) -> list[Any]:
         return (["audio", _file_content(part.path), part.segment, part.transcript]
                 + ([part.language] if part.language else []))
     if isinstance(part, ImagePart):
-        return ["image", part.label, _image_content(part)]
+        return ["image", part.label, _image_content(part)] + ([part.encoding] if part.encoding else [])
     return [type(part).__name__]
 
 

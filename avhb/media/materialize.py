@@ -225,6 +225,8 @@ def _decode_image(part: ImagePart, spec: MediaSpec, log: dict[str, Any]) -> None
 
     from avhb.media.resize import fit_size, resize
 
+    if part.array is None and part.encoding is None and not _is_jpeg(part.path):
+        part.encoding = "png"  # a lossless file stays lossless (PNG, as lm-eval and lmms-eval send an image)
     array = part.array if part.array is not None else read_image(part.path)
     array = np.asarray(array)
     if array.ndim == 2:
@@ -237,6 +239,15 @@ def _decode_image(part: ImagePart, spec: MediaSpec, log: dict[str, Any]) -> None
     if size != source:
         entry["source_size"] = list(source)
     log.setdefault("images", []).append(entry)
+
+
+def _is_jpeg(path: str | None) -> bool:
+    """Whether a file starts as a JPEG does (its pixels are re-sent as JPEG)."""
+    try:
+        with open(str(path), "rb") as fh:
+            return fh.read(3) == b"\xff\xd8\xff"
+    except OSError:  # a missing file: read_image names it
+        return False
 
 
 def _image_size(part: ImagePart) -> list[int] | None:

@@ -25,6 +25,7 @@ class ImagePart:
     path: str | None = None
     array: Any = None  # numpy.ndarray
     label: str | None = None  # e.g. "frame at 12.50s" or "[3]"
+    encoding: Literal["png"] | None = None  # how pixels are sent: PNG (lossless, as the peers send a PIL image) or the backend's JPEG
     type: Literal["image"] = "image"
 
 

@@ -75,10 +75,10 @@ def visual_part(visual: Any, root: Path, sample: str) -> Any:
     """One visual as a message part (module docstring)."""
     if isinstance(visual, (ImagePart, VideoPart, AudioPart)):
         return visual
-    if hasattr(visual, "convert") and hasattr(visual, "size"):  # a PIL image
+    if hasattr(visual, "convert") and hasattr(visual, "size"):  # a PIL image: sent as PNG, as both peers send it
         import numpy as np
 
-        return ImagePart(array=np.asarray(visual.convert("RGB")))
+        return ImagePart(array=np.asarray(visual.convert("RGB")), encoding="png")
     if isinstance(visual, (str, Path)):
         ext = os.path.splitext(str(visual))[1].lower()
         path = _path(visual, root)

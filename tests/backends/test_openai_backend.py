@@ -225,6 +225,24 @@ def test_text_only_messages_are_plain_strings():
                                     {"role": "user", "content": "What?\nAnswer A or B."}]
 
 
+def test_an_image_is_sent_lossless_unless_it_is_jpeg_or_pixels_sent_as_jpeg(tmp_path):
+    """A JPEG or PNG file goes as its own bytes; another format's pixels as
+    PNG; pixels (a video frame, an array) as JPEG unless the part asks for
+    PNG (a PIL image from a peer's hook: both peers send PNG)."""
+    pixels = np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3) * 3
+    Image.fromarray(pixels).save(tmp_path / "a.jpg", quality=95)
+    Image.fromarray(pixels).save(tmp_path / "a.webp", lossless=True)
+    parts = [ImagePart(path=str(tmp_path / "a.jpg")), ImagePart(path=str(tmp_path / "a.webp")),
+             ImagePart(array=pixels, encoding="png"), ImagePart(array=pixels)]
+    content = encode_messages(Request(messages=[Message("user", parts)]))[0]["content"]
+    urls = [c["image_url"]["url"] for c in content]
+    assert _decode_data_url(urls[0]) == (tmp_path / "a.jpg").read_bytes()
+    for url in urls[1:3]:
+        assert url.startswith("data:image/png;base64,")
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(_decode_data_url(url)))), pixels)
+    assert urls[3].startswith("data:image/jpeg;base64,")
+
+
 def test_image_video_and_audio_parts(tmp_path):
     red = np.zeros((8, 6, 3), np.uint8)
     red[..., 0] = 255
@@ -244,13 +262,14 @@ def test_image_video_and_audio_parts(tmp_path):
                      ("text", "Frame at 0s:"), ("image_url", None), ("text", "Frame at 12.5s:"),
                      ("image_url", None), ("text", "Audio transcript: hello there")]
     urls = [c["image_url"]["url"] for c in content if c["type"] == "image_url"]
-    assert all(u.startswith("data:image/jpeg;base64,") for u in urls)
+    # pixels (frames, an array) go as JPEG; a PNG file as its own bytes
+    assert [u.split(";", 1)[0] for u in urls] == ["data:image/jpeg", "data:image/png", "data:image/jpeg",
+                                                  "data:image/jpeg"]
     img = Image.open(io.BytesIO(_decode_data_url(urls[0])))
     assert img.format == "JPEG" and img.size == (6, 8)
     r, g, b = img.convert("RGB").getpixel((3, 4))
     assert r > 240 and g < 15 and b < 15
-    img = Image.open(io.BytesIO(_decode_data_url(urls[1])))
-    assert img.format == "JPEG" and img.size == (5, 7) and img.convert("RGB").getpixel((2, 2))[2] > 240
+    assert _decode_data_url(urls[1]) == png.read_bytes()
     assert abs(np.asarray(Image.open(io.BytesIO(_decode_data_url(urls[3])))).mean() - 240) < 2
 
 

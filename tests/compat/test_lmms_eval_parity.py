@@ -10,10 +10,8 @@ one logging local server.  Then:
 
 * the messages are the same: roles, and per message the parts in order,
   every text part equal, images and frames counted (frames: 4 each), still
-  images of the same size and the same pixels up to JPEG's error (mean
-  absolute difference under 8 of 255 on these sharp-edged pictures; lmms-eval
-  sends PNG, avhb JPEG), audio in the same place; max tokens and
-  temperature equal;
+  images as PNG with the same pixels (both send a PIL image as PNG), audio
+  in the same place; max tokens and temperature equal;
 * the scores are equal to 1e-9.
 
 Where they differ on purpose (said in the README): avhb sends the audio
@@ -134,8 +132,8 @@ def test_same_messages(runs):
     # the video's frames: 4 images before the text, both
     videos = [k for k in theirs if "Watch the clip." in k]
     assert videos and all(json.loads(k)["messages"][0][1][:FRAMES] == [["image"]] * FRAMES for k in videos)
-    # still images: same size, same pixels up to JPEG's error (lmms-eval sends PNG); two docs with the same
-    # text (the same hint) are told apart by their pictures' sizes
+    # still images: PNG, the same size and the same pixels; two docs with the same text (the same hint) are
+    # told apart by their pictures' sizes
     import numpy as np
 
     def stills(bodies):
@@ -148,12 +146,15 @@ def test_same_messages(runs):
         return out
 
     theirs_stills, ours_stills = stills(lmms), stills(avhb)
+    not_png = [(_shape(b)[0][:160], u[:30]) for b in avhb for u in _shape(b)[1]
+               if "Watch the clip." not in _shape(b)[0] and not u.startswith("data:image/png;base64,")]
+    assert not not_png, not_png[:3]
     assert sorted(theirs_stills) == sorted(ours_stills)
     compared = 0
     for key, groups in theirs_stills.items():
         for a_group, c_group in zip(groups, ours_stills[key]):
             for a, c in zip(a_group, c_group):
-                assert float(np.abs(a - c).mean()) < 8.0, key[:120]  # JPEG q90, 4:2:0
+                assert np.array_equal(a, c), key[:120]
                 compared += 1
     assert compared >= 30
     # the differences on purpose: avhb sends the audio itself, lmms-eval 0.7.3 its local path
