@@ -32,6 +32,7 @@ _EXPORTS = {
     "hookimpl": "avhb.hookspecs",
     # model backends and the one call path
     "Backend": "avhb.model.backend", "BackendSpec": "avhb.model.backend", "Capabilities": "avhb.model.backend",
+    "Argument": "avhb.model.backend",  # a model argument a backend declares (avhb list backends, docs/backends.md)
     "create_backend": "avhb.model.backend", "parse_backend_spec": "avhb.model.backend", "parse_kv": "avhb.model.backend",
     "Prices": "avhb.model.prices", "FREE": "avhb.model.prices",
     # what a backend says about a failed attempt (the caller retries: avhb.model.resilience)

@@ -1,5 +1,6 @@
 """``avhb`` command line.  Listing and validation import no hooks, backends
-or torch.  Exit codes: 0 done; 2 a user error (one line: a bad flag, task
+or torch (``avhb list backends`` imports the backends' modules, for their
+arguments, not their engines).  Exit codes: 0 done; 2 a user error (one line: a bad flag, task
 file, data file or folder); 1 the environment failed the run (a full disk,
 an unwritable folder; one line) or the run stopped early or finished over
 its error budget (the results of what finished are written and printed
@@ -251,6 +252,8 @@ def build_parser() -> argparse.ArgumentParser:
     _run_parser(sub.add_parser("run", help="run an evaluation (the default command)"))
     lp = sub.add_parser("list", help="list tasks, groups, models, metrics, filters, judges, backends or plugins")
     lp.add_argument("what", nargs="?", choices=LISTABLE, help="what to list (alone: each kind with its count)")
+    lp.add_argument("names", nargs="*", metavar="NAME",
+                    help="backends only: just these (each with its arguments, one line each)")
     lp.add_argument("--json", action="store_true")
     _flag(lp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     sp = sub.add_parser("show", help="print a task's (or a group's) resolved configuration")
@@ -467,6 +470,8 @@ def _cmd_list(args, argv) -> int:
     from avhb.registry import get_registry
 
     registry = get_registry()
+    if args.names and args.what != "backends":
+        raise UserError(f"avhb list {args.what or ''} takes no names (only `avhb list backends NAME...` does)")
     if args.what is None:  # what can be listed, and how many of each
         return _list_kinds(registry)
     if args.what in ("tasks", "groups", "tags"):
@@ -488,8 +493,39 @@ def _cmd_list(args, argv) -> int:
         return 0
     if args.what == "judges":
         return _list_judges(registry)
+    if args.what == "backends":
+        return _list_backends(registry, args.names, args.json)
     for name in registry.names(args.what):
         print(f"{name}\t{registry.entries[args.what][name]}")
+    return 0
+
+
+def _list_backends(registry, names: list[str], as_json: bool) -> int:
+    """``avhb list backends [NAME...]``: each backend's ``name<TAB>import
+    path``, then its arguments, one indented line each (name, type and
+    default, what it does: :mod:`avhb.model.backend_reference`).  Loading
+    a backend's class imports its module, not its engine."""
+    from avhb.model.backend_reference import argument_lines, as_json as arguments_json
+
+    for name in names:
+        registry.path("backends", name)  # an unknown name: one line naming the known ones
+    out: dict[str, dict] = {}
+    for name in names or registry.names("backends"):
+        path = registry.entries["backends"][name]
+        try:
+            cls = registry.load("backends", name)
+        except Exception as exc:  # a plugin backend that cannot be imported here
+            lines, declared = [f"(cannot load: {type(exc).__name__}: {exc})".splitlines()[0]], None
+        else:
+            lines, declared = argument_lines(cls), arguments_json(cls)
+        if as_json:
+            out[name] = {"path": path, "arguments": declared}
+            continue
+        print(f"{name}\t{path}")
+        for line in lines:
+            print(f"    {line}")
+    if as_json:
+        print(json.dumps(out, indent=1, ensure_ascii=False))
     return 0
 
 

@@ -36,7 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from avhb import FREE, Backend, BackendSpec, Capabilities, Request, Response, TextPart, UserError
+from avhb import FREE, Argument, Backend, BackendSpec, Capabilities, Request, Response, TextPart, UserError
+
+from .arguments import check_arguments
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 _LABELLED = re.compile(r"^\s*[\(\[]?([A-Z])[\)\]]?\s*[.:)]\s*\S")
@@ -79,8 +81,23 @@ def _lettered_in(text: str, letter: str, choice: str) -> bool:
     return option_line(letter, choice).search(text) is not None
 
 
+RANDOM_ARGUMENTS = {
+    "seed": Argument("int", "0", "the draw is a function of the seed and the request (reruns answer the same)"),
+}
+SCRIPTED_ARGUMENTS = {
+    "replies": Argument("path", "the name (scripted:PATH)", "the JSON or YAML file of rules (id / match -> "
+                        "reply / error)"),
+    "images": Argument("int >= 0", "0", "images per request the backend says it takes (replies ignore media)"),
+    "video": Argument("bool", "false", "say it takes video"),
+    "audio": Argument("bool", "false", "say it hears audio (false: audio becomes a transcript first)"),
+    "sees_pixels": Argument("bool", "true when images > 0 or video", "say it sees pixels"),
+}
+
+
 class RandomBackend(Backend):
     """Uniform random answers, deterministic in (seed, request key)."""
+
+    arguments = RANDOM_ARGUMENTS
 
     capabilities = Capabilities(text=True, images=1024, video=True, audio=True, max_context=1 << 30,
                                 tokens_per_frame=0, sees_pixels=False)
@@ -89,6 +106,7 @@ class RandomBackend(Backend):
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
+        check_arguments(spec, RANDOM_ARGUMENTS)
         seed = spec.args.get("seed", 0)
         if not isinstance(seed, int):
             raise UserError(f"random backend: seed must be an integer, got {seed!r}")
@@ -166,9 +184,11 @@ class ScriptedBackend(Backend):
 
     concurrency = 16
     prices = FREE
+    arguments = SCRIPTED_ARGUMENTS
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
+        check_arguments(spec, SCRIPTED_ARGUMENTS)
         path = spec.args.get("replies") or spec.name
         if not path:
             raise UserError("scripted backend needs replies=PATH (a JSON or YAML file)")

@@ -27,13 +27,22 @@ import dataclasses
 from collections import OrderedDict
 from typing import Any
 
-from avhb import (AudioPart, Backend, BackendSpec, Failure, Message, Request, Response, TextPart, UserError, create_backend,
-                  parse_backend_spec, parse_kv)
+from avhb import (Argument, AudioPart, Backend, BackendSpec, Failure, Message, Request, Response, TextPart, UserError,
+                  create_backend, parse_backend_spec, parse_kv)
 
 from .asr import Transcript, transcribe_part
-from .offline_models import asr_model_name
+from .offline_models import ASR_MODELS, asr_model_name
 
-OWN_ARGS = ("asr", "llm", "language", "timestamps")
+# The cascade's own arguments (``avhb list backends``, docs/backends.md); any other goes to the llm backend.
+ARGUMENTS = {
+    "llm": Argument("backend spec", "(required)", "the backend that gets the transcripts: openai:gpt-4.1, local... "
+                    "(or as the name: cascade:openai:gpt-4.1)"),
+    "asr": Argument(" | ".join(ASR_MODELS) + " | a CTranslate2 folder", ASR_MODELS[0],
+                    "the Whisper model that transcribes each audio part"),
+    "language": Argument("str (a Whisper language code)", "detected", "the speech's language"),
+    "timestamps": Argument("bool", "true", "one [start-end] line per transcript segment; false: the text alone"),
+}
+OWN_ARGS = tuple(ARGUMENTS)
 NO_SPEECH = "(no speech detected)"
 
 
@@ -115,6 +124,9 @@ def split_cascade_args(spec: BackendSpec) -> tuple[dict[str, Any], BackendSpec]:
 
 class CascadeBackend(Backend):
     """Whisper transcripts in place of audio, then an inner text backend."""
+
+    arguments = ARGUMENTS
+    arguments_pass_on = "llm"  # an argument not in ``arguments`` goes to the llm backend
 
     def __init__(self, spec: BackendSpec, inner: Backend | None = None):
         super().__init__(spec)

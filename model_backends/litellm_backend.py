@@ -47,23 +47,42 @@ when the model is not in the map.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from avhb import (AdaptiveLimiter, Backend, BackendSpec, Failure, MalformedReply, Request, Response, RetryPolicy,
+from avhb import (AdaptiveLimiter, Argument, Backend, BackendSpec, Failure, MalformedReply, Request, Response, RetryPolicy,
                   SampleError, UserError, classify_exception)
 from avhb.model.prices import from_model_info
 from avhb.redact import add_secret, redact
 
 from .accepted_settings import AcceptedSettings, read_litellm_refusal, read_refusal
 from .encode_messages import encode_messages
-from .openai_backend import _RUNTIME_ARGS, check_spec, extra_body, map_generation, parse_api_settings
+from .openai_backend import (_RUNTIME_ARGS, CAPABILITY_ARGUMENTS, RUNTIME_ARGUMENTS, check_spec, extra_body,
+                             map_generation, parse_api_settings)
 
 _NATIVE_VIDEO_PROVIDERS = ("gemini/", "vertex_ai/", "vertex_ai_beta/")
-_OWN_ARGS = frozenset({"api_base", "base_url", "api_key_env", "concurrency", "timeout", "max_retries",
-                       "images_per_request", "video", "audio", "max_context", "tokens_per_frame",
-                       "extra_body", "max_inline_mb"})
+_MAP = ", or what LiteLLM's model map says"
+ARGUMENTS = {
+    "api_base": Argument("URL", "the provider's", "the endpoint, for gateways and local servers"),
+    "base_url": Argument("URL", "", "the same as api_base (the openai backend's name for it)"),
+    **RUNTIME_ARGUMENTS,
+    "api_key_env": dataclasses.replace(RUNTIME_ARGUMENTS["api_key_env"], default="the provider's (GEMINI_API_KEY...)"),
+    **CAPABILITY_ARGUMENTS,
+    "images_per_request": dataclasses.replace(CAPABILITY_ARGUMENTS["images_per_request"],
+                                              default="32; 0 for a model the map says sees no images"),
+    "video": dataclasses.replace(CAPABILITY_ARGUMENTS["video"], default="true for gemini/, vertex_ai/; else false",
+                                 help="true: a video file the task sends unsampled goes whole, inline "
+                                      "(up to max_inline_mb); false: it goes as sampled frames (images)"),
+    "audio": dataclasses.replace(CAPABILITY_ARGUMENTS["audio"], default="true where the map says the model "
+                                 "takes audio input, and for gemini/, vertex_ai/; else false"),
+    "max_context": dataclasses.replace(CAPABILITY_ARGUMENTS["max_context"], default="128000" + _MAP),
+    "extra_body": Argument("mapping", "{}", "merged into every call's keyword arguments (provider options)"),
+    "max_inline_mb": Argument("float (MB)", "20", "the largest video file sent inline (a bigger one fails its "
+                              "sample asking for frames)"),
+}
+_OWN_ARGS = frozenset(ARGUMENTS)
 
 
 def import_litellm() -> Any:
@@ -125,10 +144,11 @@ def _model_info(litellm: Any, model: str) -> dict[str, Any]:
 class LiteLLMBackend(Backend):
     requires = (("litellm", "litellm"),)
     """See the module docstring."""
+    arguments = ARGUMENTS
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
-        check_spec(spec, _OWN_ARGS, "litellm:PROVIDER/MODEL")
+        check_spec(spec, ARGUMENTS, "litellm:PROVIDER/MODEL")
         self._litellm = import_litellm()
         info = _model_info(self._litellm, spec.name)
         native_video = spec.name.startswith(_NATIVE_VIDEO_PROVIDERS)

@@ -60,13 +60,15 @@ from typing import Any
 
 import numpy as np
 
-from avhb import (FREE, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError, UserError,
-                  VideoPart)
+from avhb import (FREE, Argument, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError,
+                  UserError, VideoPart)
 
+from .arguments import check_arguments
 from .baselines import LETTERS, option_line, option_replies
 from .cascade import replace_audio, transcript_texts
 from .lm_eval_tokens import encode_pair, rolling_windows, truncated
-from .offline_models import asr_model_name, gguf_model, llm_model_name, require, weights_source
+from .offline_models import (ASR_MODELS, LLM_MODELS, asr_model_name, gguf_model, llm_model_name, require,
+                             weights_source)
 
 N_CTX = 2048
 MAX_TOKENS = 64
@@ -321,9 +323,28 @@ def choose(loglik: list[float], n_tokens: list[int], options: list[str], norm: s
     return max(range(len(values)), key=lambda i: (values[i], -i))
 
 
+ARGUMENTS = {
+    "llm": Argument(" | ".join(LLM_MODELS) + " | a .gguf path", LLM_MODELS[0], "the text LM (local:NAME says "
+                    "the same)"),
+    "asr": Argument(" | ".join(ASR_MODELS) + " | a CTranslate2 folder", ASR_MODELS[0], "the Whisper model that "
+                    "transcribes audio"),
+    "language": Argument("str (a Whisper language code)", "detected", "the speech's language"),
+    "max_tokens": Argument("int >= 1", str(MAX_TOKENS), "the most tokens one reply is (also capped by the "
+                           "task's max_tokens)"),
+    "n_ctx": Argument("int >= 64", str(N_CTX), "the LM's context in tokens (longer prompts lose their oldest "
+                      "tokens)"),
+    "threads": Argument("int >= 1", str(THREADS), "CPU threads llama.cpp uses"),
+    "norm": Argument(" | ".join(NORMS), NORMS[0], "how option log-likelihoods are normalised when a request "
+                     "has choices (per byte, per token, none)"),
+    "multiline": Argument("bool", "false", "true: a reply ends at a blank line or a new Question:/Answer: line, "
+                          "not at the first line's end"),
+}
+
+
 class LocalBackend(Backend):
     requires = (("llama_cpp", "local"), ("faster_whisper", "local"))
     """Offline Whisper + Gemma-3-270M; see the module docstring."""
+    arguments = ARGUMENTS
 
     capabilities = Capabilities(text=True, images=0, video=False, audio=True, multi_turn=True,
                                 max_context=N_CTX, tokens_per_frame=0, sees_pixels=False, loglikelihood=True)
@@ -333,6 +354,7 @@ class LocalBackend(Backend):
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
+        check_arguments(spec, ARGUMENTS)
         args = spec.args
         self.llm_name = llm_model_name(spec.name or str(args.get("llm", "gemma-3-270m")))
         self.asr = asr_model_name(str(args.get("asr", "whisper-base")))

@@ -57,15 +57,16 @@ import json
 import os
 import sys
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from avhb import (AdaptiveLimiter, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
+from avhb import (AdaptiveLimiter, Argument, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
                   Request, Response, RetryPolicy, SampleError, UserError, __version__, classify_exception)
 from avhb.json_text import dumps
 from avhb.redact import add_secret, redact
 
 from .accepted_settings import AcceptedSettings, read_refusal
+from .arguments import check_arguments
 from .encode_messages import encode_messages
 
 OFFICIAL_URL = "https://api.openai.com/v1"
@@ -77,10 +78,49 @@ _PASS_THROUGH = ("temperature", "top_p", "seed", "frequency_penalty", "presence_
                  "repetition_penalty", "chat_template_kwargs")  # the last: vLLM/SGLang (e.g. enable_thinking)
 # identity leaves out what does not change the answers
 _RUNTIME_ARGS = frozenset({"api_key_env", "concurrency", "timeout", "max_retries", "organization", "project"})
-_OWN_ARGS = frozenset({"base_url", "api_key_env", "concurrency", "timeout", "max_retries", "images_per_request",
-                       "video", "audio", "max_context", "tokens_per_frame", "max_tokens_param", "extra_body",
-                       "organization", "project"})
-_AZURE_ARGS = _OWN_ARGS | {"api_version", "deployment"}
+
+# Every argument the API backends take, with its one line (``avhb list backends``, docs/backends.md): the one
+# declaration; the unknown-argument check, the listing and the docs read it.  The capability defaults are
+# the ``parse_api_settings`` defaults (a test builds a backend and compares).
+RUNTIME_ARGUMENTS = {
+    "api_key_env": Argument("str", "OPENAI_API_KEY", "the NAME of the environment variable holding the key "
+                            "(never the key itself: api_key= is refused)"),
+    "concurrency": Argument("int >= 1", "32", "the most requests in flight; halved on HTTP 429, grown back after"),
+    "timeout": Argument("float (s)", "120", "seconds one attempt may take"),
+    "max_retries": Argument("int >= 0", "5", "attempts after the first (retryable failures: 429, 5xx, time-outs)"),
+}
+CAPABILITY_ARGUMENTS = {
+    "images_per_request": Argument("int >= 0", "32", "the most images (or sampled video frames) one request "
+                                   "carries; 0: the model sees no pixels"),
+    "video": Argument("bool", "false", "true: a video file the task sends unsampled goes whole as video_url; "
+                      "false: the video goes as sampled frames (images)"),
+    "audio": Argument("bool", "false", "true: the model hears audio (sent as input_audio parts); "
+                      "false: audio becomes a transcript first (transcriber: avhb[asr])"),
+    "max_context": Argument("int >= 1", "128000", "the model's context in tokens (the frame budget checks it)"),
+    "tokens_per_frame": Argument("int >= 1", "256", "tokens one image or frame costs, for the budget check"),
+}
+OPENAI_ARGUMENTS = {
+    "base_url": Argument("URL", "$OPENAI_BASE_URL, else OpenAI's", "the server (.../v1); user:password@ in it "
+                         "is sent as Basic auth"),
+    **RUNTIME_ARGUMENTS,
+    "organization": Argument("str", "$OPENAI_ORG_ID", "sent as the OpenAI-Organization header"),
+    "project": Argument("str", "$OPENAI_PROJECT_ID", "sent as the OpenAI-Project header"),
+    **CAPABILITY_ARGUMENTS,
+    "max_tokens_param": Argument("str", "max_tokens", "the body key the token limit goes in "
+                                 "(max_completion_tokens for models that refuse max_tokens)"),
+    "extra_body": Argument("mapping", "{}", "merged into every request body (server options: "
+                           "extra_body={top_k: 20})"),
+}
+AZURE_ARGUMENTS = {
+    **OPENAI_ARGUMENTS,
+    "base_url": Argument("URL", "$AZURE_OPENAI_ENDPOINT", "the resource endpoint "
+                         "(https://RESOURCE.openai.azure.com; required)"),
+    "api_key_env": dataclasses.replace(RUNTIME_ARGUMENTS["api_key_env"], default="AZURE_OPENAI_API_KEY"),
+    "api_version": Argument("str (date)", "$OPENAI_API_VERSION", "Azure's api-version (required), e.g. 2024-10-21"),
+    "deployment": Argument("str", "the model name", "the deployment the requests go to"),
+}
+_OWN_ARGS = frozenset(OPENAI_ARGUMENTS)
+_AZURE_ARGS = frozenset(AZURE_ARGUMENTS)
 
 
 @dataclass
@@ -196,15 +236,12 @@ def build_response(data: Any, *, attempts: int, dropped: list[str]) -> Response:
     )
 
 
-def check_spec(spec: BackendSpec, known: frozenset[str], usage: str) -> None:
+def check_spec(spec: BackendSpec, known: Mapping[str, Argument], usage: str) -> None:
     """A model name is given and every argument is known (the key-like
     ones reach parse_api_settings, which refuses them with a clear message)."""
     if not spec.name:
         raise UserError(f"{spec.kind} backend needs a model: {usage}")
-    unknown = sorted(set(spec.args) - known - {"api_key", "key", "token"})
-    if unknown:
-        raise UserError(f"{spec.kind} backend: unknown argument(s) {', '.join(unknown)} "
-                        f"(known: {', '.join(sorted(known))}); request options go in extra_body")
+    check_arguments(spec, known, also={"api_key", "key", "token"}, hint="; request options go in extra_body")
 
 
 def extra_body(spec: BackendSpec) -> dict[str, Any]:
@@ -218,12 +255,13 @@ class OpenAIBackend(Backend):
     """See the module docstring."""
 
     default_key_env = "OPENAI_API_KEY"
+    arguments = OPENAI_ARGUMENTS
     own_args = _OWN_ARGS
     usage = "openai:MODEL"
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
-        check_spec(spec, self.own_args, self.usage)
+        check_spec(spec, self.arguments, self.usage)
         self.settings = parse_api_settings(spec, default_key_env=self.default_key_env)
         self.capabilities = self.settings.capabilities
         self.concurrency = self.settings.concurrency
@@ -398,6 +436,7 @@ class AzureOpenAIBackend(OpenAIBackend):
     (see the module docstring)."""
 
     default_key_env = "AZURE_OPENAI_API_KEY"
+    arguments = AZURE_ARGUMENTS
     own_args = _AZURE_ARGS
     usage = "azure:DEPLOYMENT,base_url=https://RESOURCE.openai.azure.com,api_version=YYYY-MM-DD"
 

@@ -33,15 +33,26 @@ remote, none) and ``max_length`` (2048).
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
-from avhb import BackendSpec, Capabilities, MalformedReply, Request, Response, SampleError, UserError, prompt_text
+from avhb import Argument, BackendSpec, Capabilities, MalformedReply, Request, Response, SampleError, UserError, prompt_text
 
 from .lm_eval_tokens import encode_pair, move_spaces, rolling_windows, truncated
-from .openai_backend import _OWN_ARGS, OpenAIBackend, map_generation
+from .openai_backend import OPENAI_ARGUMENTS, OpenAIBackend, map_generation
 
 TOKENIZERS = ("auto", "remote", "none")
+_TEXT_ONLY = "ignored: /v1/completions takes a text prompt only (taken so an openai spec works here unchanged)"
+ARGUMENTS = {
+    **OPENAI_ARGUMENTS,
+    **{k: dataclasses.replace(OPENAI_ARGUMENTS[k], help=_TEXT_ONLY, ignored=True)
+       for k in ("images_per_request", "video", "audio", "tokens_per_frame")},
+    "tokenizer": Argument("auto | remote | none", "auto", "how log-likelihood pairs are tokenized: the server's "
+                          "tokenizer (remote; auto when the server has one) or text offsets (none)"),
+    "max_length": Argument("int >= 3", "2048", "tokens a log-likelihood request holds (left-truncated to "
+                           "max_length - 1, as lm-eval does)"),
+}
 
 
 class OpenAICompletionsBackend(OpenAIBackend):
@@ -49,7 +60,8 @@ class OpenAICompletionsBackend(OpenAIBackend):
 
     capabilities = Capabilities(text=True, images=0, video=False, audio=False, multi_turn=True, sees_pixels=False,
                                 loglikelihood=True)
-    own_args = _OWN_ARGS | {"tokenizer", "max_length"}
+    arguments = ARGUMENTS
+    own_args = frozenset(ARGUMENTS)
     usage = "openai-completions:MODEL,base_url=http://HOST:PORT/v1"
 
     def __init__(self, spec: BackendSpec):

@@ -70,16 +70,53 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from avhb import (FREE, AudioPart, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError,
+from avhb import (FREE, Argument, AudioPart, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError,
                   TextPart, UserError, VideoPart)
 
+from .arguments import check_arguments
 from .lm_eval_tokens import encode_pair, rolling_windows, truncated
 from .openai_backend import map_generation
 
-ENGINE_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "distributed_executor_backend", "max_model_len",
-               "limit_mm_per_prompt", "dtype", "enforce_eager", "gpu_memory_utilization", "mm_processor_kwargs",
-               "trust_remote_code", "max_num_seqs", "seed", "tokenizer")
-OWN_ARGS = frozenset(ENGINE_ARGS) | {"data_parallel_size", "model", "batch_size", "frames", "images", "video", "audio"}
+_ENGINE = "passed to vllm.LLM: "
+_PRESET = "the preset's, else "
+# Every argument this backend takes, with its one line (``avhb list backends``, docs/backends.md); those whose
+# line starts "passed to vllm.LLM" go to the engine (ENGINE_ARGS), the rest are avhb's.  Anything else is
+# refused (check_args).
+ARGUMENTS = {
+    "tensor_parallel_size": Argument("int >= 1", "1", _ENGINE + "GPUs one engine is split over (checked "
+                                     "against the visible GPUs before it loads)"),
+    "pipeline_parallel_size": Argument("int >= 1", "1", _ENGINE + "pipeline stages per engine (x tensor_parallel_size "
+                                       "= GPUs per engine)"),
+    "distributed_executor_backend": Argument("mp | ray | uni | external_launcher", "vLLM's",
+                                             _ENGINE + "how one engine's workers run (ray: over a cluster's nodes)"),
+    "max_model_len": Argument("int >= 1", _PRESET + "vLLM's", _ENGINE + "the context in tokens (also the "
+                              "frame budget's limit)"),
+    "limit_mm_per_prompt": Argument("mapping", _PRESET + "vLLM's", _ENGINE + "image/video/audio -> a count or "
+                                    "{count, num_frames, width, height}, e.g. {video: 1, image: 8}"),
+    "dtype": Argument("str", "auto", _ENGINE + "weight dtype (auto, bfloat16, float16...)"),
+    "enforce_eager": Argument("bool", "false", _ENGINE + "no CUDA graphs (less memory, slower)"),
+    "gpu_memory_utilization": Argument("float in (0, 1]", "vLLM's (0.9)", _ENGINE + "share of each GPU's memory "
+                                       "the engine takes"),
+    "mm_processor_kwargs": Argument("mapping", "", _ENGINE + "options of the model's multimodal processor"),
+    "trust_remote_code": Argument("bool", _PRESET + "false", _ENGINE + "run the checkpoint's own model code"),
+    "max_num_seqs": Argument("int >= 1", "vLLM's (256)", _ENGINE + "sequences the scheduler runs at once"),
+    "seed": Argument("int", "vLLM's", _ENGINE + "the engine's random seed"),
+    "tokenizer": Argument("str", "the model's", _ENGINE + "another tokenizer (Hub id or folder)"),
+    "data_parallel_size": Argument("int >= 1", "1", "independent engines, run as Ray workers "
+                                   "(needs --executor ray)"),
+    "model": Argument("str", "the preset's hub_id, else the name", "the checkpoint (Hub id or folder) in place "
+                      "of the preset's"),
+    "batch_size": Argument("int >= 1", "256, or max_num_seqs when larger", "the most queued requests handed to "
+                           "the engine at once"),
+    "frames": Argument("int >= 1", _PRESET + "none", "frames per video when the task sets neither frames nor fps"),
+    "images": Argument("int >= 0", _PRESET + "8 (the image limit when set)", "the most images one request carries"),
+    "video": Argument("bool", _PRESET + "true", "the model takes video (frames with timestamps); false: "
+                      "frames go as images"),
+    "audio": Argument("bool", _PRESET + "false", "the model hears audio (waveforms in multi_modal_data); "
+                      "false: audio becomes a transcript first (transcriber: avhb[asr])"),
+}
+ENGINE_ARGS = tuple(name for name, arg in ARGUMENTS.items() if arg.help.startswith(_ENGINE))
+OWN_ARGS = frozenset(ARGUMENTS)
 # where and how wide the engine runs, not what it answers: not part of the identity
 EXECUTION_ARGS = ("tensor_parallel_size", "pipeline_parallel_size", "distributed_executor_backend",
                   "data_parallel_size")
@@ -102,9 +139,7 @@ def find_preset(name: str) -> dict[str, Any] | None:
 
 def check_args(spec: BackendSpec) -> None:
     """Every model argument is one this backend uses."""
-    unknown = sorted(set(spec.args) - OWN_ARGS)
-    if unknown:
-        raise UserError(f"vllm backend: unknown argument(s) {', '.join(unknown)} (known: {', '.join(sorted(OWN_ARGS))})")
+    check_arguments(spec, ARGUMENTS)
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -386,6 +421,7 @@ class LoglikelihoodInputs:
 
 class VLLMBackend(Backend):
     capabilities = Capabilities(loglikelihood=True)  # per model in __init__; the class says what the kind can
+    arguments = ARGUMENTS
     requires = (("vllm", "vllm"),)
     prices = FREE  # an engine on this machine (or cluster): no per-token price
     def __init__(self, spec: BackendSpec):

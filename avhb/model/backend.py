@@ -4,7 +4,7 @@ from __future__ import annotations
 import asyncio
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from avhb.errors import UserError
 from avhb.model.messages import Request, Response
@@ -104,6 +104,23 @@ def parse_backend_spec(text: str, extra_args: str | None = None) -> BackendSpec:
     return BackendSpec(kind=kind.strip(), name=name.strip(), args=args)
 
 
+@dataclass(frozen=True)
+class Argument:
+    """One model argument a backend takes (``--model KIND:NAME,ARG=VALUE``):
+    its ``type`` and ``default`` as a user reads them (``"int >= 1"``,
+    ``"32"``; ``""``: none) and ``help``, one line on what it does.  A
+    backend's :attr:`Backend.arguments` maps each name it takes to one: the
+    one place they are declared, so the error for a misspelt argument,
+    ``avhb list backends`` and docs/backends.md say the same.  ``ignored``:
+    taken (a spec shared with a sibling backend stays valid) but without
+    effect here."""
+
+    type: str
+    default: str
+    help: str
+    ignored: bool = False
+
+
 class Backend:
     """Base class for model backends.
 
@@ -143,6 +160,12 @@ class Backend:
     # The AIMD concurrency limit every attempt runs under; None: the caller makes one of ``concurrency``.
     # A backend that talks to a rate-limited API keeps its own (shared by every caller of the backend).
     limiter: AdaptiveLimiter | None = None
+    # The model arguments the backend takes, each with its type, default and one line on what it does
+    # (``Argument``); ``avhb list backends`` prints them and docs/backends.md is made from them.  None: not
+    # declared (every argument reaches the backend unchecked).
+    arguments: Mapping[str, Argument] | None = None
+    # The argument naming another backend that gets every argument not in ``arguments`` (``cascade``: llm).
+    arguments_pass_on: str | None = None
 
     def __init__(self, spec: BackendSpec):
         self.spec = spec
