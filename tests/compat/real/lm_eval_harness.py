@@ -109,7 +109,7 @@ class RowResult:
 def _lm_env(work: Path, hub_url: str) -> dict[str, str]:
     env = dict(os.environ, HF_HOME=str(work / "hf_lm"), HF_ENDPOINT=hub_url, HF_HUB_OFFLINE="0",
                TOKENIZERS_PARALLELISM="false", OPENAI_API_KEY="none", HF_HUB_DISABLE_TELEMETRY="1")
-    for name in ("PYTHONPATH", "HF_DATASETS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
+    for name in ("PYTHONPATH", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN"):
         env.pop(name, None)
     return env
 
@@ -119,7 +119,8 @@ def _lm_plan(kind: str, rows: list[Row], base_url: str, work: Path) -> Path:
     items = []
     for row in rows:
         argv = ["run", "--model", model, "--model_args",
-                f"model={model_name('peer', row.id)},base_url={base_url}/{endpoint},num_concurrent=1,max_retries=1",
+                f"model={model_name('peer', row.id)},base_url={base_url}/{endpoint},num_concurrent=1,max_retries=1"
+                + (f",{row.peer_model_args}" if row.peer_model_args else ""),
                 "--tasks", row.name, "--output_path", str(work / "lm" / row.id)]
         items.append({"row": row.id, "argv": argv + (["--apply_chat_template"] if kind == "chat" else [])})
     plan = work / "lm" / f"plan_{kind}.json"
