@@ -126,6 +126,10 @@ class Task:
                 raise UserError(f"{self.cfg.file}: hook {dotted!r} imports {exc.name}, which is not installed here: "
                                 f"install {'lmms-eval' if (exc.name or '').startswith('lmms') else 'lm-eval'} next to avhb, "
                                 "or write the hook without it") from None
+            if exc.name:  # a package the task's hooks need (egoschema's utils.py imports requests)
+                raise UserError(f"{self.cfg.file}: hook {dotted!r} imports {exc.name}, which is not installed here: "
+                                f"install the package that provides {exc.name.split('.')[0]!r} next to avhb (for most: "
+                                f"pip install {exc.name.split('.')[0]})") from None
             raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
         except Exception as exc:  # ImportError, AttributeError, or whatever the module raised at import
             raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None

@@ -216,3 +216,16 @@ def test_an_aggregation_naming_args_gets_lmms_evals_namespace(tmp_path):
             task._aggregation({"function": "utils.not_a_number"}).aggregate([1])
     finally:
         include.clear()
+
+
+def test_a_hook_importing_a_package_not_installed_names_it(tmp_path):
+    """egoschema's utils.py imports requests: the one line names the module and how to get it."""
+    folder = _folder(tmp_path, "task: t\ndoc_to_text: x\n", "import avhb_no_such_package.sub\ndef text(doc):\n    return 'x'\n")
+    try:
+        task = _task(folder, {"doc_to_text": {"function": "utils.text"}})
+        with pytest.raises(UserError, match=r"hook 'utils.text' imports avhb_no_such_package, which is not installed "
+                                            r"here: install the package that provides 'avhb_no_such_package' next "
+                                            r"to avhb \(for most: pip install avhb_no_such_package\)$"):
+            task.hook("utils.text")
+    finally:
+        include.clear()
