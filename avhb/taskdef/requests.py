@@ -30,6 +30,7 @@ from avhb.paths import built_media_dir
 from avhb.media.spec import MediaSpec
 from avhb.model.messages import AudioPart, ImagePart, Message, Request, TextPart, VideoPart
 from avhb.taskdef.prompt import OWN, Turn, as_chat, as_text, join, qa_turns
+from avhb.taskdef.prompt_source import PromptSource
 from avhb.taskdef.templates import is_template, lookup, render
 
 
@@ -101,7 +102,7 @@ def speech_language(media: MediaSpec, doc: dict[str, Any], sample: str) -> str |
         raise SampleError(f"sample {sample}: {exc}") from None
 
 
-def media_parts(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+def media_parts(task: PromptSource, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
                 notes: list[str] | None = None) -> list[Any]:
     """The media parts a doc sends (its video, images, audio), from the
     task's media block; notes for the sample log go to ``notes``."""
@@ -127,7 +128,7 @@ def media_parts(task: Any, doc: dict[str, Any], root: Path, sample_id: str, medi
     return parts
 
 
-def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+def context_turns(task: PromptSource, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
                   examples: Sequence[dict[str, Any]] = (), notes: list[str] | None = None,
                   system_instruction: str | None = None, question: str | None = None) -> list[Turn]:
     """The sample's turns as lm-eval builds them (:mod:`avhb.taskdef.prompt`):
@@ -169,7 +170,7 @@ def context_turns(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
 LOGLIKELIHOOD_TYPES = ("multiple_choice", "loglikelihood", "loglikelihood_rolling")
 
 
-def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
+def build_request(task: PromptSource, doc: dict[str, Any], root: Path, sample_id: str, media: MediaSpec,
                   examples: Sequence[dict[str, Any]] = (), multiturn: bool = True) -> Request:
     """The request for one sample (module docstring): its turns
     (:func:`context_turns`) as chat messages, few-shot examples as turns of
@@ -206,7 +207,7 @@ def build_request(task: Any, doc: dict[str, Any], root: Path, sample_id: str, me
     return request
 
 
-def loglikelihood_request(task: Any, doc: dict[str, Any], sample_id: str, turns: list[Turn],
+def loglikelihood_request(task: PromptSource, doc: dict[str, Any], sample_id: str, turns: list[Turn],
                           contexts: list[list[Turn]] | None = None) -> Request:
     """lm-eval's log-likelihood requests for one sample, over its plain-text
     context (:func:`avhb.taskdef.prompt.as_text`): ``multiple_choice`` scores
