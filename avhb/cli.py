@@ -489,7 +489,8 @@ def _cmd_list(args, argv) -> int:
         from avhb.model.presets import load_presets
 
         for name, preset in sorted(load_presets(registry).items()):
-            print(f"{name}\t{preset.get('backend', '')}\t{preset.get('hub_id', '')}\t{preset.get('context', '')}")
+            print(f"{name}\t{preset.get('backend', '')}\t{preset.get('hub_id', '')}\t{preset.get('context', '')}"
+                  f"\t{_takes(preset)}")
         return 0
     if args.what == "judges":
         return _list_judges(registry)
@@ -498,6 +499,15 @@ def _cmd_list(args, argv) -> int:
     for name in registry.names(args.what):
         print(f"{name}\t{registry.entries[args.what][name]}")
     return 0
+
+
+def _takes(preset: dict) -> str:
+    """What a preset says its model takes besides text (``avhb list
+    models``' last column): ``takes images 64, video, audio``."""
+    caps = preset.get("capabilities") or {}
+    kinds = [f"images {caps['images']}" if caps.get("images") else "",
+             "video" if caps.get("video") else "", "audio" if caps.get("audio") else ""]
+    return "takes " + (", ".join(k for k in kinds if k) or "text only")
 
 
 def _list_backends(registry, names: list[str], as_json: bool) -> int:

@@ -162,8 +162,8 @@ class Evaluator:
         for t in tasks:
             if not self.o.replay_judges:
                 judges.prepare(t.bound_roles(self.o.predict_only))
+        check_transcribers(tasks, plans, sources, samples, backend, judges, self.o)  # no backend: judges only
         if backend is not None:
-            check_transcribers(tasks, plans, sources, samples, backend, judges, self.o)
             check_backend(tasks, plans, backend, self.o, self.registry, self._model.label)
 
     def _model_caller(self, session: CallSession, backend: Backend | None, recorded: dict[str, Any]) -> Caller:

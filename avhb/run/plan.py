@@ -88,13 +88,16 @@ def check_metric_roles(task: Task, predict_only: bool) -> None:
 
 def check_transcribers(tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],
                        records: dict[str, TaskSamples], backend: Any, judges: Judges, o: RunOptions) -> None:
-    """Every task whose audio will reach the model, or a judge that
+    """Every task whose audio will reach the model, or a judge role that
     hears none, as a transcript needs its registered transcriber's
     packages (the function's ``requires``): a missing one stops the run
     before the first task starts, not after earlier tasks spent their
-    calls."""
+    calls.  The line names who would get the transcript (the model, or
+    judge role R, with its spec) and both ways on: ``audio=true`` on that
+    spec when the backend takes it (the model may hear audio), or the
+    package for a transcript.  ``backend`` None (``avhb score``): the
+    model's answers are replayed, its judges' are asked again."""
     from avhb.media.materialize import load_transcriber
-    from avhb.requirements import check_requirements
     from avhb.run.notes import media_of_spec
 
     for t in tasks:
@@ -102,16 +105,66 @@ def check_transcribers(tasks: list[Task], plans: dict[str, Any], sources: dict[s
         ablations = set(plan.ablations)
         if ablations & {"no_audio", "text_only"}:
             continue
-        media = first_request_media(t, records[t.name].first(), sources[t.name].root, plan.spec) or \
-            media_of_spec(plan.spec)
-        model_side = media["audio"] and ("audio_as_transcript" in ablations or not backend.capabilities.audio)
+        deaf: list[tuple[str, str, str | None]] = []  # (who, its spec's label, the flag that binds it)
+        if backend is not None:
+            media = first_request_media(t, records[t.name].first(), sources[t.name].root, plan.spec) or \
+                media_of_spec(plan.spec)
+            if media["audio"] and "audio_as_transcript" in ablations:
+                deaf.append(("the model", _label(o.model, backend), None))
+            elif media["audio"] and not backend.capabilities.audio:
+                deaf.append(("the model", _label(o.model, backend), "--model "))
         roles = {} if o.replay_judges else t.bound_roles(o.predict_only)
-        judge_side = any("audio" in role.media and not judges.caller(spec).capabilities.audio
-                         for role in roles.values() for spec in judges.panel(role))
-        if model_side or judge_side:
+        for role in roles.values():
+            if "audio" not in role.media:
+                continue
+            for spec in judges.panel(role):
+                if not judges.caller(spec).capabilities.audio:
+                    deaf.append((f"judge role {role.name!r}", spec.label, f"--judge {role.name}="))
+        if deaf:
             name = plan.spec.transcriber
-            check_requirements(f"task {t.name}: its audio becomes a transcript; transcriber {name!r}",
-                               getattr(load_transcriber(name), "requires", ()))
+            missing = _missing_package(getattr(load_transcriber(name), "requires", ()))
+            if missing is not None:
+                raise UserError(_transcript_needed(t.name, deaf, name, *missing))
+
+
+def _label(spec: Any, backend: Any) -> str:
+    return spec.label if spec is not None else backend.spec.label
+
+
+def _missing_package(requires: Any) -> tuple[str, str] | None:
+    """The first (module, avhb extra) of ``requires`` not installed."""
+    from avhb.requirements import installed
+
+    return next(((m, e) for m, e in requires if not installed(m)), None)
+
+
+def _takes_audio_argument(label: str) -> bool:
+    """Whether ``label``'s backend kind takes ``audio=true`` (declares
+    an ``audio`` argument with an effect: ``avhb list backends``)."""
+    from avhb.registry import get_registry
+
+    kind = label.partition(":")[0]
+    try:
+        cls = get_registry().load("backends", kind)
+    except Exception:  # not a backend kind (a judge plugin's), or one that cannot be imported here
+        return False
+    arg = (getattr(cls, "arguments", None) or {}).get("audio")
+    return arg is not None and not getattr(arg, "ignored", False)
+
+
+def _transcript_needed(task: str, deaf: list[tuple[str, str, str | None]], transcriber: str,
+                       module: str, extra: str) -> str:
+    """One line: who would get a transcript, the package the transcriber
+    lacks, and both ways on."""
+    who = " and ".join(dict.fromkeys(
+        f"{w} ({label}, {'which hears no audio here' if flag else '--ablate audio_as_transcript'})"
+        for w, label, flag in deaf))
+    ways = [f"if {label} hears audio, add audio=true to its spec ({flag}{label},audio=true)"
+            for _, label, flag in dict.fromkeys(deaf) if flag is not None and _takes_audio_argument(label)]
+    ways.append(f"for a transcript, install the transcriber: pip install 'avhb[{extra}]'")
+    how = "; or ".join(ways)
+    return (f"task {task}: its audio becomes a transcript for {who}; transcriber {transcriber!r} needs the "
+            f"{module!r} package, which is not installed. {how[0].upper()}{how[1:]}")
 
 
 def check_backend(tasks: list[Task], plans: dict[str, Any], backend: Any, o: RunOptions, registry: Registry,

@@ -106,8 +106,9 @@ def test_a_later_tasks_missing_transcriber_package_stops_the_run_before_the_firs
                    "--output-dir", str(out), "--no-report",
                    env={"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])})
     assert proc.returncode == 2, proc.stderr
-    assert ("task txpack/b_audio: its audio becomes a transcript; transcriber 'faketx/faketx' needs the "
-            "'avhb_no_such_asr_package' package, which is not installed: pip install 'avhb[asr]'") in proc.stderr
+    assert ("task txpack/b_audio: its audio becomes a transcript for the model (testpack/echo, --ablate "
+            "audio_as_transcript); transcriber 'faketx/faketx' needs the 'avhb_no_such_asr_package' package, which "
+            "is not installed. For a transcript, install the transcriber: pip install 'avhb[asr]'") in proc.stderr
     assert "Traceback" not in proc.stderr and not calls.exists() and not (out / "results.json").exists()
 
 
