@@ -52,8 +52,8 @@ import os
 from typing import Any
 from urllib.parse import urlsplit
 
-from avhb import (AdaptiveLimiter, Argument, Backend, BackendSpec, Failure, MalformedReply, Request, Response, RetryPolicy,
-                  SampleError, UserError, classify_exception)
+from avhb import (AdaptiveLimiter, Argument, Backend, BackendSpec, Failure, MalformedReply, Request, Response,
+                  RetryPolicy, SampleError, UserError, classify_exception)
 from avhb.model.prices import from_model_info
 from avhb.redact import add_secret, redact
 

@@ -2,7 +2,9 @@
 gateways): ``openai:MODEL,base_url=http://host:8000/v1``; Azure OpenAI:
 ``azure:DEPLOYMENT,base_url=https://RESOURCE.openai.azure.com,api_version=2024-10-21``.
 
-Arguments (all optional):
+Arguments (all optional; each with its type, default and one line in
+``OPENAI_ARGUMENTS`` below, which ``avhb list backends`` prints and
+docs/backends.md is made from):
 
 - ``base_url``: default ``$OPENAI_BASE_URL`` or the official endpoint (Azure:
   the resource endpoint, default ``$AZURE_OPENAI_ENDPOINT``);
@@ -60,8 +62,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
-from avhb import (AdaptiveLimiter, Argument, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure, MalformedReply,
-                  Request, Response, RetryPolicy, SampleError, UserError, __version__, classify_exception)
+from avhb import (AdaptiveLimiter, Argument, Backend, BackendSpec, Capabilities, Failure, HTTPStatusFailure,
+                  MalformedReply, Request, Response, RetryPolicy, SampleError, UserError, __version__,
+                  classify_exception)
 from avhb.json_text import dumps
 from avhb.redact import add_secret, redact
 

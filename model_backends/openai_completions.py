@@ -37,7 +37,8 @@ import dataclasses
 import json
 from typing import Any
 
-from avhb import Argument, BackendSpec, Capabilities, MalformedReply, Request, Response, SampleError, UserError, prompt_text
+from avhb import (Argument, BackendSpec, Capabilities, MalformedReply, Request, Response, SampleError, UserError,
+                  prompt_text)
 
 from .lm_eval_tokens import encode_pair, move_spaces, rolling_windows, truncated
 from .openai_backend import OPENAI_ARGUMENTS, OpenAIBackend, map_generation

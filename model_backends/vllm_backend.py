@@ -11,7 +11,8 @@ see below); and ``model`` (checkpoint in place of the preset's),
 ``batch_size`` (256), ``frames`` (the default frame budget, else the
 preset's: ``default_frames``), capability overrides ``images``, ``video``,
 ``audio``.  Any other argument is refused (a misspelt ``max_model_length``
-would otherwise be ignored).
+would otherwise be ignored).  Each, with its default and one line, is in
+``ARGUMENTS`` below (``avhb list backends``, docs/backends.md).
 
 Log-likelihood requests (lm-eval's ``multiple_choice``, ``loglikelihood``,
 ``loglikelihood_rolling``): the pairs are tokenized as lm-eval does
@@ -70,8 +71,8 @@ import asyncio
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
-from avhb import (FREE, Argument, AudioPart, Backend, BackendSpec, Capabilities, ImagePart, Request, Response, SampleError,
-                  TextPart, UserError, VideoPart)
+from avhb import (FREE, Argument, AudioPart, Backend, BackendSpec, Capabilities, ImagePart, Request, Response,
+                  SampleError, TextPart, UserError, VideoPart)
 
 from .arguments import check_arguments
 from .lm_eval_tokens import encode_pair, rolling_windows, truncated
