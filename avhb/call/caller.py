@@ -20,7 +20,14 @@ the file's stat (hashed off the event loop, in a thread, the first time).
 keyed video and audio by path.
 
 Journal: one ``Caller`` per backend, writing one journal kind (``responses``
-for the model under test, ``judges`` for judges).  A recorded entry with an
+for the model under test, ``judges`` for judges).  An entry holds the
+caller's ``log`` fields (task, id, repeat, step...), the response, error,
+usage (tokens), cost, media log, adaptations and response meta; a call that
+was sent also ``latency_s`` (:meth:`Caller._send`) and ``priced`` (whether
+its cost is known: a backend without prices journals cost 0.0 with
+``priced: false``).  Both were added later: older entries lack them, and no
+key depends on an entry's fields.  ``avhb.run.usage`` sums them for
+results.json's ``usage``.  A recorded entry with an
 error is not a finished call: a normal run calls again; a replaying caller
 (``avhb score``: no backend at all) returns it as the failure it was, and
 raises :class:`NotInJournal` for a call that was never made.
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -89,6 +97,7 @@ class Call:
     cached: bool = False
     prompt: str = ""  # the request's text, as sent (for the sample log)
     not_attempted: bool = False  # refused by an open circuit breaker: never sent, not journaled
+    latency_s: float | None = None  # seconds from the first attempt to the answer (None: nothing was sent)
 
 
 @dataclass
@@ -295,7 +304,7 @@ class Caller:
         except SampleError as exc:
             call.error = f"media: {exc}"
         else:
-            response = await self._send(sent)
+            response, call.latency_s = await self._send(sent)
             if response is None or response is _SPENT:  # the breaker opened (or --max-cost was reached) while
                 sent.messages = []                        # this call waited: nothing was sent
                 return self._not_attempted(key, request, self.spend.message() if response is _SPENT and self.spend else None)
@@ -311,6 +320,9 @@ class Caller:
             sent.messages = []  # decoded frames and audio are not kept past their call
         entry = {**(log or {}), "response": call.text, "error": call.error, "usage": call.usage, "cost": call.cost,
                  "media": call.media, "adaptations": call.adaptations, "response_meta": call.meta or None}
+        if call.latency_s is not None:  # added fields (the key is not made from the entry: resume keeps answering)
+            entry["latency_s"] = round(call.latency_s, 6)
+            entry["priced"] = prices is not None or bool(call.cost)  # False: cost 0.0 means "not known"
         kept = self.journal.put(self.kind, key, entry)
         if isinstance(kept, dict):  # as journaled (redacted): a live run sees what a resumed one replays
             call.text, call.error = kept.get("response") or "", kept.get("error")
@@ -348,17 +360,22 @@ class Caller:
         why = why or self.breaker.stopped_by or f"{self.label} stopped answering ({self.breaker.opened_with})"
         return Call(key=key, text="", prompt=prompt_text(request), not_attempted=True, error=f"not attempted: {why}")
 
-    async def _send(self, request: Request) -> Response | None:
+    async def _send(self, request: Request) -> tuple[Response | None, float | None]:
         """The backend's response, its failed attempts retried
-        (:meth:`send`); None when the breaker refused the call before
-        anything was sent."""
+        (:meth:`send`), and its latency: the seconds from the first
+        attempt to the answer, retries and their backoff included, the wait
+        for a concurrency slot and media decoding not (the journal entry's
+        ``latency_s``).  The response is None when the breaker refused the
+        call before anything was sent (latency None)."""
         assert self.backend is not None and self._limit is not None
         async with self._limit:
             if self.breaker.open:
-                return None
+                return None, None
             if self.spend is not None and self.spend.reached:
-                return _SPENT
-            return await self.send(request)
+                return _SPENT, None
+            start = time.perf_counter()
+            response = await self.send(request)
+            return response, (None if response is None else time.perf_counter() - start)
 
     async def send(self, request: Request) -> Response | None:
         """THE retry: ``backend.generate`` (one attempt) under the
@@ -417,4 +434,5 @@ def _from_entry(key: str, entry: dict[str, Any], prompt: str) -> Call:
     return Call(key=key, text=entry.get("response") or "", error=entry.get("error"), usage=entry.get("usage") or {},
                 cost=float(entry.get("cost") or 0.0), media=entry.get("media"),
                 adaptations=list(entry.get("adaptations") or []), meta=entry.get("response_meta") or {},
-                cached=True, prompt=prompt)
+                cached=True, prompt=prompt,
+                latency_s=latency if isinstance(latency := entry.get("latency_s"), (int, float)) else None)

@@ -4,7 +4,9 @@ One row per headline metric, then per diagnostic (marked ``(diag)``), with
 value ± stderr and n; counts are columns: the task's ``Samples``,
 ``Errors`` and ``Judge fail.`` on its first row, each metric's own
 ``Unparsed`` on its row, any other count in ``Other counts``; counts print
-as integers.  Under the table, one line per metric says what it is.
+as integers.  Under the table, one line per metric says what it is, then
+one line on the model's usage (calls, tokens, cost, p50 / p95 latency:
+results.json's ``usage``).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from typing import Any, Mapping
 
 from avhb.report.numbers import fmt_number
 from avhb.run.results import RunResults, TaskResult
+from avhb.run.usage import usage_line
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import DIAGNOSTIC
 
@@ -118,6 +121,9 @@ def format_results_table(results: RunResults | Mapping[str, Any], notes: list[st
     about = describe_metrics(typed)
     if about:
         lines += ["", *about]
+    used = usage_line(typed.usage.get("model") or {})
+    if used:  # results.json's usage (avhb.run.usage): what the model's calls cost
+        lines += ["", used]
     notes = list(notes or [])
     if any(r.errors for r in typed.tasks.values()):
         notes.append("* some samples failed outside the model (missing media, data, hook or backend errors): they "

@@ -246,6 +246,9 @@ class Evaluator:
             message = (f"{self.stopped}; {self.not_attempted} samples not attempted"
                        + (f", {skipped} tasks not started" if skipped else ""))
             self.results.extra["stopped"] = message  # unfinished: `avhb merge` refuses it until it is resumed
+        if self.results.tasks:  # the model's usage: the journal read once, when the results are complete
+            self._add_model_usage()
+        if self.results.tasks or message:
             self.folder.write_results(self.results.to_json())
         if self.o.write_report:
             self._write_report()
@@ -388,6 +391,15 @@ class Evaluator:
         if self.o.shard is not None:  # a shard's numbers are a slice's, not the benchmark's
             self.results.extra["shard"] = self.o.shard.label
         self.folder.write_results(self.results.to_json())
+
+    def _add_model_usage(self) -> None:
+        """results.json's ``usage["model"]``: the calls its results rest
+        on, from the journal (:mod:`avhb.run.usage`)."""
+        from avhb.run.usage import model_usage
+
+        self.results.usage["model"] = model_usage(
+            self.folder.journal_dir / "responses.jsonl",
+            {name: self.folder.samples_path(name) for name in self.results.tasks})
 
     def _write_report(self) -> None:
         """report.html; a report that fails is a warning (a report bug must

@@ -13,6 +13,7 @@ bookkeeping counts, breakdowns); groups are metric -> ``Aggregate``.  Only
      "breakdowns": {task: {field: {value: {m: ..., m_stderr: ..., m_n: ...,
                                            samples, errors}}}},
      "partial_groups": {group: "2/18 tasks run"}, "model": ..., "judge_usage": {...},
+     ["usage": {"model": {"total": {...}, "tasks": {task: {...}}}},]   # the model's calls (avhb.run.usage)
      "judge_errors": {judge: {"failed": n, "last_error": "..."}},   # only when a judge did not answer
      ["absent_tasks": {task: "its data (PATH) has no samples"},
       "absent_members": {group: [task, ...]},]
@@ -109,6 +110,7 @@ class RunResults:
     absent: dict[str, str] = field(default_factory=dict)  # task -> why it has no results (its data has no samples)
     absent_members: dict[str, list[str]] = field(default_factory=dict)  # group -> its absent member tasks
     group_members: dict[str, list[str]] = field(default_factory=dict)  # group -> the tasks it combines
+    usage: dict[str, Any] = field(default_factory=dict)  # {"model": ...}: avhb.run.usage (empty: not written)
 
     def add_judge_errors(self, errors: Mapping[str, int], last: Mapping[str, str]) -> None:
         """Count the questions each judge did not answer (summed over tasks)."""
@@ -250,6 +252,8 @@ class RunResults:
             out["group_members"] = members
         out["model"] = self.model
         out["judge_usage"] = dict(self.judge_usage)
+        if self.usage:
+            out["usage"] = dict(self.usage)
         if self.judge_errors:
             out["judge_errors"] = {k: dict(v) for k, v in self.judge_errors.items()}
         for key, value in self.extra.items():
@@ -313,7 +317,7 @@ class RunResults:
         groups = {str(g): cells_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping)}
         group_counts = {str(g): _counts_of(c) for g, c in groups_raw.items() if isinstance(c, Mapping) and _counts_of(c)}
         known = {"results", "groups", "breakdowns", "partial_groups", "model", "judge_usage", "metrics", "judge_errors",
-                 "absent_tasks", "absent_members", "power", "group_members"}
+                 "absent_tasks", "absent_members", "power", "group_members", "usage"}
         partial = given if isinstance(given := data.get("partial_groups"), Mapping) else {}
         usage = given if isinstance(given := data.get("judge_usage"), Mapping) else {}
         model = given if isinstance(given := data.get("model"), str) else None
@@ -322,11 +326,13 @@ class RunResults:
         absent = given if isinstance(given := data.get("absent_tasks"), Mapping) else {}
         absent_members = given if isinstance(given := data.get("absent_members"), Mapping) else {}
         group_members = given if isinstance(given := data.get("group_members"), Mapping) else {}
+        run_usage = given if isinstance(given := data.get("usage"), Mapping) else {}
         return cls(tasks, groups, dict(partial), model, dict(usage),
                    {k: v for k, v in data.items() if k not in known}, group_counts, judge_errors,
                    {str(t): str(why) for t, why in absent.items()},
                    {str(g): [str(t) for t in ts] for g, ts in absent_members.items() if isinstance(ts, list)},
-                   {str(g): [str(t) for t in ts] for g, ts in group_members.items() if isinstance(ts, list)})
+                   {str(g): [str(t) for t in ts] for g, ts in group_members.items() if isinstance(ts, list)},
+                   dict(run_usage))
 
 
 def _plural(n: int, what: str) -> str:

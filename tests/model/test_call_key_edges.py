@@ -129,9 +129,11 @@ async def test_what_a_call_journals_and_a_live_run_returns(tmp_path):
     assert (call.text, call.error, call.cost, call.usage, call.meta, call.cached) == (
         "yes", None, 0.5, {"prompt_tokens": 10, "completion_tokens": 2}, {"finish": "stop"}, False)
     entry = journal.get("judges", call.key)
+    latency = entry.pop("latency_s")  # measured: a number, the call's as the live Call holds it
+    assert isinstance(latency, float) and 0 <= latency < 60 and latency == round(call.latency_s, 6)
     assert entry == {"key": call.key, "task": "t", "id": "s1", "response": "yes", "error": None,
                      "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "cost": 0.5, "media": None,
-                     "adaptations": [], "response_meta": {"finish": "stop"}}
+                     "adaptations": [], "response_meta": {"finish": "stop"}, "priced": True}
     assert journal.all("responses") == {}  # the caller's own kind only
     assert caller.usage.as_dict() == {"calls": 1, "cached": 0, "prompt_tokens": 10, "completion_tokens": 2,
                                       "cost": 0.5}
