@@ -93,7 +93,7 @@ class _Cell:
             self.calls += 1
         else:
             self.failed += 1
-        usage = entry.get("usage") if isinstance(entry.get("usage"), Mapping) else {}
+        usage = given if isinstance(given := entry.get("usage"), Mapping) else {}
         self.prompt_tokens += _int(usage.get("prompt_tokens"))
         self.completion_tokens += _int(usage.get("completion_tokens"))
         cost = entry.get("cost")
@@ -218,3 +218,19 @@ def _seconds(x: Any) -> str:
     if x < 0.01:
         return f"{x * 1000:.2g}ms"
     return f"{x:.2f}s" if x < 10 else f"{x:.1f}s"
+
+
+def without_timings(results: Mapping[str, Any]) -> dict[str, Any]:
+    """A results.json document without the model's latencies
+    (``usage["model"]``'s ``latency_s`` cells): what two runs with the same
+    results share (a sharded run merged and the unsharded one, a run on
+    Ray and one in-process), since latencies are measured, not computed."""
+    out = dict(results)
+    usage = out.get("usage")
+    model = usage.get("model") if isinstance(usage, Mapping) else None
+    if isinstance(usage, Mapping) and isinstance(model, Mapping):
+        cells = {"total": model.get("total"), **(model.get("tasks") or {})}
+        stripped = {name: {k: v for k, v in cell.items() if k != "latency_s"} if isinstance(cell, Mapping) else cell
+                    for name, cell in cells.items()}
+        out["usage"] = {**usage, "model": {**model, "total": stripped.pop("total"), "tasks": stripped}}
+    return out
