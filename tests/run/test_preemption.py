@@ -30,6 +30,7 @@ import pytest
 
 from avhb.errors import UserError
 from avhb.run.lock import RunFolderLocked, RunLock, holder
+from avhb.run.usage import without_timings
 from tests.servers.openai_server import ScriptedServer, echo_last_user
 
 AS_HOST = str(Path(__file__).with_name("as_host.py"))
@@ -118,8 +119,8 @@ def test_a_shard_sigtermed_mid_run_resumes_on_another_host_with_no_call_sent_twi
     merged = subprocess.run([sys.executable, "-m", "avhb.cli", "merge", str(tmp_path / "merged"), str(shard),
                              str(tmp_path / "shard-1"), "--no-report"], env=_env(), capture_output=True, text=True)
     assert merged.returncode == 0, merged.stderr[-2000:]
-    assert (json.loads((tmp_path / "merged" / "results.json").read_text())
-            == json.loads((tmp_path / "full" / "results.json").read_text()))
+    assert (without_timings(json.loads((tmp_path / "merged" / "results.json").read_text()))
+            == without_timings(json.loads((tmp_path / "full" / "results.json").read_text())))
 
 
 def test_a_stopped_shard_is_refused_by_the_merge_until_resumed(tmp_path, testpack, capsys):
