@@ -51,7 +51,7 @@ def literal_notes(task: Any, record: Any) -> list[str]:
     no column of the task's data: read as the literal text, as lm-eval
     reads it (a typo in a field name would score every sample against it)."""
     from avhb.errors import SampleError
-    from avhb.run.task import _NO_FIELD
+    from avhb.run.task_prompts import _NO_FIELD
     from avhb.taskdef.templates import is_field_name
 
     doc = getattr(record, "doc", None)
