@@ -41,12 +41,16 @@ Answers:
   "Question:"/"Answer:"; and at any of ``generation.stop``.
 
 Prompts longer than the context lose their oldest tokens (after BOS); the
-count is in ``Response.meta["truncated_tokens"]``.  The model is loaded once
-per process; calls run in a worker thread, one at a time.
+count is in ``Response.meta["truncated_tokens"]``.  The model is loaded on
+first use and shared by the process's backends that use it; it is freed when
+the last of them is closed (``aclose``: the run's end), else at interpreter
+exit, before llama_cpp is torn down.  Calls run in a worker thread, one at a
+time.
 """
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import math
 import os
@@ -55,7 +59,6 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -113,14 +116,60 @@ def cloze_prompt(prompt: str, options: list[str], replies: list[str]) -> str:
     return "\n".join(line for line in lines if line is not None)
 
 
-@lru_cache(maxsize=2)
+# The llama.cpp models this process has open: (path, n_ctx, threads) -> (model, how many holders).  A
+# model is shared by the backends that hold it and freed when the last lets go (LocalBackend.aclose), or at
+# interpreter exit (close_models, registered with atexit) -- before the interpreter tears llama_cpp's module
+# down: a model freed after that fails inside llama_cpp with a traceback.
+_OPEN: dict[tuple[str, int, int], tuple["TextLM", int]] = {}
+_OPEN_LOCK = threading.Lock()
+_AT_EXIT = False
+
+
 def load_llm(path: str, n_ctx: int = N_CTX, threads: int = THREADS) -> "TextLM":
-    """The llama.cpp model for a GGUF file, loaded once per process."""
-    llama_cpp = require("llama_cpp", "the local text LM")  # reads its GGUF file only: no hub
-    with _quiet_stderr():  # llama.cpp prints notes on context creation even when not verbose
-        llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                              n_batch=512, logits_all=False, verbose=False, seed=0)
-    return TextLM(llm, llama_cpp)
+    """The llama.cpp model for a GGUF file, one more holder of it: loaded
+    on its first holder, shared by the rest; each holder lets go with
+    :func:`release_llm`."""
+    global _AT_EXIT
+    key = (path, n_ctx, threads)
+    with _OPEN_LOCK:
+        if key in _OPEN:
+            lm, holders = _OPEN[key]
+            _OPEN[key] = (lm, holders + 1)
+            return lm
+        llama_cpp = require("llama_cpp", "the local text LM")  # reads its GGUF file only: no hub
+        with _quiet_stderr():  # llama.cpp prints notes on context creation even when not verbose
+            llm = llama_cpp.Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                                  n_batch=512, logits_all=False, verbose=False, seed=0)
+        lm = TextLM(llm, llama_cpp)
+        _OPEN[key] = (lm, 1)
+        if not _AT_EXIT:
+            atexit.register(close_models)
+            _AT_EXIT = True
+        return lm
+
+
+def release_llm(lm: "TextLM") -> None:
+    """One holder of ``lm`` fewer; the last one frees the model."""
+    with _OPEN_LOCK:
+        for key, (held, holders) in list(_OPEN.items()):
+            if held is lm:
+                if holders > 1:
+                    _OPEN[key] = (held, holders - 1)
+                    return
+                del _OPEN[key]
+                break
+        else:
+            return  # freed already (close_models)
+    lm.close()
+
+
+def close_models() -> None:
+    """Free every open model, whoever holds it (at interpreter exit)."""
+    with _OPEN_LOCK:
+        models = [lm for lm, _ in _OPEN.values()]
+        _OPEN.clear()
+    for lm in models:
+        lm.close()
 
 
 @contextlib.contextmanager
@@ -167,6 +216,13 @@ class TextLM:
         # llama.cpp may pad the context (to 256) beyond the token buffer the binding allocated
         self.n_ctx = min(llm.n_ctx(), len(llm.input_ids))
         self.n_vocab = llm.n_vocab()
+        self.closed = False
+
+    def close(self) -> None:
+        """Free the llama.cpp model and context (once a call in flight ends)."""
+        with self.lock:
+            self.llm.close()
+            self.closed = True
 
     def tokenize(self, text: str, bos: bool) -> list[int]:
         return list(self.llm.tokenize(text.encode("utf-8"), add_bos=bos, special=False))
@@ -392,6 +448,13 @@ class LocalBackend(Backend):
             files = gguf_model(self.llm_name)
             self._lm = load_llm(str(files.path), self.n_ctx, self.threads)
         return self._lm
+
+    async def aclose(self) -> None:
+        """Let go of the text LM (freed when no other backend holds it); a
+        later call loads it again."""
+        lm, self._lm = self._lm, None
+        if lm is not None:
+            release_llm(lm)
 
     async def generate(self, request: Request) -> Response:
         return await asyncio.to_thread(self.answer, request)
