@@ -18,8 +18,10 @@ request, in this order:
    alone over budget, or more images than the backend takes per request,
    fail the sample;
 4. **decoding**: frames through the media cache (boxes drawn when the part
-   carries them), audio at ``audio_rate``, images resized to
-   ``max_side`` / ``max_pixels``.
+   carries them), audio at ``audio_rate`` (a video's own track that ends
+   well before its picture is an adaptation line:
+   :func:`avhb.media.probe.short_audio`), images resized to ``max_side`` /
+   ``max_pixels``.
 
 Every change is appended to ``request.adaptations`` (the sample log); the
 returned media log says what was sent.  A bad file or an over-budget
@@ -205,6 +207,7 @@ def _decode_video(part: VideoPart, plan: MediaPlan, caps: Capabilities, request:
 def _decode_audio(part: AudioPart, plan: MediaPlan, caps: Capabilities, request: Request, log: dict[str, Any],
                   transcriber: Callable[..., Any] | None) -> None:
     from avhb.media.cache import cached_load_audio
+    from avhb.media.probe import probe_file, short_audio
 
     spec = plan.spec
     assert part.path is not None  # an audio part without its array has a file
@@ -212,6 +215,9 @@ def _decode_audio(part: AudioPart, plan: MediaPlan, caps: Capabilities, request:
     part.rate = spec.audio_rate
     _log_one(log, "audio", {"path": part.path, "seconds": round(len(part.array) / part.rate, 3), "rate": part.rate,
                             "segment": part.segment})
+    short = short_audio(probe_file(part.path), part.segment)
+    if short:  # a video's own track that ends early: said once per task (avhb.run.notes.adaptation_notes)
+        request.adaptations.append(short)
     if not caps.audio or "audio_as_transcript" in plan.ablations:
         transcribe = transcriber or load_transcriber(spec.transcriber)
         transcript = transcribe(part.array, rate=part.rate, language=part.language or plan.language)

@@ -1,7 +1,11 @@
-"""Container metadata without decoding any frame."""
+"""Container metadata without decoding any frame; :func:`short_audio` says
+when a video's own audio track ends well before its picture does."""
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
 
 from avhb.media._open import check_file, decoding, fail, open_container
 
@@ -15,6 +19,8 @@ class MediaInfo:
     average frame rate; ``frame_count`` is the stream's stated frame count or,
     where the container does not state one (e.g. Matroska), ``floor(duration
     * fps)``.  Video fields are 0 / None for an audio-only file.
+    ``audio_duration`` is the audio stream's own length in seconds, from its
+    header or (Matroska, WebM) its ``DURATION`` tag; None when neither says.
     """
 
     path: str
@@ -30,6 +36,7 @@ class MediaInfo:
     video_codec: str | None
     audio_codec: str | None = None
     start_time: float = 0.0  # the video stream's first timestamp, seconds
+    audio_duration: float | None = None
 
 
 def probe(path: str) -> MediaInfo:
@@ -86,4 +93,53 @@ def _info(path: str, container) -> MediaInfo:
         video_codec=codec,
         audio_codec=actx.name if actx is not None else None,
         start_time=start,
+        audio_duration=_own_seconds(audio) if audio is not None else None,
     )
+
+
+def _own_seconds(stream) -> float | None:
+    """A stream's own length: its header's duration, else its ``DURATION``
+    tag (``HH:MM:SS.fraction``, written by Matroska muxers)."""
+    if stream.duration is not None and stream.time_base:
+        return float(stream.duration * stream.time_base)
+    tag = (stream.metadata or {}).get("DURATION")
+    try:
+        hours, minutes, seconds = str(tag).split(":")
+        return int(hours) * 3600 + int(minutes) * 60 + float(seconds)
+    except ValueError:
+        return None
+
+
+def probe_file(path: str) -> MediaInfo:
+    """:func:`probe`, read once per file state (path, size, modification
+    time) in this process."""
+    st = os.stat(path)
+    return _probe_state(str(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=1024)
+def _probe_state(path: str, size: int, mtime_ns: int) -> MediaInfo:
+    return probe(path)
+
+
+# A video's audio track is "short" when it ends this much before its picture: at least 1 s and a tenth of the
+# span listened to (encoders pad or trim a track by a few frames: tens of milliseconds).
+SHORT_AUDIO_SECONDS = 1.0
+SHORT_AUDIO_SHARE = 0.1
+
+
+def short_audio(info: MediaInfo, segment: tuple[float, float] | None = None) -> str | None:
+    """One line when the file's audio track ends well before its picture
+    within the span listened to (the whole video, or ``segment``): the model
+    hears silence for the rest.  None when it does not, or when the file
+    has no picture or its headers do not give the audio's length."""
+    if not (info.has_video and info.has_audio) or info.audio_duration is None or info.duration <= 0:
+        return None
+    start, end = (0.0, info.duration) if segment is None else (max(0.0, segment[0]), min(segment[1], info.duration))
+    span = end - start
+    heard = max(0.0, min(info.audio_duration, end) - start)
+    if span <= 0 or span - heard < max(SHORT_AUDIO_SECONDS, SHORT_AUDIO_SHARE * span):
+        return None
+    where = f" (segment {start:g}-{end:g}s: {heard:.1f}s of {span:.1f}s heard)" if segment is not None else ""
+    return (f"audio track shorter than its video: {Path(info.path).name} has sound to {info.audio_duration:.1f}s "
+            f"of its {info.duration:.1f}s picture{where}; the rest is silent")
