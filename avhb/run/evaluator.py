@@ -49,7 +49,7 @@ from avhb.run.plan import (backend_notes, check_backend, check_metric_roles, che
 from avhb.run.records import SampleReader, TaskSamples
 from avhb.run.reduced import Reduced
 from avhb.run.results import RunResults
-from avhb.run.settle import kept_and_rerun, mark_finished, settle
+from avhb.run.settle import kept_and_rerun, mark_finished, refuse_other_calls, settle
 from avhb.run.scoring import cluster_key, score, score_bar, summarize
 from avhb.run.stream import Failures, kept_fields, slim, window_size
 from avhb.score.judges import Judges
@@ -141,6 +141,7 @@ class Evaluator:
                                     self.registry.versions()) for t in tasks}
             kept, rerun = kept_and_rerun([t.name for t in tasks], before.tasks, recorded, parts,
                                          self.folder.samples_path, self.o.score_only)
+            refuse_other_calls(self.folder, self.manifest, recorded, self.o)  # refused: nothing printed or estimated
             if self.o.write_out:
                 write_out(runs, samples)
             if backend is not None:  # before anything is moved aside: --max-cost may refuse to start

@@ -37,11 +37,24 @@ def kept_and_rerun(names: list[str], before: dict[str, TaskResult], recorded: di
     return kept, rerun
 
 
+def refuse_other_calls(folder: RunFolder, manifest: dict[str, Any], recorded: dict[str, Any],
+                       o: RunOptions) -> None:
+    """The one-configuration refusal alone (``UserError``: other call
+    settings in a folder that recorded a run, without
+    ``--allow-config-change``), checked before anything is estimated or
+    moved aside."""
+    if not recorded or o.score_only or o.allow_config_change:
+        return
+    changes = compare(recorded, manifest)
+    if changes.of(CALLS):
+        raise UserError(refusal(folder.root, changes))
+
+
 def settle(folder: RunFolder, manifest: dict[str, Any], recorded: dict[str, Any], rerun: dict[str, str],
            o: RunOptions) -> None:
     """The one-configuration rule (:mod:`avhb.run.settings`) against the
-    folder's recorded run.json: refuse other call settings (unless
-    ``--allow-config-change``; ``avhb score`` makes no calls and only
+    folder's recorded run.json: refuse other call settings
+    (:func:`refuse_other_calls`; ``avhb score`` makes no calls and only
     says them), say every change in one line each, keep the results
     they replace in ``previous/``, record this invocation."""
     now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -53,8 +66,7 @@ def settle(folder: RunFolder, manifest: dict[str, Any], recorded: dict[str, Any]
             manifest["invocations"] = [invocation(manifest, now)]
         return
     changes = compare(recorded, manifest)
-    if changes.of(CALLS) and not score and not o.allow_config_change:
-        raise UserError(refusal(root, changes))
+    refuse_other_calls(folder, manifest, recorded, o)
     said = []
     if changes.of(CALLS):
         said.append(f"call settings changed ({'re-scored from the journal' if score else '--allow-config-change'}): "
