@@ -30,6 +30,7 @@ from avhb.taskdef.config import TaskConfig
 from avhb.score.metric_check import entry_options
 from avhb.taskdef.fewshot import FewshotSettings, settings as fewshot_settings
 from avhb.taskdef.prompt import OWN
+from avhb.taskdef.reasoning import reasoning_steps
 from avhb.taskdef.templates import lookup
 from avhb.run.task_prompts import TaskPrompts
 
@@ -385,8 +386,9 @@ class Task(TaskPrompts):
         return metric
 
     def filters(self) -> list[Filter]:
-        """The avhb filter chain (``filter_list: [{filter: NAME, ...}]``);
-        empty for a task with lm-eval filter pipelines (see filter_pipelines)."""
+        """The avhb filter chain (``filter_list: [{filter: NAME, ...}]``),
+        between the task's reasoning steps (:meth:`_with_reasoning`); empty
+        for a task with lm-eval filter pipelines (see filter_pipelines)."""
         if self.filter_pipelines() is not None:
             return []
         out = []
@@ -394,7 +396,25 @@ class Task(TaskPrompts):
             options = {k: v for k, v in entry.items() if k not in ("filter", "function")}
             out.append(self._filter(entry["function"] if "function" in entry else entry["filter"],
                                     "function" in entry, options))
-        return out
+        return self._with_reasoning(out)
+
+    def _with_reasoning(self, steps: list[Filter]) -> list[Filter]:
+        """``steps`` with the task's reasoning blocks stripped around them
+        (:mod:`avhb.taskdef.reasoning`): ``strip_thinking`` first for
+        ``auto_strip_thinking``, ``strip_thinking`` with ``reasoning_tags``'
+        pairs last (``strip`` for an empty list of pairs)."""
+        try:
+            where = reasoning_steps(self.cfg.config, self.lmms_conventions)
+        except ValueError as exc:
+            raise UserError(f"{self.cfg.file}: reasoning_tags: {exc}") from None
+        before = [self._filter("strip_thinking", False, {})] if where.before else []
+        if where.after is None:
+            after = []
+        elif where.after:
+            after = [self._filter("strip_thinking", False, {"tag_pairs": where.after})]
+        else:
+            after = [self._filter("strip", False, {})]
+        return before + steps + after
 
     def filter_pipelines(self) -> list[tuple[str, list[Filter]]] | None:
         """lm-eval's filter pipelines (``filter_list: [{name, filter:
@@ -402,7 +422,8 @@ class Task(TaskPrompts):
         task's filter_list is avhb's chain (or absent).  A step's
         ``function`` is a registered filter's name or a hook class; a
         step option written ``!function`` is the hook itself (``custom``'s
-        ``filter_fn``)."""
+        ``filter_fn``).  Each pipeline strips the task's reasoning blocks as
+        :meth:`_with_reasoning` says."""
         entries = self.cfg.get("filter_list") or []
         lm_eval = [isinstance(e, dict) and isinstance(e.get("filter"), list) for e in entries]
         if not any(lm_eval):
@@ -421,7 +442,7 @@ class Task(TaskPrompts):
                     steps.append(self._filter(function["function"], True, options))
                 else:
                     steps.append(self._filter(function, False, options))
-            out.append((str(entry["name"]), steps))
+            out.append((str(entry["name"]), self._with_reasoning(steps)))
         return out
 
     def _filter(self, name: str, hook: bool, options: dict[str, Any]) -> Filter:

@@ -134,6 +134,30 @@ UNSUPPORTED = {
     "use_prompt": "promptsource templates (`use_prompt:`) are not supported (write doc_to_text)",
 }
 
+# lmms-eval's output types avhb does not run, each with why (the schema accepts them so that this line is the one said)
+UNSUPPORTED_OUTPUT_TYPES = {
+    "generate_until_multi_round": "lmms-eval leaves the rounds to each model class (its OpenAI-compatible models "
+                                  "do not implement them), so there is no one behaviour to reproduce; write the "
+                                  "rounds as a driver hook (driver: !function module.drive)",
+    "generate_until_agentic": "lmms-eval's agentic loop lives in its evaluator (tool state passed back to "
+                              "doc_to_text, a give-up payload naming two benchmarks' fields); write the loop as "
+                              "a driver hook (driver: !function module.drive)",
+    "generate_visual_cot": "the model first generates an image (lmms-eval's image-generation models only); "
+                           "avhb's backends answer in text",
+}
+
+
+def unsupported(config: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(key, why) of the first thing in a task's keys that avhb does not run
+    (:data:`UNSUPPORTED`, :data:`UNSUPPORTED_OUTPUT_TYPES`), or None."""
+    for key, why in UNSUPPORTED.items():
+        if config.get(key) not in (None, False):
+            return key, why
+    kind = config.get("output_type")
+    if isinstance(kind, str) and kind in UNSUPPORTED_OUTPUT_TYPES:
+        return "output_type", f"output_type {kind}: {UNSUPPORTED_OUTPUT_TYPES[kind]}"
+    return None
+
 
 def drop_unset(data: dict[str, Any]) -> dict[str, Any]:
     """lm-eval's reading of ``null``: a top-level key (or a fewshot_config
@@ -162,9 +186,9 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
     prefix = f"{namespace}/" if namespace else ""
     package, benchmark = sources.once(("package", str(file.parent), str(root_dir), root_package),
                                       lambda: _package_and_benchmark(file, root_dir, root_package))
-    for key, why in UNSUPPORTED.items():
-        if data.get(key) not in (None, False):  # the one line that matters: the file's other errors are moot
-            raise ConfigErrors([str(doc.error((key,), f"unsupported: {why}"))])
+    refused = unsupported(data)
+    if refused is not None:  # the one line that matters: the file's other errors are moot
+        raise ConfigErrors([str(doc.error((refused[0],), f"unsupported: {refused[1]}"))])
     if "group" in data and isinstance(data.get("task"), list):
         if problems:
             raise ConfigErrors(problems)
@@ -263,9 +287,8 @@ def _groups(data: dict[str, Any], file: Path, prefix: str, doc: YamlDoc) -> list
                 if isinstance(entry.get("task"), list):
                     build(entry["group"], entry)  # an inline subgroup
                 group.tasks.append(named(entry["group"]))
-            elif isinstance(entry, dict) and any(entry.get(key) not in (None, False) for key in UNSUPPORTED):
-                key = next(k for k in UNSUPPORTED if entry.get(k) not in (None, False))
-                raise doc.error(("task",), f"unsupported: {UNSUPPORTED[key]} (a member of group {name!r})")
+            elif isinstance(entry, dict) and (refused := unsupported(entry)) is not None:
+                raise doc.error(("task",), f"unsupported: {refused[1]} (a member of group {name!r})")
             elif isinstance(entry, dict) and isinstance(entry.get("task"), str):
                 member = named(entry["task"])
                 group.tasks.append(member)

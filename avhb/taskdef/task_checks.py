@@ -1,6 +1,6 @@
 """The checks of one resolved task that run none of its code: hooks (the
 module's source read by AST, never imported), templates (parsed, never
-rendered), judge prompt files, metric and filter names.  ``Sources`` reads
+rendered), judge prompt files, metric and filter names, reasoning tags.  ``Sources`` reads
 each hook module and prompt file once per index build."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.taskdef.filestats import Sources
+from avhb.taskdef.reasoning import tag_pairs
 from avhb.taskdef.hook_names import (PEER_PACKAGES, ModuleNames, _sibling_finder, find_hook_module, is_installed,
                                      module_file, module_names, split_hook)
 
@@ -207,6 +208,11 @@ def _member_problems(member, package, folder, known, out, check_template, source
     if any(pipelines) and not all(pipelines):
         out.append((("filter_list",), "mixes lm-eval pipelines ({name, filter: [...]}) with avhb filter steps "
                                       "({filter: NAME}); use one form"))
+    if "reasoning_tags" in member:
+        try:
+            tag_pairs(member["reasoning_tags"])
+        except ValueError as exc:
+            out.append((("reasoning_tags",), str(exc)))
     for keypath, source in iter_templates(member):
         problem = check_template(source)
         if problem:

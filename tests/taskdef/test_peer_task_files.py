@@ -196,7 +196,7 @@ def test_targets_choices_metrics_and_group_members_in_the_peers_shapes(tmp_path)
         full_docs: false
         """).replace("doc_to_target: answer", "doc_to_target: 0"))
     two = write(tmp_path, "gen.yaml", task("gen", """
-        output_type: generate_until_multi_round
+        output_type: generate_until
         group: [old_style_tag]
         metric_list:
           - metric: !function utils.my_metric
@@ -234,6 +234,10 @@ def test_targets_choices_metrics_and_group_members_in_the_peers_shapes(tmp_path)
     ("class", "!function task.Python", "a Python task class (`class:`) is not supported"),
     ("unsafe_code", "true", "`unsafe_code: true` tasks execute model-written code"),
     ("use_prompt", "promptsource:*", "promptsource templates (`use_prompt:`) are not supported"),
+    ("output_type", "generate_until_multi_round",
+     "output_type generate_until_multi_round: lmms-eval leaves the rounds to each model class"),
+    ("output_type", "generate_until_agentic", "output_type generate_until_agentic: lmms-eval's agentic loop lives in"),
+    ("output_type", "generate_visual_cot", "output_type generate_visual_cot: the model first generates an image"),
 ])
 def test_what_avhb_does_not_run_is_refused_in_one_line_saying_why(tmp_path, key, value, why):
     write(tmp_path, "task.py", "class Python:\n    pass\n")
@@ -295,7 +299,8 @@ def test_lm_eval_folders_as_shipped_validate(folder):
 @pytest.mark.skipif(LMMS is None, reason="lmms-eval is not installed: run scripts/peer_envs.sh lmms")
 @pytest.mark.parametrize("folder", ["mme", "ai2d", "videomme/_default_template_yaml", "egoschema", "clotho_aqa",
                                     "hd_epic/3d_perception", "openslr_librispeech", "mmupd", "tvbench", "jmmmu",
-                                    "refcoco+", "gpqa/cot_n_shot", "mmsearch"])
+                                    "refcoco+", "gpqa/cot_n_shot", "mmsearch/mmsearch_rerank.yaml",
+                                    "mmsearch/mmsearch_summarization.yaml"])
 def test_lmms_eval_folders_as_shipped_validate(folder):
     target = LMMS / folder
     if not target.exists():
@@ -303,6 +308,18 @@ def test_lmms_eval_folders_as_shipped_validate(folder):
     proc = validate(target)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.skipif(LMMS is None, reason="lmms-eval is not installed: run scripts/peer_envs.sh lmms")
+def test_lmms_evals_multi_round_task_is_refused_in_one_line():
+    target = LMMS / "mmsearch"
+    if not (target / "mmsearch_end2end.yaml").exists():
+        pytest.skip("mmsearch is not in this lmms-eval")
+    proc = validate(target)
+    errors = [line for line in proc.stdout.splitlines() if ".yaml:" in line and ": note: " not in line]
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert len(errors) == 1 and "mmsearch_end2end.yaml:9: output_type: unsupported: output_type " \
+        "generate_until_multi_round: lmms-eval leaves the rounds to each model class" in errors[0], proc.stdout
 
 
 def test_a_group_may_list_a_tag_as_lm_evals_mmlu_stem_does(tmp_path):
