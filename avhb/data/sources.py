@@ -32,6 +32,11 @@ None of them: a one-line error naming the task, the data, why each cache
 did not hold it, and the commands that get it (``avhb prepare TASK``,
 ``--data NAME=PATH`` with the NAME that works, ``--sample-data``).
 
+A task with lm-eval's ``custom_dataset`` hook reads none of them (kind
+``custom``, the root its folder): the hook makes the data when the task
+loads it (:meth:`avhb.run.task.Task.load_docs`), over any ``dataset_path``,
+as lm-eval calls it.
+
 Builder tasks: ``dataset_path`` names one of ``datasets``' packaged builders
 (:data:`BUILDERS`); ``dataset_kwargs`` passes ``data_files`` (a path or glob,
 a list, or a mapping of split -> paths) and ``data_dir`` to it, with
@@ -73,7 +78,7 @@ HARNESS_KWARGS = frozenset({"video", "cache_dir", "force_download", "force_unzip
 @dataclass
 class DataSource:
     root: Path  # a folder, or one data file (``--data NAME=FILE.jsonl``); a builder task: its media root
-    kind: str  # "sample" | "local" | "hub" | "hub-cache" | "datasets-cache" | "prepared" | "builder"
+    kind: str  # "sample" | "local" | "hub" | "hub-cache" | "datasets-cache" | "prepared" | "builder" | "custom"
     revision: str | None = None
     builder: str | None = None  # kind "builder": the datasets builder (json, csv, parquet...)
     base: Path | None = None  # kind "builder": the folder relative data_dir / data_files resolved under
@@ -147,6 +152,9 @@ def resolve_source(task: TaskConfig, data: dict[str, Path], sample_data: bool, g
 
 def _resolve(task: TaskConfig, data: dict[str, Path], sample_data: bool, groups: Sequence[str],
              base: Path | None) -> DataSource:
+    custom = task.get("custom_dataset")
+    if isinstance(custom, dict) and "function" in custom:
+        return DataSource(task.pack_dir, "custom")
     name = data_flag_for(task, data, groups)
     if name is not None:
         root = data[name]

@@ -62,6 +62,11 @@ def prepare_tasks(names: list[str], data_dir: str | None = None) -> int:
             print(f"{task.name}: {line}")
         prep = task.cfg.get("prepare") or {}
         repo = task.cfg.get("dataset_path")
+        custom = task.cfg.get("custom_dataset")
+        if isinstance(custom, dict) and "function" in custom:
+            print(f"{task.name}: no preparation needed: its custom_dataset hook {custom['function']} makes the data "
+                  "when the task runs")
+            continue
         if repo in BUILDERS and "function" not in prep:
             files = (task.cfg.get("dataset_kwargs") or {}).get("data_files") or \
                 (task.cfg.get("dataset_kwargs") or {}).get("data_dir")

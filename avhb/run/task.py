@@ -1,7 +1,7 @@
 """A task at run time: its YAML config plus lazily imported hooks.
 
 Hook failures: a hook that cannot be imported (its module raises, the name
-is missing) or a load-time hook that raises (``data_loader``,
+is missing) or a load-time hook that raises (``custom_dataset``, ``data_loader``,
 ``process_docs``) is a ``UserError`` naming the YAML file and the function;
 a per-sample hook that raises (``doc_to_text``, ``doc_to_target``,
 ``doc_to_choice``, ``doc_to_messages``) fails that sample only, with a
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -96,6 +97,7 @@ class Task(TaskPrompts):
         self.registry = registry
         self._roles: dict[str, JudgeRole] | None = None
         self._splits: dict[tuple, dict[str, list[dict[str, Any]]]] = {}  # a builder task's splits, read once
+        self._custom: Mapping[str, Any] | None = None  # what a custom_dataset hook made (made once)
         self.num_fewshot: int | None = None  # --num_fewshot (see with_num_fewshot)
         self.model_name: str | None = None  # the run's backend kind: lmms_eval_specific_kwargs' model entry
         self._memo: dict[tuple, Any] = {}  # per-task settings read once per (setting, num_fewshot, model_name)
@@ -147,12 +149,12 @@ class Task(TaskPrompts):
         """Run the load-time hook ``key`` names (see :meth:`_load_hook_at`)."""
         return self._load_hook_at((key,), self.cfg.get(key)["function"], *args)
 
-    def _load_hook_at(self, keypath: tuple, dotted: str, *args: Any) -> Any:
+    def _load_hook_at(self, keypath: tuple, dotted: str, *args: Any, **kwargs: Any) -> Any:
         """Run a load-time hook named at ``keypath``; an exception is a user
         error naming the file and the function."""
         fn = self.hook(dotted)
         try:
-            return fn(*args)
+            return fn(*args, **kwargs)
         except UserError:
             raise
         except Exception as exc:
@@ -186,7 +188,8 @@ class Task(TaskPrompts):
     def load_docs(self, source: DataSource, split: str | None = None,
                   process_docs: Any = OWN) -> Sequence[dict[str, Any]]:
         """The task's samples of ``split`` (default: the evaluated one,
-        ``test_split`` else ``validation_split``): its data loader (called
+        ``test_split`` else ``validation_split``): its custom_dataset hook's
+        (:meth:`_custom_dataset`), its data loader (called
         with the config's ``test_split`` set to ``split``), a builder
         task's split, or the default loader; then ``process_docs`` (the
         task's, or ``process_docs``: a few-shot pool's), which receives a
@@ -196,7 +199,10 @@ class Task(TaskPrompts):
         (:mod:`avhb.data.media_columns`): such a dataset's rows stay in it
         (:class:`DatasetRows`), not in a list."""
         split = split or eval_split(self.cfg)
-        if self._has_hook("data_loader"):
+        if self._has_hook("custom_dataset"):
+            docs = self._custom_dataset(split)
+            where = f"{self.cfg.file}: custom_dataset hook {self.cfg.get('custom_dataset')['function']}"
+        elif self._has_hook("data_loader"):
             config = self.cfg.config if split == eval_split(self.cfg) else {**self.cfg.config, "test_split": split}
             docs = self._load_hook("data_loader", source.root, config)
             where = f"{self.cfg.file}: data_loader hook {self.cfg.get('data_loader')['function']}"
@@ -228,6 +234,33 @@ class Task(TaskPrompts):
         if found is not None:  # a few-shot split's columns count too
             self.columns = found if self.columns is None else self.columns | found
         return docs
+
+    def _custom_dataset(self, split: str) -> Any:
+        """``split`` of what lm-eval's ``custom_dataset`` hook makes, called
+        once per task as lm-eval calls it: ``custom_dataset(**metadata,
+        **dataset_kwargs)`` (the YAML's metadata; lmms-eval's list of
+        mappings read as their union), returning a mapping of split ->
+        rows (a ``datasets.DatasetDict`` or a dict of lists)."""
+        dotted = self.cfg.get("custom_dataset")["function"]
+        if self._custom is None:
+            metadata = self.cfg.get("metadata")
+            if isinstance(metadata, list):
+                metadata = {k: v for item in metadata if isinstance(item, dict) for k, v in item.items()}
+            metadata = metadata if isinstance(metadata, dict) else {}
+            kwargs = self.cfg.get("dataset_kwargs") or {}
+            both = sorted(set(metadata) & set(kwargs))
+            if both:  # lm-eval's call fails on them too (a keyword given twice)
+                raise UserError(f"{self.cfg.file}: custom_dataset hook {dotted}: {', '.join(both)} set in both "
+                                "metadata and dataset_kwargs (each is passed to it as a keyword)")
+            made = self._load_hook_at(("custom_dataset",), dotted, **metadata, **kwargs)
+            if not isinstance(made, Mapping):
+                raise UserError(f"{self.cfg.file}: custom_dataset hook {dotted} returned {type(made).__name__}, "
+                                "not a mapping of split -> rows")
+            self._custom = made
+        if split not in self._custom:
+            raise UserError(f"task {self.name!r}: split {split!r} is not in what its custom_dataset hook {dotted} "
+                            f"made (splits: {', '.join(map(str, self._custom)) or 'none'})")
+        return self._custom[split]
 
     @staticmethod
     def _listed(docs: Any, where: str) -> Sequence[dict[str, Any]]:
