@@ -5,9 +5,25 @@ demand: search, a task filter, error and judge-failure filters, pages of
 100.  Every model, judge or dataset text reaches the page as text
 (``textContent``), never as markup.
 
+A card shows the sample's fields, its ``outputs``, its judgements (the
+metric, the judge role that gave the verdict, the verdict, whether it
+parsed, the raw reply) and, for a sample of more than one step, its
+trajectory: one row per step with its name (``turn2.edge4`` is grouped under
+``turn2``), its ``kind`` (``model``, ``judge`` or what the driver logged),
+the role (``model``, or the judge's role), the step's ``prompt`` and
+``response`` (or ``error``), the verdict (``value`` and ``ok``), and every
+other key the driver logged under Details (a list of flat mappings as a
+table).
+
 A line longer than ``MAX_TEXT`` characters is embedded as a smaller copy
 of the row with its long texts already cut (``report_capped``: the script
-does not cut them again); the samples file keeps them whole.
+does not cut them again); the samples file keeps them whole.  In that
+copy a multi-step sample's trajectory (``trajectory``: its steps, each a
+mapping such as ``{step, kind, role, prompt, response, value, ok, ...}``)
+keeps every text cut to ``MAX_STEP_TEXT`` characters, every list to
+``MAX_STEP_ITEMS`` items, and at most ``MAX_TRAJECTORY`` characters of
+steps: the first and the last ones, with one ``{"report_omitted": n}``
+step where ``n`` steps were left out; the script says so where it shows it.
 """
 from __future__ import annotations
 
@@ -23,6 +39,10 @@ MAX_DOC_VALUE = 2000  # characters shown per doc field
 MAX_TEXT = 20000  # characters shown of a prompt, target, response or judge reply (the samples file keeps all)
 COMPRESS_FROM = 32 * 1024  # bytes of sample data from which compressing is tried
 CAPPED = "report_capped"  # key of a row whose texts the report already cut
+MAX_STEP_TEXT = 2000  # characters shown of each text inside a trajectory step
+MAX_STEP_ITEMS = 50  # items shown of each list inside a trajectory step
+MAX_TRAJECTORY = 20000  # characters (as JSON) of trajectory steps embedded for one sample
+OMITTED = "report_omitted"  # key of the step standing for the steps left out
 
 
 def _text(value: Any) -> str:
@@ -54,6 +74,42 @@ def fmt_times(timestamps: Any) -> str:
     return " ".join(f"{t:.2f}s" if type(t) in (int, float) else str(t) for t in timestamps)
 
 
+def _bounded(value: Any) -> Any:
+    """A trajectory step's value with its texts cut to MAX_STEP_TEXT and
+    its lists to MAX_STEP_ITEMS (the cut said in place)."""
+    if isinstance(value, str):
+        return _short(value, MAX_STEP_TEXT)
+    if isinstance(value, dict):
+        return {str(k): _bounded(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        kept = [_bounded(v) for v in value[:MAX_STEP_ITEMS]]
+        if len(value) > MAX_STEP_ITEMS:
+            kept.append(f"… [{len(value) - MAX_STEP_ITEMS} more items]")
+        return kept
+    return value
+
+
+def capped_trajectory(steps: Any) -> list[Any]:
+    """The trajectory the report embeds for a capped row (module docstring):
+    each step bounded, the first steps while they fill half of
+    MAX_TRAJECTORY, the last ones in the rest, one OMITTED step between."""
+    if not isinstance(steps, list):
+        return [_bounded(steps)]
+    bounded = [_bounded(s) for s in steps]
+    sizes = [len(json.dumps(s, ensure_ascii=False, default=str)) for s in bounded]
+    if sum(sizes) <= MAX_TRAJECTORY:
+        return bounded
+    head, used = 0, 0
+    while head < len(bounded) and used + sizes[head] <= MAX_TRAJECTORY // 2:
+        used += sizes[head]
+        head += 1
+    tail = len(bounded)
+    while tail > head and used + sizes[tail - 1] <= MAX_TRAJECTORY:
+        used += sizes[tail - 1]
+        tail -= 1
+    return [*bounded[:head], {OMITTED: tail - head}, *bounded[tail:]]
+
+
 def capped_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """The fields the browser shows, long texts cut (for a line over MAX_TEXT characters)."""
     out: dict[str, Any] = {k: row.get(k) for k in ("id", "repeat", "prompt_hash", "scores", "media")}
@@ -71,6 +127,10 @@ def capped_row(row: Mapping[str, Any]) -> dict[str, Any]:
         out["judgements"] = {
             role: ({**v, "raw": _capped(v["raw"])} if isinstance(v, dict) and v.get("raw") else v)
             for role, v in judgements.items()}
+    if row.get("trajectory"):
+        out["trajectory"] = capped_trajectory(row["trajectory"])
+    if isinstance(row.get("outputs"), dict):
+        out["outputs"] = {k: _short(v) for k, v in row["outputs"].items()}
     out[CAPPED] = True
     return out
 

@@ -2,7 +2,8 @@
 
 Sections: header (model, time, completeness), results table with standard
 errors and counts, plots (per task family and per breakdown dimension),
-judges (roles, failures, agreement, usage), sample browser, configuration
+judges (roles, failures, agreement), usage (the model's calls per task and
+in total, the judges'), sample browser, configuration
 and versions. No network resource is referenced; charts are inline SVG.
 
 The page records a fingerprint of what it was made from
@@ -19,6 +20,7 @@ from avhb.report.fingerprint import current_fingerprint, inputs_fingerprint
 from avhb.report.htmlkit import BROWSER_JS, esc, page
 from avhb.report.rundata import RunData, load_run
 from avhb.redact import redact
+from avhb.report.usage_section import usage_section
 from avhb.report.sections import charts_section, config_section, judges_section, power_section, results_section
 
 REPORT_NAME = "report.html"
@@ -47,7 +49,7 @@ def _header(data: RunData) -> str:
         problems += (f'<div class="notes"><strong>What this run changed from what was asked</strong>'
                      f"<ul>{items}</ul></div>")
     nav = ("<nav><a href=\"#results\">Results</a><a href=\"#power\">Power</a><a href=\"#plots\">Plots</a>"
-           "<a href=\"#judges\">Judges</a>"
+           "<a href=\"#judges\">Judges</a><a href=\"#usage\">Usage</a>"
            "<a href=\"#browser\">Samples</a><a href=\"#config\">Configuration</a></nav>")
     return (f"<header><h1>{esc(data.label)}</h1><div class=\"meta\">{meta} · <code>{esc(data.path.name)}</code>"
             f"</div></header>{nav}<main>{problems}")
@@ -63,6 +65,7 @@ def render_report(data: RunData, fingerprint: str | None = None) -> str:
             power_section(data),
             charts_section(charts),
             judges_section(data),
+            usage_section(data),
             browser_section(data),
             config_section(data),
             "</main>",

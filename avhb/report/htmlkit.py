@@ -116,6 +116,14 @@ dl.kv dd{margin:0;word-break:break-word}
 .sig-changed{font-weight:600}
 td.best{font-weight:700}
 .scroll{overflow-x:auto;max-width:100%}
+table.trajectory{width:100%}
+table.trajectory td pre{max-height:200px;margin:0}
+table.trajectory tr.turn td{border-top:2px solid #aab3bf}
+table.trajectory td.step{font-family:ui-monospace,monospace;font-size:12.5px}
+table.trajectory th,table.trajectory td.step,table.trajectory td.kind,table.trajectory td.role,table.trajectory td.verdict{white-space:nowrap}
+table.mini{margin:0;font-size:12px}
+table.mini th,table.mini td{padding:1px 6px}
+ul.counts{margin:0;padding-left:18px}
 """
 
 BROWSER_JS = r"""
@@ -162,8 +170,11 @@ BROWSER_JS = r"""
     if(Array.isArray(m.frame_indices)&&m.frame_indices.length) parts.push(m.frame_indices.length+' frames');
     var t=times(m.timestamps); if(t) parts.push('at '+t);
     var ims=imagesText(m.images); if(ims) parts.push(ims);
-    var a=m.audio; if(a&&typeof a==='object'&&!Array.isArray(a))
-      parts.push('audio '+(a.seconds===undefined?'?':a.seconds)+' s at '+(a.rate===undefined?'?':a.rate)+' Hz');
+    function clip(a){return (a.seconds===undefined?'?':a.seconds)+' s at '+(a.rate===undefined?'?':a.rate)+' Hz';}
+    var a=m.audio; if(a&&typeof a==='object'&&!Array.isArray(a)) parts.push('audio '+clip(a));
+    else if(Array.isArray(a)&&a.length&&a.every(function(x){return x&&typeof x==='object';}))
+      parts.push(a.length+' audio clip'+(a.length!==1?'s':'')+': '+a.map(function(x){
+        return String(x.path||'').split('/').pop()+' '+clip(x);}).join(', '));
     else if(truthy(a)) parts.push('audio '+txt(a));
     return parts.join('; ');}
   function adaptText(a){return Array.isArray(a)?a.map(txt).join('; '):txt(a);}
@@ -171,19 +182,75 @@ BROWSER_JS = r"""
     if(typeof body==='string') dd.textContent=body; else dd.appendChild(body); dl.appendChild(dd);}
   function pre(text,cls){return el('pre',cls,text);}
   function fold(summary,body){var d=el('details'); d.appendChild(el('summary',null,summary)); d.appendChild(body); return d;}
-  function judgeTable(j,row){var t=el('table'), h=el('tr');
-    ['Role','Verdict','Parsed','Raw reply'].forEach(function(x){h.appendChild(el('th',null,x));}); t.appendChild(h);
-    Object.keys(j).forEach(function(role){var v=j[role]; if(!v||typeof v!=='object') v={value:v};
-      var tr=el('tr'); tr.appendChild(el('td',null,role)); tr.appendChild(el('td','verdict',txt(v.value)));
-      var ok=v.ok===true, st=el('td'); st.appendChild(el('span',ok?'good':'bad',ok?'ok':'unparsable')); tr.appendChild(st);
+  function okSpan(ok){return el('span',ok?'good':'bad',ok?'ok':'unparsable');}
+  function judgeTable(j,row){var t=el('table','judgements'), h=el('tr');
+    ['Metric','Role','Verdict','Parsed','Raw reply'].forEach(function(x){h.appendChild(el('th',null,x));}); t.appendChild(h);
+    Object.keys(j).forEach(function(metric){var v=j[metric]; if(!v||typeof v!=='object') v={value:v};
+      var tr=el('tr'); tr.appendChild(el('td',null,metric));
+      tr.appendChild(el('td','role',typeof v.role==='string'&&v.role?v.role:'–'));
+      tr.appendChild(el('td','verdict',txt(v.value)));
+      var st=el('td'); st.appendChild(okSpan(v.ok===true)); tr.appendChild(st);
       var raw=el('td'); if(v.raw) raw.appendChild(pre(capped(v.raw,row))); tr.appendChild(raw); t.appendChild(tr);});
     return t;}
+  // a multi-step sample's trajectory: one row per step (model turn, judge verdict, or what the driver logged)
+  var STEP_SHOWN=['step','kind','role','prompt','response','error','value','ok','report_omitted'];
+  function plain(v){return v===null||typeof v!=='object';}
+  function flat(x){return !!x&&typeof x==='object'&&!Array.isArray(x)&&Object.keys(x).every(function(k){return plain(x[k]);});}
+  // a list of flat objects is a table; texts after them (the report's "… [n more items]") follow it
+  function valueNode(v,row){
+    var n=Array.isArray(v)?v.filter(flat).length:0;
+    if(n&&v.slice(0,n).every(flat)&&v.slice(n).every(function(x){return typeof x==='string';})){
+      var objs=v.slice(0,n), keys=[], box=document.createDocumentFragment();
+      objs.forEach(function(x){Object.keys(x).forEach(function(k){if(keys.indexOf(k)<0) keys.push(k);});});
+      var t=el('table','mini'), h=el('tr'); keys.forEach(function(k){h.appendChild(el('th',null,k));}); t.appendChild(h);
+      objs.forEach(function(x){var tr=el('tr'); keys.forEach(function(k){tr.appendChild(el('td',null,k in x?txt(x[k]):''));});
+        t.appendChild(tr);}); box.appendChild(t);
+      v.slice(n).forEach(function(x){box.appendChild(el('div','muted',x));}); return box;}
+    if(Array.isArray(v)&&v.every(plain)) return document.createTextNode(v.map(txt).join(', '));
+    return document.createTextNode(short(v,row));}
+  function stepRole(s){if(s.kind==='model') return 'model';
+    return typeof s.role==='string'&&s.role?s.role:(s.kind==='judge'?'judge':'');}
+  function trajectoryTable(steps,row,task){var t=el('table','trajectory'), h=el('tr'), group=null;
+    ['Step','Kind','Role','Prompt / answer','Verdict','Details'].forEach(function(x){h.appendChild(el('th',null,x));});
+    t.appendChild(h);
+    steps.forEach(function(s){var tr=el('tr');
+      if(!s||typeof s!=='object'||Array.isArray(s)) s={value:s};
+      if(typeof s.report_omitted==='number'){var td=el('td','pending',s.report_omitted+' step'
+          +(s.report_omitted!==1?'s':'')+' left out here (the report keeps the first and last steps of a long '
+          +'trajectory); every step is in samples/'+task+'.jsonl');
+        td.colSpan=6; tr.appendChild(td); t.appendChild(tr); return;}
+      var name=s.step===undefined||s.step===null?'':txt(s.step), top=name.split('.')[0];
+      if(top!==group){tr.className='turn'; group=top;}
+      tr.appendChild(el('td','step',name)); tr.appendChild(el('td','kind muted',s.kind===undefined?'log':txt(s.kind)));
+      tr.appendChild(el('td','role',stepRole(s)));
+      var said=el('td');
+      if(s.prompt!==undefined&&s.prompt!==null) said.appendChild(fold('prompt',pre(capped(s.prompt,row))));
+      if(s.response!==undefined&&s.response!==null) said.appendChild(pre(capped(s.response,row),'answer'));
+      if(s.error) said.appendChild(pre(capped(s.error,row),'bad'));
+      tr.appendChild(said);
+      var verdict=el('td','verdict');
+      if(s.kind==='judge'||'ok' in s){verdict.appendChild(document.createTextNode(txt(s.value)+' '));
+        verdict.appendChild(okSpan(s.ok===true));}
+      else if(s.value!==undefined) verdict.textContent=txt(s.value);
+      tr.appendChild(verdict);
+      var more=Object.keys(s).filter(function(k){return STEP_SHOWN.indexOf(k)<0;}), details=el('td');
+      if(more.length){var kv=el('dl','kv'); more.forEach(function(k){kv.appendChild(el('dt',null,k));
+        var dd=el('dd'); dd.appendChild(valueNode(s[k],row)); kv.appendChild(dd);}); details.appendChild(kv);}
+      tr.appendChild(details); t.appendChild(tr);});
+    return t;}
+  function stepCounts(steps){var m=0, j=0; steps.forEach(function(s){if(s&&s.kind==='model') m++;
+      else if(s&&s.kind==='judge') j++;});
+    return m+' model step'+(m!==1?'s':'')+(j?', '+j+' verdict'+(j!==1?'s':''):'');}
+  function outputsList(o,row){var kv=el('dl','kv'); Object.keys(o).forEach(function(k){kv.appendChild(el('dt',null,k));
+      var dd=el('dd'); dd.appendChild(valueNode(o[k],row)); kv.appendChild(dd);}); return kv;}
   function render(s){var r=s.row, d=el('details',s.error||s.jfail?'sample err':'sample'), head=el('summary');
     d.setAttribute('data-task',s.task); d.setAttribute('data-id',txt(r.id));
     d.setAttribute('data-error',s.error?'1':'0'); d.setAttribute('data-judgefail',s.jfail?'1':'0');
     head.appendChild(el('span','badge',s.task));
     head.appendChild(el('span','sid',txt(r.id===undefined?'?':r.id)+(typeof r.repeat==='number'&&r.repeat?' #'+r.repeat:'')));
     head.appendChild(el('span','muted',scoreText(r.scores)));
+    var steps=Array.isArray(r.trajectory)&&r.trajectory.length>1?r.trajectory:null;  // one step: the response says it
+    if(steps) head.appendChild(el('span','badge',stepCounts(steps)));
     if(s.error) head.appendChild(el('span','badge bad','error'));
     if(s.jfail) head.appendChild(el('span','badge bad','judge failure'));
     d.appendChild(head); var body=el('div','body'), dl=el('dl','kv'); body.appendChild(dl); d.appendChild(body);
@@ -199,15 +266,21 @@ BROWSER_JS = r"""
     field(dl,'target',pre(capped(r.target,r))); field(dl,'response',pre(capped(r.response,r)));
     field(dl,'extracted',pre(capped(r.extracted,r)));
     var sc=scoreText(r.scores); if(sc) field(dl,'scores',sc);
+    var o=r.outputs; if(o&&typeof o==='object'&&!Array.isArray(o)&&Object.keys(o).length) field(dl,'outputs',outputsList(o,r));
+    if(steps) field(dl,'trajectory',trajectoryTable(steps,r,s.task));
     var j=r.judgements; if(j&&typeof j==='object'&&!Array.isArray(j)&&Object.keys(j).length) field(dl,'judgements',judgeTable(j,r));
     if(r.prompt_hash) field(dl,'prompt hash',el('code',null,txt(r.prompt_hash)));
     return d;}
   function searchText(s){if(s.text===undefined){var r=s.row, j=r.judgements||{}, doc=r.doc||{};
-    var parts=[s.task,txt(r.id),scoreText(r.scores),r.error?txt(r.error):'',mediaText(r.media),
+    var parts=[s.task,txt(r.id),typeof r.repeat==='number'&&r.repeat?'#'+r.repeat:'',scoreText(r.scores),r.error?txt(r.error):'',mediaText(r.media),
       r.prompt?txt(r.prompt):'',r.adaptations?adaptText(r.adaptations):'',txt(r.target),txt(r.response),
       txt(r.extracted),r.prompt_hash?txt(r.prompt_hash):''];
     if(typeof doc==='object') Object.keys(doc).forEach(function(k){parts.push(k,txt(doc[k]));});
+    if(Array.isArray(r.trajectory)) r.trajectory.forEach(function(st){if(st&&typeof st==='object'){
+      if(st.response!==undefined&&st.response!==null) parts.push(txt(st.response));
+      if(st.role) parts.push(txt(st.role)); if(st.value!==undefined) parts.push(txt(st.value));}});
     if(typeof j==='object') Object.keys(j).forEach(function(k){var v=j[k]; parts.push(k);
+      if(v&&typeof v==='object'&&v.role) parts.push(txt(v.role));
       if(v&&typeof v==='object'){parts.push(txt(v.value),v.ok===true?'ok':'unparsable'); if(v.raw) parts.push(txt(v.raw));}
       else parts.push(txt(v));});
     s.text=parts.join('\n').toLowerCase();} return s.text;}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from avhb.redact import redact
+from avhb.report.count_columns import count_columns_note
 from avhb.report.htmlkit import esc, num_td, pretty_json, uncertainty_td
 from avhb.report.numbers import fmt_number
 from avhb.run.results import TaskResult
@@ -109,6 +110,7 @@ def results_section(data: RunData) -> str:
                "method). Clustered stderr: cluster-robust, over the clusters the task's samples form (its "
                "cluster_key, or a sample's repeats), with the small-sample factor G/(G − 1) "
                "(docs/statistics.md).</p>")
+    out.append(count_columns_note(data))
     out.append("</section>")
     return "".join(out)
 
@@ -224,14 +226,6 @@ def judges_section(data: RunData) -> str:
         )
         parts.append("<h3>Agreement</h3><table id=\"agreement\"><tr><th>Task</th><th>Role</th><th>Statistic</th>"
                      f"<th>Pair</th><th>Value</th></tr>{body}</table>")
-    usage = data.results.get("judge_usage")
-    if isinstance(usage, Mapping) and usage:
-        pairs = []
-        for k, v in usage.items():
-            if k == "cost" and isinstance(v, (int, float)):
-                v = f"{v:.4f}"
-            pairs.append((str(k), esc(v)))
-        parts.append("<h3>Usage</h3>" + _kv(pairs))
     if not parts:
         return ""
     return '<section id="judges"><h2>Judges</h2>' + "".join(parts) + "</section>"

@@ -205,13 +205,13 @@ def usage_line(model: Mapping[str, Any]) -> str | None:
              f"{_int(total.get('prompt_tokens')):,} prompt + {_int(total.get('completion_tokens')):,} completion tokens",
              f"${cost:.4f}" if isinstance(cost, (int, float)) else "cost unknown (no prices)"]
     if isinstance(latency, Mapping) and isinstance(latency.get("p50"), (int, float)):
-        parts.append(f"p50 {_seconds(latency['p50'])} / p95 {_seconds(latency.get('p95'))}")
+        parts.append(f"p50 {fmt_seconds(latency['p50'])} / p95 {fmt_seconds(latency.get('p95'))}")
     else:
         parts.append("latency not recorded")
     return "model usage: " + ", ".join(parts)
 
 
-def _seconds(x: Any) -> str:
+def fmt_seconds(x: Any) -> str:
     """Seconds as read: 2.41s, 12.3s; under 10 ms in milliseconds (0.012ms), not 0.00s."""
     if not isinstance(x, (int, float)):
         return "-"

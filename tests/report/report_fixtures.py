@@ -64,8 +64,8 @@ def _curve_samples(locale: str) -> tuple[list[dict], dict]:
             "response": f"Model answer {i}",
             "extracted": f"Model answer {i}",
             "scores": {"accuracy": score},
-            "judgements": {"scorer": {"value": rating, "ok": ok,
-                                      "raw": f"Rating: {rating}" if ok else "I cannot decide."}},
+            "judgements": {"accuracy": {"role": "scorer", "value": rating, "ok": ok,
+                                        "raw": f"Rating: {rating}" if ok else "I cannot decide."}},
             "error": None,
         })
     agg = mean_stderr(scores)
@@ -121,11 +121,13 @@ def make_run(
     shift: float = 0.0,
     complete: bool = True,
     hostile_label: bool = False,
+    model_usage: bool = True,
 ) -> Path:
     """Write a run folder under ``root`` and return it. ``shift`` moves the
     VidPair numbers (for comparison tests); ``complete=False`` leaves out
     the VidPair results (a run in progress) and truncates a samples line;
-    ``hostile_label`` puts ``XSS_LABEL`` in the model label."""
+    ``hostile_label`` puts ``XSS_LABEL`` in the model label; ``model_usage=False``
+    writes results.json without ``usage`` (as runs made before it was recorded)."""
     run_dir = Path(root)
     (run_dir / "samples").mkdir(parents=True, exist_ok=True)
     (run_dir / "journal").mkdir(exist_ok=True)
@@ -191,9 +193,27 @@ def make_run(
                 "level": {lv: _breakdown({k: (v - 0.05 * j, se) for k, (v, se) in metrics.items()}, 150)
                           for j, lv in enumerate(LEVELS)},
             }
+    if model_usage:
+        results["usage"] = {"model": MODEL_USAGE}
     (run_dir / "run.json").write_text(json.dumps(run, indent=2))
     (run_dir / "results.json").write_text(json.dumps(results, indent=2))
     return run_dir
+
+
+def _usage_cell(calls: int, failed: int, p50: float | None, p95: float | None) -> dict:
+    return {"calls": calls, "failed": failed, "prompt_tokens": 1000 * calls, "completion_tokens": 7 * calls,
+            "cost_usd": None if p50 is None else round(0.0021 * calls, 6),
+            "latency_s": None if p50 is None else {"p50": p50, "p95": p95, "n": calls + failed}}
+
+
+# results.json usage.model (avhb.run.usage): curve_de_DE ran before latency was journaled, unpriced
+MODEL_USAGE = {
+    "total": {"calls": 23, "failed": 1, "prompt_tokens": 23000, "completion_tokens": 161, "cost_usd": 0.0399,
+              "latency_s": {"p50": 1.234, "p95": 14.5, "n": 20}},
+    "tasks": {"curve_ta_IN": _usage_cell(4, 0, 0.812, 2.406), "curve_ko_KR": _usage_cell(4, 0, 1.1, 3.25),
+              "curve_de_DE": _usage_cell(4, 0, None, None), "vidpair_binary": _usage_cell(6, 0, 0.0042, 0.0071),
+              "vidpair_mcq": _usage_cell(5, 1, 9.87, 14.5)},
+}
 
 
 def embedded_samples(html: str) -> tuple[str, dict]:
@@ -227,11 +247,29 @@ def write_big_run(root: Path, n: int, task: str = "big_task") -> Path:
                                                                "frame_indices": [0, 30], "timestamps": [0.0, 1.25]}},
             "target": "yes", "response": XSS_RESPONSE if i == 3 else f"answer {i}", "extracted": "yes",
             "scores": {"accuracy": 1.0 if ok else None},
-            "judgements": {"scorer": {"value": 2 if ok else None, "ok": ok,
-                                      "raw": f"Rating: 2 for {i}" if ok else f"no idea about {i}"}},
+            "judgements": {"accuracy": {"role": "scorer", "value": 2 if ok else None, "ok": ok,
+                                        "raw": f"Rating: 2 for {i}" if ok else f"no idea about {i}"}},
             "error": None}, ensure_ascii=False))
     (run / "samples" / f"{task}.jsonl").write_text("\n".join(lines) + "\n")
     (run / "results.json").write_text(json.dumps({"results": {task: {"samples": n, "errors": 0,
                                                                      "judge_failures": (n + 6) // 7}}}))
     (run / "run.json").write_text(json.dumps({"tasks": {task: {"hash": "h", "config": {"task": task}}}}))
+    return run
+
+
+def write_long_walk(root: Path, turns: int = 200) -> Path:
+    """A run folder of one task (``walk``) with one sample whose trajectory
+    has ``turns`` model steps of 5,008-character replies, each followed by a
+    logged transition listing 80 edges."""
+    run = Path(root)
+    (run / "samples").mkdir(parents=True, exist_ok=True)
+    steps: list[dict] = []
+    for k in range(turns):
+        steps.append({"step": f"turn{k}", "kind": "model", "response": f"reply {k} " + "x" * 5000, "error": None})
+        steps.append({"step": f"turn{k}", "kind": "transition", "node": f"n{k}",
+                      "edges": [{"edge": e, "to": f"n{e}", "verdict": "no"} for e in range(80)]})
+    row = {"id": "w0", "repeat": 0, "response": "last", "scores": {"score": 1.0}, "judgements": {},
+           "error": None, "trajectory": steps, "outputs": {"path": [f"n{k}" for k in range(turns)], "turns": turns}}
+    (run / "samples" / "walk.jsonl").write_text(json.dumps(row) + "\n")
+    (run / "results.json").write_text(json.dumps({"results": {"walk": {"samples": 1, "errors": 0}}}))
     return run

@@ -27,8 +27,10 @@ def _chromium() -> str:
     pytest.skip("no chromium binary on PATH (Debian: apt-get install -y chromium)")
 
 
-def _render(page: Path, tmp: Path, screenshot: Path | None = None, query: str = "") -> str:
-    cmd = [_chromium(), *FLAGS, f"--user-data-dir={tmp / 'profile'}", "--window-size=1280,2200",
+def _render(page: Path, tmp: Path, screenshot: Path | None = None, query: str = "", height: int = 2200) -> str:
+    """The page's DOM after its script ran; ``screenshot``: a PNG of the
+    top ``height`` pixels (headless Chromium shoots the window, from the top)."""
+    cmd = [_chromium(), *FLAGS, f"--user-data-dir={tmp / 'profile'}", f"--window-size=1280,{height}",
            "--virtual-time-budget=3000", "--dump-dom"]
     if screenshot is not None:
         cmd.append(f"--screenshot={screenshot}")
@@ -57,8 +59,9 @@ def test_report_renders_in_chromium(tmp_path):
     assert ko.startswith('<details class="sample err" data-task="curve_ko_KR"')
     assert "Question 3 about the festival in ko_KR?" in ko and "Answer 3" in ko and "Model answer 3" in ko
     assert '<span class="badge bad">judge failure</span>' in ko
-    assert re.search(r'<td>scorer</td><td class="verdict">null</td><td><span class="bad">unparsable</span></td>'
-                     r'<td><pre>I cannot decide.</pre></td>', ko)
+    # judgements: the metric, then the judge role that gave the verdict
+    assert re.search(r'<td>accuracy</td><td class="role">scorer</td><td class="verdict">null</td>'
+                     r'<td><span class="bad">unparsable</span></td><td><pre>I cannot decide.</pre></td>', ko)
     ta = _sample(dom, "ta-IN_0000")
     assert re.search(r'<td class="verdict">2</td><td><span class="good">ok</span></td><td><pre>Rating: 2</pre>', ta)
     assert "accuracy=1" in ta

@@ -7,11 +7,12 @@ from html.parser import HTMLParser
 import pytest
 
 from avhb.errors import UserError
-from avhb.report.browser import MAX_TEXT, browser_section, embed, fmt_times
+from avhb.report.browser import MAX_STEP_TEXT, MAX_TEXT, MAX_TRAJECTORY, OMITTED, browser_section, embed, fmt_times
 from avhb.report.html import write_report
 from avhb.report.htmlkit import json_for_script
 from avhb.report.rundata import load_run, read_samples
-from report_fixtures import XSS_LABEL, XSS_RESPONSE, embedded_rows, embedded_samples, make_run, write_big_run
+from report_fixtures import (XSS_LABEL, XSS_RESPONSE, embedded_rows, embedded_samples, make_run, write_big_run,
+                             write_long_walk)
 
 
 class _Collect(HTMLParser):
@@ -68,7 +69,7 @@ def test_report_written_with_results_and_charts(full_report):
     # judges: failures, agreement, usage
     assert "kappa_linear" in text and "judge-a|judge-b" in text and "0.6100" in text
     assert re.search(r"<td>scorer</td><td class=\"num\">12</td><td class=\"num bad\">1</td>", text)
-    assert "<dt>cost</dt><dd>0.0123</dd>" in text
+    assert '<section id="usage">' in text and '<a href="#usage">Usage</a>' in text
     # sample browser: every sample embedded once as data (rendered by the page's script), none as HTML
     rows = embedded_rows(text)
     assert len(rows) == 24 and '<details class="sample' not in text
@@ -330,3 +331,103 @@ def test_results_table_shows_the_interval_the_clustered_stderr_and_the_power(tmp
     section = re.search(r'<section id="power">.*?</section>', write_report(again).read_text(), re.S).group(0)
     assert "in 12 clusters" in section and "Repeats: 3 per sample" in section
     assert "with unlimited repeats" in section and "(the across-sample part does not shrink)" in section
+
+
+def _usage_rows(text: str) -> dict[str, list[str]]:
+    """The usage table's rows: 'model/<task>' or 'judges' -> its cells' texts."""
+    table = re.search(r'<table id="usage-table">.*?</table>', text, re.S).group(0)
+    out = {}
+    for attrs, body in re.findall(r"<tr ([^>]*data-usage[^>]*)>(.*?)</tr>", table, re.S):
+        who = re.search(r'data-usage="(\w+)"', attrs).group(1)
+        task = re.search(r'data-task="([^"]*)"', attrs)
+        cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", body, re.S)]
+        out[f"{who}/{task.group(1)}" if task else who] = cells
+    return out
+
+
+def test_usage_shows_the_model_per_task_and_in_total_beside_the_judges(full_report):
+    _, _, text = full_report
+    rows = _usage_rows(text)
+    assert list(rows) == ["model/curve_ta_IN", "model/curve_ko_KR", "model/curve_de_DE", "model/vidpair_binary",
+                          "model/vidpair_mcq", "model/total", "judges"]
+    # who, task, calls, failed, from the journal, prompt, completion, cost, p50, p95, latencies
+    assert rows["model/curve_ta_IN"] == ["model", "curve_ta_IN", "4", "0", "-", "4,000", "28", "0.0084",
+                                         "0.81s", "2.41s", "4"]
+    assert rows["model/vidpair_binary"][8:] == ["4.2ms", "7.1ms", "6"]  # under 10 ms: milliseconds, not 0.00s
+    assert rows["model/vidpair_mcq"][3] == "1" and rows["model/vidpair_mcq"][8:] == ["9.87s", "14.5s", "6"]
+    # a task whose calls recorded no latency and no price: said, not shown as 0
+    assert rows["model/curve_de_DE"][7:] == ["unknown", "not recorded"]
+    assert rows["model/total"] == ["model", "total", "23", "1", "-", "23,000", "161", "0.0399", "1.23s", "14.5s", "20"]
+    assert rows["judges"] == ["judges (every role)", "all tasks", "24", "-", "-", "9,000", "240", "0.0123",
+                              "not recorded"]
+    assert re.search(r'<td class="num bad">1</td>', re.search(r'data-task="vidpair_mcq".*?</tr>', text).group(0))
+
+
+def test_a_run_without_model_usage_still_renders_its_usage(tmp_path):
+    """results.json written before usage.model was recorded: the judges' row,
+    and a line saying where the model's usage would come from."""
+    run = make_run(tmp_path / "old", model_usage=False)
+    text = write_report(run).read_text()
+    assert list(_usage_rows(text)) == ["judges"]
+    section = re.search(r'<section id="usage">.*?</section>', text, re.S).group(0)
+    assert "The model's usage is not in this run's results.json" in section and "avhb score RUN_DIR" in section
+    results = json.loads((run / "results.json").read_text())
+    del results["judge_usage"]
+    (run / "results.json").write_text(json.dumps(results))
+    text = write_report(run).read_text()
+    assert 'id="usage-table"' not in text and "The model's usage is not in this run's results.json" in text
+
+
+def test_count_columns_are_explained_under_the_results(tmp_path):
+    """Samples = documents × repeats with the run's numbers (the run's
+    --repeats, else the task's YAML), and each count metric by the
+    description its metric declares."""
+    run = make_run(tmp_path / "counts")
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["tasks"]["vidpair_binary"]["config"]["repeats"] = 3
+    (run / "run.json").write_text(json.dumps(manifest))
+    results = json.loads((run / "results.json").read_text())
+    results["results"]["vidpair_binary"].update(ambiguous_steps=4.0, ambiguous_steps_n=6, vAcc_unparsed=2.0)
+    results["metrics"] = {"vidpair_binary": {
+        "vAcc": {"kind": "headline", "higher_is_better": True, "description": "video accuracy"},
+        "ambiguous_steps": {"kind": "count", "higher_is_better": False,
+                            "description": "turns where more than one <edge> fired"},
+        "vAcc_unparsed": {"kind": "count", "higher_is_better": False, "description": "replies with no yes/no"}}}
+    (run / "results.json").write_text(json.dumps(results))
+    text = write_report(run).read_text()
+    note = re.search(r'<dl class="kv" id="count-columns">.*?</dl>', text, re.S).group(0)
+    section = re.search(r'<section id="results">.*?</section>', text, re.S).group(0)
+    assert note in section and section.index('id="results-table"') < section.index(note)
+    assert "<dt>Samples</dt>" in note and "Samples = documents × repeats" in note
+    assert "curve_ta_IN 4 = 4 documents × 1 repeat;" in note and "vidpair_binary 6 = 2 documents × 3 repeats" in note
+    for column in ("Errors", "Judge failures", "Unparsed", "Other counts"):
+        assert f"<dt>{column}</dt>" in note
+    assert "<li><code>ambiguous_steps</code>: turns where more than one &lt;edge&gt; fired</li>" in note
+    assert "<li><code>vAcc_unparsed</code>: replies with no yes/no</li>" in note
+    # the --repeats of the run wins over the task's YAML
+    manifest["repeats"] = 2
+    (run / "run.json").write_text(json.dumps(manifest))
+    assert "vidpair_binary 6 = 3 documents × 2 repeats" in write_report(run).read_text()
+
+
+def test_a_long_trajectory_is_embedded_bounded_and_says_what_it_left_out(tmp_path):
+    """A 400-step trajectory of long replies: the page keeps the first and
+    the last steps (each text cut to MAX_STEP_TEXT), one step saying how
+    many were left out; the samples file keeps them all."""
+    run = write_long_walk(tmp_path / "walk")
+    steps = json.loads((run / "samples" / "walk.jsonl").read_text())["trajectory"]
+    page = write_report(run)
+    [(_, shown)] = embedded_rows(page.read_text())
+    embedded = shown["trajectory"]
+    assert len(json.dumps(embedded)) <= MAX_TRAJECTORY + 200
+    omitted = [s for s in embedded if OMITTED in s]
+    assert len(omitted) == 1 and omitted[0][OMITTED] == len(steps) - (len(embedded) - 1) > 0
+    assert embedded[0]["step"] == "turn0" and embedded[-1]["step"] == "turn199"  # first and last kept
+    first = embedded[0]["response"]
+    assert first.startswith("reply 0 xxx") and len(first) < MAX_STEP_TEXT + 50
+    assert first.endswith(f"… [{len('reply 0 ') + 5000 - MAX_STEP_TEXT} more characters]")
+    edges = embedded[-1]["edges"]
+    assert edges[0] == {"edge": 0, "to": "n0", "verdict": "no"} and edges[-1] == "… [30 more items]"
+    assert shown["outputs"]["turns"] == "200"
+    assert page.stat().st_size < 300_000
+    assert len(json.loads((run / "samples" / "walk.jsonl").read_text())["trajectory"]) == 400
