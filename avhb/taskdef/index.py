@@ -569,7 +569,7 @@ def _first_definitions(names: list[str], fids: list[int], entries: list[dict], p
 
 
 def _file_error(messages: list[str]) -> str:
-    """A broken file's one-line error: its first problem, with a count of the others."""
+    """A broken file's one-line error: its problems, or the first three and their count (yaml_file.listed)."""
     from avhb.taskdef.yaml_file import ConfigErrors
 
     return str(ConfigErrors(messages))

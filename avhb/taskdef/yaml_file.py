@@ -7,6 +7,7 @@ file naming the keys and lines.  ``ConfigErrors``: every problem of one task
 file, raised together."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,10 +179,30 @@ def _load_marked(path: Path, text: str) -> Any:
 
 
 class ConfigErrors(UserError):
-    """Every problem found in one task file (``messages``); its text is the
-    first, with a count of the others."""
+    """Every problem found in one task file (``messages``); its text lists
+    them on one line (:func:`listed`)."""
 
     def __init__(self, messages: list[str]):
         self.messages = list(dict.fromkeys(messages))
-        more = len(self.messages) - 1
-        super().__init__(self.messages[0] + (f" (and {more} more; see `avhb validate FILE`)" if more else ""))
+        super().__init__(listed(self.messages))
+
+
+SHOWN_ERRORS = 3  # a file's errors one message lists before it counts the rest
+_WHERE = re.compile(r"(.+?):(\d+): ")
+
+
+def listed(messages: list[str]) -> str:
+    """A file's errors on one line: each of them, or the first
+    :data:`SHOWN_ERRORS` and how many there are in all; after the first, a
+    message about the same file names only its line
+    (``t.yaml:3: a: bad; line 5: b: bad``)."""
+    first = _WHERE.match(messages[0])
+    shown = [messages[0]]
+    for message in messages[1:SHOWN_ERRORS]:
+        where = _WHERE.match(message)
+        same_file = first is not None and where is not None and where[1] == first[1]
+        shown.append(f"line {where[2]}: {message[where.end():]}" if same_file and where else message)
+    rest = len(messages) - len(shown)
+    file = first[1] if first is not None else "FILE"
+    return "; ".join(shown) + (f" (and {rest} more, {len(messages)} in all: `avhb validate {file}` lists them)"
+                               if rest else "")

@@ -82,6 +82,24 @@ def test_run_names_the_broken_task_file(pack, capsys, tmp_path, body, where):
     assert "task 'bad/t' cannot be loaded" in errors[0]
 
 
+def test_the_runs_load_error_lists_every_error_of_the_file(pack, capsys, tmp_path):
+    pack({"t.yaml": task_yaml("t") + DATA + "doc_to_txt: x\nrepeats: two\n"})
+    rc, err, errors = _run(capsys, "--output-dir", str(tmp_path / "run"))
+    assert rc == 2 and len(errors) == 1, err
+    assert errors[0].endswith("t.yaml:10: doc_to_txt: unknown key 'doc_to_txt'; line 11: repeats: expected integer, "
+                              "got str 'two'"), errors[0]
+
+
+def test_the_runs_load_error_lists_the_first_three_and_the_count(pack, capsys, tmp_path):
+    pack({"t.yaml": task_yaml("t") + DATA + "doc_to_txt: x\nrepeats: two\nsumary: s\nrepeat: 1\nmetrics: []\n"})
+    rc, err, errors = _run(capsys, "--output-dir", str(tmp_path / "run"))
+    assert rc == 2 and len(errors) == 1, err
+    path = tmp_path / "pack" / "bad_tasks" / "t.yaml"
+    assert f"cannot be loaded: {path}:10: doc_to_txt: unknown key 'doc_to_txt'; line " in errors[0]
+    assert errors[0].endswith(f"(and 2 more, 5 in all: `avhb validate {path}` lists them)"), errors[0]
+    assert errors[0].count("; line ") == 2, errors[0]
+
+
 def test_a_key_given_twice_keeps_the_last_value_with_one_note(pack, capsys, tmp_path):
     """PyYAML's rule, as lm-eval and lmms-eval read their files: the last value
     wins; the file gets one note naming every key given twice, with lines."""
