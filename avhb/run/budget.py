@@ -7,6 +7,7 @@ alike; the CLI turns that into exit status 1.  ``avhb merge`` holds the
 merged counts to the shards' budget with the same check (:func:`over_budget`)."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from avhb.errors import RunStopped
@@ -19,10 +20,30 @@ class OverBudget(RunStopped):
     results.json's content, written before it was raised."""
 
 
-def over_budget(results: dict[str, Any], flag: str) -> str | None:
+def error_cause(error: str, sample_id: str) -> str:
+    """A failed sample's error as the cause it shares with others: its own
+    sample id taken out (``sample s3: ``), white space collapsed, at most
+    300 characters."""
+    for named in (f"sample {sample_id}: ", f"sample {sample_id!r}: "):
+        error = error.replace(named, "")
+    return " ".join(error.split())[:300]
+
+
+def most_common(causes: Counter[str]) -> str:
+    """``; most common error (7 of them): CAUSE`` for the commonest of
+    ``causes`` (cause -> samples; :func:`error_cause`), "" when empty."""
+    if not causes:
+        return ""
+    cause, count = causes.most_common(1)[0]
+    return f"; most common error ({count} of them): {cause}"
+
+
+def over_budget(results: dict[str, Any], flag: str, causes: Counter[str] | None = None) -> str | None:
     """The error-budget line when the share of failed samples in
     ``results`` (results.json's content) exceeds ``flag`` (``5%``,
-    ``0.05``: :func:`avhb.run.options.parse_error_budget`); None within it."""
+    ``0.05``: :func:`avhb.run.options.parse_error_budget`); None within it.
+    ``causes``: the failed samples' errors by :func:`error_cause` (those the
+    run saw); the line ends with the commonest and its count."""
     budget = parse_error_budget(flag)
     rows = [r for r in (results.get("results") or {}).values() if isinstance(r, dict)]
     samples = sum(int(r.get("samples") or 0) for r in rows)
@@ -34,4 +55,5 @@ def over_budget(results: dict[str, Any], flag: str) -> str | None:
                     f"(last: {' '.join(str(cell.get('last_error') or '').split())[:300]})"
                     for name, cell in judges.items() if isinstance(cell, dict))
     return (f"{errors} of {samples} samples failed ({100 * errors / samples:.1f}% > --max-errors {flag}){named}; "
-            "they are excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them")
+            "they are excluded from the metrics and listed in samples/*.jsonl; re-running the command retries them"
+            + most_common(causes or Counter()))

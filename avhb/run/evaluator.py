@@ -25,6 +25,7 @@ samples than its error budget allows (``--max-errors``) raises
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, Callable
@@ -86,6 +87,7 @@ class Evaluator:
         self.manifest: dict[str, Any] = {}
         self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
         self.not_attempted = 0  # samples an open breaker never sent
+        self.causes: Counter[str] = Counter()  # the failed samples' errors, by cause (avhb.run.budget.error_cause)
 
     @property
     def _model(self) -> BackendSpec:
@@ -101,7 +103,7 @@ class Evaluator:
             results = await stoppable(self._run(), lock=self.folder.lock)  # SIGTERM: finish what is in flight, stop
         finally:
             self.folder.close()
-        over = over_budget(results, self.o.max_errors)
+        over = over_budget(results, self.o.max_errors, self.causes)
         if over:
             raise OverBudget(over, results)
         return results
@@ -342,11 +344,12 @@ class Evaluator:
         result = summarize(task, records, metrics, run.judges, self.o.repeats or task.repeats)
         self.results.tasks[task.name] = result
         self.not_attempted += failures.not_attempted
+        self.causes.update(failures.causes)
         if failures.first is not None:
-            sample_id, error = failures.first
+            cause, count = failures.causes.most_common(1)[0]
             print(f"avhb: warning: task {task.name}: {failures.count} of {len(records)} samples failed and are "
-                  f"excluded from its metrics (first: sample {sample_id!r}: {' '.join(error.split())[:300]}); "
-                  f"see {path}", file=sys.stderr)
+                  f"excluded from its metrics (most common error, {count} of them: {cause}; first: sample "
+                  f"{failures.first[0]!r}); see {path}", file=sys.stderr)
         return result.errors == 0 and result.judge_failures == 0
 
     async def _window(self, run: TaskRun, window: list[SampleRecord], metrics: list[Any],

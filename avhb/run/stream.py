@@ -19,9 +19,11 @@ an answer is not in the journal it reports the task's records whole
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from avhb.run.budget import error_cause
 from avhb.run.reduced import NOTHING, Interned
 from avhb.score.metric import RECORD_FIELDS, SampleRecord, reads_of
 
@@ -69,11 +71,13 @@ def slim(records: list[SampleRecord], keep: frozenset[str] | None, breakdown: It
 
 @dataclass
 class Failures:
-    """A task's failed samples as its windows finish: how many, the first."""
+    """A task's failed samples as its windows finish: how many, the first,
+    how many share each cause (:func:`avhb.run.budget.error_cause`)."""
 
     count: int = 0
     not_attempted: int = 0  # samples an open breaker never sent
     first: tuple[str, str] | None = None  # (sample id, error)
+    causes: Counter[str] = field(default_factory=Counter)
     crashes: int = 0  # samples whose filter or metric raised
     first_crash: str | None = None
 
@@ -90,3 +94,4 @@ class Failures:
                     self.not_attempted += 1
                 if self.first is None:
                     self.first = (str(r.id), r.error)
+                self.causes[error_cause(r.error, str(r.id))] += 1

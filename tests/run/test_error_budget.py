@@ -77,3 +77,50 @@ def test_a_row_without_samples_counts_none_and_a_judges_error_is_cut_at_300():
     line = over_budget(results, "24%")  # 1 of 4, not of 5
     assert line.startswith("1 of 4 samples failed (25.0% > --max-errors 24%)")
     assert f"(last: {'x' * 300})" in line
+
+
+def test_the_line_ends_with_the_most_common_error_and_its_count():
+    from collections import Counter
+
+    results = {"results": {"t": {"samples": 8, "errors": 8}}}
+    causes = Counter({"doc_to_text: 'x' is undefined": 2, "HTTP 500: boom": 6})
+    line = over_budget(results, "5%", causes)
+    assert line.startswith("8 of 8 samples failed (100.0% > --max-errors 5%)")
+    assert line.endswith("re-running the command retries them; most common error (6 of them): HTTP 500: boom")
+    assert over_budget(results, "5%", Counter()).endswith("re-running the command retries them")
+
+
+def test_a_samples_own_id_is_not_part_of_its_cause():
+    from avhb.run.budget import error_cause
+
+    assert error_cause("sample s7: doc_to_text index 3 is\n  out of range", "s7") == \
+        "doc_to_text index 3 is out of range"
+    assert error_cause("scoring: sample 's7': target not among the choices", "s7") == \
+        "scoring: target not among the choices"
+    assert error_cause("sample s8: x", "s7") == "sample s8: x"  # another sample's id is part of the message
+    assert error_cause("y" * 400, "s7") == "y" * 300
+
+
+def test_a_run_whose_every_sample_failed_says_the_common_cause_last(tmp_path):
+    """Five samples fail: two at the model with errors of their own (their
+    prompts differ), three with one shared error; the run's last line names
+    the shared one and its count (not the first sample's)."""
+    folder = tmp_path / "tk"
+    folder.mkdir()
+    rows = [{"question": "q1", "b": "x"}, {"question": "q2", "b": "x"}, {"b": "x"}, {"b": "y"}, {"b": "z"}]
+    (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (folder / "tk.yaml").write_text(f"task: tk\ndataset_path: json\ndataset_kwargs: {{data_files: {folder}/test.jsonl}}\n"
+                                    "test_split: train\ndoc_to_text: \"{{question}}\"\ndoc_to_target: \"{{b}}\"\n"
+                                    "metric_list: [{metric: exact_match}]\n")
+    replies = tmp_path / "replies.json"
+    replies.write_text("{}")
+    proc = run_cli("--tasks", "tk/tk", "--include_path", str(folder), "--model", "scripted", "--model_args",
+                   f"replies={replies}", "--no_report", "--output_path", str(tmp_path / "out"),
+                   env={"AVHB_CACHE_DIR": str(tmp_path / "cache")})
+    assert proc.returncode == 1, proc.stderr
+    cause = f"scripted backend: no reply in {replies} matches the request (key='', prompt starts '')"
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("avhb: error: 5 of 5 samples failed (100.0% > --max-errors 5%)"), last
+    assert last.endswith(f"; most common error (3 of them): {cause}"), last
+    assert f"5 of 5 samples failed and are excluded from its metrics (most common error, 3 of them: {cause}; " \
+           "first: sample '0')" in proc.stderr
