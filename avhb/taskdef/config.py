@@ -19,6 +19,7 @@ from typing import Any
 
 from avhb.errors import UserError
 from avhb.taskdef.filestats import Sources
+from avhb.taskdef.metric_keys import avhb_metric
 from avhb.taskdef.task_checks import KnownNames, member_problems
 from avhb.taskdef.yaml_file import ConfigErrors, YamlDoc
 from avhb.taskdef.yaml_include import expand_family, load_with_includes
@@ -234,9 +235,11 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
 def _aggregate_entry(entry: Any) -> Any:
     """A group metric as its members report it: lm-eval's ``metric: !function
     mod.fn`` is the function's name (a member's callable metric reports
-    under it)."""
+    under it); lm-eval's ``acc,none`` is ``acc`` (:func:`avhb_metric`)."""
     if isinstance(entry, dict) and isinstance(entry.get("metric"), dict) and "function" in entry["metric"]:
         return {**entry, "metric": str(entry["metric"]["function"]).rpartition(".")[2]}
+    if isinstance(entry, dict) and isinstance(entry.get("metric"), str):
+        return {**entry, "metric": avhb_metric(entry["metric"])}
     return entry
 
 

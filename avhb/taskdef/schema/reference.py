@@ -69,6 +69,11 @@ def reference() -> str:
     out.append("Other keys of a step are the filter's options.\n")
     out += _table("`aggregate_metric_list` entries (groups)", defs["aggregate_entry"]["properties"],
                   defs, "aggregate_metric_list[].")
+    out.append("Metric names: results.json keys a metric `metric` for the unfiltered pipeline (avhb's filter "
+               "chain, or none) and `metric,filter` for one of lm-eval's named filter pipelines "
+               "(`exact_match,strict-match`); `avhb export --format lm-eval` writes lm-eval's `metric,none` for "
+               "the unfiltered one. Where a metric is named (`aggregate_metric_list`), lm-eval's `metric,none` "
+               "is read as `metric`.\n")
     out += _table("`prepare` keys", props["prepare"]["properties"], defs, "prepare.")
     out += _table("`report` keys", props["report"]["properties"], defs, "report.")
     return "\n".join(out).rstrip() + "\n"
