@@ -18,10 +18,14 @@ so that ``avhb.model.resilience`` sees every 429.  It is imported on first use
 with ``LITELLM_LOCAL_MODEL_COST_MAP=True`` (otherwise its import fetches the
 cost map from the network); importing it takes several seconds.
 
-Capabilities default from LiteLLM's local model map where it knows the
-model (``max_input_tokens``, ``supports_vision``, ``supports_audio_input``),
-else 32 images, no audio, 128k tokens.  Gemini (``gemini/``, ``vertex_ai/``)
-takes video natively: a video without sampled frames is sent whole as
+Capabilities, where no argument gives them: a model the preset catalogue
+knows (``avhb list models``; the name, or the name without its
+``provider/`` prefix: ``openai/gpt-4o-audio-preview``) takes its preset's,
+said once at the start of the run; else LiteLLM's local model map's where it
+knows the model (``max_input_tokens``, ``supports_vision``,
+``supports_audio_input``); else 32 images, no audio, 128k tokens.  Gemini
+(``gemini/``, ``vertex_ai/``) takes video natively (through another provider
+a video goes as sampled frames, whatever the preset says): a video without sampled frames is sent whole as
 ``{"type": "file", "file": {"file_data": "data:video/mp4;base64,..."}}``,
 which LiteLLM turns into a Gemini ``inline_data`` part (the inline request
 limit is about 20 MB: bigger files, or segments, fail that sample asking for
@@ -60,10 +64,11 @@ from avhb.redact import add_secret, redact
 from .accepted_settings import AcceptedSettings, read_litellm_refusal, read_refusal
 from .encode_messages import encode_messages
 from .openai_backend import (_RUNTIME_ARGS, CAPABILITY_ARGUMENTS, RUNTIME_ARGUMENTS, check_spec, extra_body,
-                             map_generation, parse_api_settings)
+                             map_generation, parse_api_settings, preset_defaults)
 
 _NATIVE_VIDEO_PROVIDERS = ("gemini/", "vertex_ai/", "vertex_ai_beta/")
-_MAP = ", or what LiteLLM's model map says"
+_MAP = ", else what LiteLLM's model map says"
+_PRESET = "the model preset's, else "
 ARGUMENTS = {
     "api_base": Argument("URL", "the provider's", "the endpoint, for gateways and local servers"),
     "base_url": Argument("URL", "", "the same as api_base (the openai backend's name for it)"),
@@ -71,13 +76,14 @@ ARGUMENTS = {
     "api_key_env": dataclasses.replace(RUNTIME_ARGUMENTS["api_key_env"], default="the provider's (GEMINI_API_KEY...)"),
     **CAPABILITY_ARGUMENTS,
     "images_per_request": dataclasses.replace(CAPABILITY_ARGUMENTS["images_per_request"],
-                                              default="32; 0 for a model the map says sees no images"),
-    "video": dataclasses.replace(CAPABILITY_ARGUMENTS["video"], default="true for gemini/, vertex_ai/; else false",
+                                              default=_PRESET + "32; 0 for a model the map says sees no images"),
+    "video": dataclasses.replace(CAPABILITY_ARGUMENTS["video"], default="for gemini/, vertex_ai/: "
+                                 + _PRESET + "true; else false",
                                  help="true: a video file the task sends unsampled goes whole, inline "
                                       "(up to max_inline_mb); false: it goes as sampled frames (images)"),
-    "audio": dataclasses.replace(CAPABILITY_ARGUMENTS["audio"], default="true where the map says the model "
-                                 "takes audio input, and for gemini/, vertex_ai/; else false"),
-    "max_context": dataclasses.replace(CAPABILITY_ARGUMENTS["max_context"], default="128000" + _MAP),
+    "audio": dataclasses.replace(CAPABILITY_ARGUMENTS["audio"], default=_PRESET + "true where the map says the "
+                                 "model takes audio input, and for gemini/, vertex_ai/; else false"),
+    "max_context": dataclasses.replace(CAPABILITY_ARGUMENTS["max_context"], default=_PRESET + "128000" + _MAP),
     "extra_body": Argument("mapping", "{}", "merged into every call's keyword arguments (provider options)"),
     "max_inline_mb": Argument("float (MB)", "20", "the largest video file sent inline (a bigger one fails its "
                               "sample asking for frames)"),
@@ -152,14 +158,14 @@ class LiteLLMBackend(Backend):
         self._litellm = import_litellm()
         info = _model_info(self._litellm, spec.name)
         native_video = spec.name.startswith(_NATIVE_VIDEO_PROVIDERS)
-        self.settings = parse_api_settings(
-            spec, default_key_env=None,
-            images=0 if info.get("supports_vision") is False else 32,
-            video=native_video,
-            audio=bool(info.get("supports_audio_input")) or native_video,
-            max_context=int(info.get("max_input_tokens") or 128000),
-        )
+        self.known = preset_defaults(spec.kind, spec.name, spec.name.partition("/")[2])
+        defaults = {"images": 0 if info.get("supports_vision") is False else 32, "video": native_video,
+                    "audio": bool(info.get("supports_audio_input")) or native_video,
+                    "max_context": int(info.get("max_input_tokens") or 128000), **self.known.defaults}
+        defaults["video"] = native_video and bool(defaults["video"])  # only a Gemini file part carries a video
+        self.settings = parse_api_settings(spec, default_key_env=None, **defaults)
         self.capabilities = self.settings.capabilities
+        self.notes = self.known.note(spec, self.capabilities)
         self.concurrency = self.settings.concurrency
         self.prices = from_model_info(info, spec.name)
         self.api_base = spec.args.get("api_base") or spec.args.get("base_url")

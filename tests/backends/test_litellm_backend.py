@@ -96,7 +96,7 @@ def test_gemini_capabilities_and_native_video(litellm_cls, tmp_path, monkeypatch
     monkeypatch.setenv("GEMINI_API_KEY", "AIzaFakeFakeFakeFakeFakeFakeFakeFake123")
     b = litellm_cls(parse_backend_spec("litellm:gemini/gemini-2.5-flash"))
     caps = b.capabilities
-    assert caps.video and caps.audio and caps.images == 32 and caps.max_context == 1048576
+    assert caps.video and caps.audio and caps.images == 3000 and caps.max_context == 1048576  # its preset's
     clip = tmp_path / "v.mp4"
     clip.write_bytes(b"\x00\x00\x00\x18ftypmp42data")
     kwargs, _ = b.build_kwargs(Request(messages=[Message("user", [TextPart("What happens?"), VideoPart(path=str(clip))])]))
