@@ -114,6 +114,12 @@ MODULES: dict[str, Target] = {
         "tests/score/test_judge_fencing.py", "tests/plugins/test_metrics_likert.py",
         "tests/plugins/test_metrics_choice.py", "tests/examples/test_embedding_judge.py",
         "tests/score/test_judges_http.py")),
+    # the letter parser alone (a part of the parsers' run, minutes instead of hours): a letter held to its option's text
+    "letter": Target("avhb/score/parsers.py", (
+        "tests/score/test_letter_agreement.py", "tests/score/test_judge_reply_corpus.py", "tests/score/test_parsers.py",
+        "tests/plugins/test_metrics_choice.py", "tests/score/test_judges_http.py"),
+        scope=("_option_norm", "_check_letter", "_text_option", "letter", "_strip_tail"),
+        note="the letter parser and its option-text check"),
     "aggregate": Target("avhb/score/aggregate.py", (
         "tests/score/test_aggregate.py", "tests/run/test_results.py", "tests/plugins/test_metrics_common.py",
         "tests/plugins/test_metrics_pairs.py", "tests/plugins/test_metrics_likert.py")),

@@ -227,6 +227,23 @@ def create_backend(spec: BackendSpec) -> Backend:
             cls = registry.load(kind, spec.kind)
             check_requirements(spec.label, getattr(cls, "requires", ()))  # before any model call
             return cls(spec)
+    raise UserError(unknown_kind(spec.kind, registry))
+
+
+def unknown_kind(kind: str, registry: Any) -> str:
+    """The line for a backend (or judge) kind nothing installed registers:
+    a namespaced one (``kw/keyword``) names its plugin, which may not be
+    installed (or not let in by ``AVHB_PLUGINS``)."""
     known = ", ".join(registry.names("backends") + registry.names("judges")) or "none"
-    raise UserError(f"unknown backend {spec.kind!r} (known: {known})")
+    namespace, slash, _ = kind.partition("/")
+    if not slash:
+        return f"unknown backend {kind!r} (known: {known})"
+    plugin = next((p for p in registry.plugins if p.name == namespace), None)
+    if plugin is None:
+        return (f"unknown backend {kind!r}: plugin {namespace!r} not installed? (no installed plugin is named "
+                f"{namespace!r}: pip install the package that provides it, and if AVHB_PLUGINS is set, name it "
+                f"there; `avhb list plugins`; known: {known})")
+    mine = ", ".join(n for k in ("backends", "judges") for n in registry.names(k) if n.startswith(namespace + "/"))
+    return (f"unknown backend {kind!r}: plugin {namespace!r} ({plugin.distribution} {plugin.version}) registers "
+            f"no backend or judge by that name (it registers: {mine or 'none'})")
 
