@@ -116,10 +116,17 @@ def _run_parser(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", "-t", nargs="+", default=None,
                    help="comma-separated tasks, groups, tags or globs ('list', 'list_groups', 'list_tags': list them)")
     p.add_argument("--model", "-M", default="local",
-                   help="BACKEND:NAME, e.g. vllm:Qwen3-VL, openai:gpt-4.1, local (default)")
-    _flag(p, "--model-args", "-a", default=None, help="k=v,... passed to the backend")
+                   help="BACKEND:NAME[,k=v...], e.g. vllm:Qwen3-VL, openai:gpt-4.1, local (default); a known "
+                        "model takes what its preset says (`avhb list models`); another gets audio as a "
+                        "transcript unless its spec says audio=true (openai:NAME,audio=true); each backend's "
+                        "arguments: `avhb list backends`")
+    _flag(p, "--model-args", "-a", default=None,
+          help="k=v,... passed to the backend, e.g. audio=true (the model hears audio, else it gets a "
+               "transcript), video=true, images_per_request=8; `avhb list backends NAME` lists them")
     p.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",
-                   help="bind a judge role (repeat for a panel; '*=SPEC' binds every role)")
+                   help="bind a judge role (repeat for a panel; '*=SPEC' binds every role); a judge that "
+                        "should hear a role's audio takes audio=true like --model (`avhb list judges`, "
+                        "`avhb list backends`)")
     p.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
                    help="point a benchmark, group or task at a local copy of its upstream release")
     _flag(p, "--sample-data", action="store_true", help="run on each task's bundled sample pack")
@@ -264,7 +271,10 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(vp, "--include-path", dest="include_path", action="append", default=[], metavar="DIR")
     scp = sub.add_parser("score", help="re-apply metrics and judges to a finished run, without model calls")
     scp.add_argument("run_dir")
-    scp.add_argument("--judge", action="append", default=[])
+    scp.add_argument("--judge", action="append", default=[], metavar="ROLE=BACKEND:NAME[,k=v]",
+                     help="re-score with this judge bound to role ROLE (repeat for a panel; '*=SPEC' binds "
+                          "every role); given, these replace the run's own --judge flags. Verdicts the run's "
+                          "journal holds are reused, others asked; the model is not called")
     scp.add_argument("--pool", nargs="*", default=None, help="other run folders pooled for cross-run metrics")
     scp.add_argument("--no-report", action="store_true", help="skip report.html")
     rp = sub.add_parser("report", help="rebuild report.html; with several runs, compare them")
@@ -584,7 +594,9 @@ def _list_kinds(registry) -> int:
     from avhb.model.presets import load_presets
 
     counts = {"tasks": len(index.tasks), "groups": len(index.groups), "tags": len(_tags(index)),
-              "models": len(load_presets(registry)), "plugins": len(registry.plugins)}
+              "models": len(load_presets(registry)), "plugins": len(registry.plugins),
+              # what can fill --judge ROLE=...: the judge kinds plugins add, and any backend
+              "judges": len(registry.names("judges")) + len(registry.names("backends"))}
     for what in LISTABLE:
         n = counts[what] if what in counts else len(registry.names(what))
         print(f"avhb list {what}\t{n}")

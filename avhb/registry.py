@@ -1,8 +1,13 @@
 """Plugin discovery: one pluggy PluginManager over the entry-point group
 ``avhb``.  Built-ins come through the same group as third parties.
 
-``AVHB_PLUGINS=name1,name2`` restricts which entry points load (reproducible
-runs, tests); unset, every installed plugin loads.
+``AVHB_PLUGINS`` picks the third-party plugins that load (reproducible runs,
+tests): ``AVHB_PLUGINS=mypack,other`` loads those two and no other
+third-party plugin; the built-ins (the ``avhb`` distribution's own entry
+points: ``tasks``, ``metrics``, ``backends``) always load unless named out
+with a ``-``: ``AVHB_PLUGINS=mypack,-tasks`` (mypack, without the built-in
+task packs).  Only ``-`` entries (``AVHB_PLUGINS=-embed``) keep every other
+plugin; unset or empty, every installed plugin loads.
 """
 from __future__ import annotations
 
@@ -67,11 +72,26 @@ def import_path(path: str) -> Any:
     return obj
 
 
-def _allowed() -> set[str] | None:
-    raw = os.environ.get("AVHB_PLUGINS")
-    if raw is None or raw.strip() == "":
-        return None
-    return {p.strip() for p in raw.split(",") if p.strip()}
+@dataclass(frozen=True)
+class PluginFilter:
+    """``AVHB_PLUGINS`` read (module docstring): the third-party plugins
+    named in (None: every one) and the plugins named out."""
+
+    named: frozenset[str] | None = None
+    named_out: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_env(cls) -> "PluginFilter":
+        raw = os.environ.get("AVHB_PLUGINS") or ""
+        names = [p.strip() for p in raw.split(",") if p.strip()]
+        out = frozenset(n[1:].strip() for n in names if n.startswith("-"))
+        named = frozenset(n for n in names if not n.startswith("-"))
+        return cls(named or None, out)
+
+    def loads(self, name: str, builtin: bool) -> bool:
+        if name in self.named_out:
+            return False
+        return builtin or self.named is None or name in self.named
 
 
 def _cache_key() -> str:
@@ -177,7 +197,7 @@ def _load_registry() -> Registry:
 
     from avhb import hookspecs
 
-    allowed = _allowed()
+    allowed = PluginFilter.from_env()
     pm = pluggy.PluginManager(GROUP)
     pm.add_hookspecs(hookspecs)
     plugins: list[PluginInfo] = []
@@ -188,9 +208,9 @@ def _load_registry() -> Registry:
     seen: dict[str, tuple[str, str]] = {}  # entry-point name -> (distribution, import path)
     eps = sorted(entry_points(group=GROUP), key=lambda e: (e.dist.name != "avhb" if e.dist else True, e.name))
     for ep in eps:
-        if allowed is not None and ep.name not in allowed:
-            continue
         dist = ep.dist.name if ep.dist else "?"
+        if not allowed.loads(ep.name, builtin=dist == "avhb"):
+            continue
         if ep.name in seen:
             if seen[ep.name] != (dist, ep.value):  # not just the same distribution seen twice on sys.path
                 print(f"avhb: warning: two plugins are named {ep.name!r}: {seen[ep.name][0]} ({seen[ep.name][1]}) "

@@ -45,8 +45,8 @@ from avhb.run.session import CallSession
 from avhb.run.manifest import build_manifest
 from avhb.run.notes import adaptation_notes, judge_adaptation_notes, said_kinds, samples_notes, task_key_notes
 from avhb.run.options import RunOptions, media_plan
-from avhb.run.plan import (backend_notes, check_backend, check_metric_roles, check_names_used, check_transcribers,
-                           resolve_sources, resolve_tasks)
+from avhb.run.plan import (backend_notes, check_backend, check_judge_kinds, check_metric_roles, check_names_used,
+                           check_transcribers, resolve_sources, resolve_tasks)
 from avhb.run.records import SampleReader, TaskSamples
 from avhb.run.reduced import Reduced
 from avhb.run.results import RunResults
@@ -162,6 +162,7 @@ class Evaluator:
         (or cannot see what it is sent), a later task's missing
         speech-to-text package, settings the backend refuses before it
         loads (:mod:`avhb.run.plan`)."""
+        check_judge_kinds(tasks, judges, self.o, self.registry)
         for t in tasks:
             if not self.o.replay_judges:
                 judges.prepare(t.bound_roles(self.o.predict_only))

@@ -2,7 +2,8 @@
 resolves to, each task's data source, what the backend will not get as
 asked (notes), and the checks that stop a run before it pays: ``--data``
 and ``--judge`` names that match nothing, metrics whose judge roles are
-not declared, missing transcribers, settings the backend refuses (engines
+not declared, judges whose backend nothing installed registers, missing
+transcribers, settings the backend refuses (engines
 without an executor, media, log-likelihoods)."""
 from __future__ import annotations
 
@@ -84,6 +85,24 @@ def check_metric_roles(task: Task, predict_only: bool) -> None:
         if missing:
             raise UserError(f"task {task.name!r}: metric {m.name!r} needs judge role(s) {', '.join(missing)}, "
                             f"which {task.cfg.file.name} does not declare under 'judges'")
+
+
+def check_judge_kinds(tasks: list[Task], judges: Judges, o: RunOptions, registry: Registry) -> None:
+    """Every judge a task's roles bind (the YAML's ``default``, ``--judge``)
+    is a backend or judge kind something installed registers: one line
+    naming the task and the role, and for a namespaced kind (``kw/keyword``)
+    its plugin, before any judge is built or any sample asked."""
+    from avhb.model.backend import unknown_kind
+
+    if o.replay_judges:
+        return
+    known = set(registry.names("backends")) | set(registry.names("judges"))
+    for t in tasks:
+        for role in t.bound_roles(o.predict_only).values():
+            for spec in judges.panel(role):
+                if spec.kind not in known:
+                    raise UserError(f"task {t.name}: judge role {role.name!r} ({spec.label}): "
+                                    f"{unknown_kind(spec.kind, registry)}")
 
 
 def check_transcribers(tasks: list[Task], plans: dict[str, Any], sources: dict[str, Any],

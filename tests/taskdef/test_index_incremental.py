@@ -16,6 +16,8 @@ import pytest
 
 from avhb.errors import UserError
 
+ONLY_INCR = "incr,-tasks"  # the test plugin's tasks alone: the built-in packs named out
+
 # Build the index in a fresh process and report what it opened under the plugin folder.
 _PROBE = textwrap.dedent("""
     import json, os, sys
@@ -120,20 +122,20 @@ def site(tmp_path):
 
 def test_editing_a_base_and_a_hook_module_rereads_their_dependents_only(site):
     alpha = "incr_pkg/tasks/alpha/"
-    cold = _probe(site, "incr")
+    cold = _probe(site, ONLY_INCR)
     assert not cold["errors"], cold["errors"]
     assert set(cold["tasks"]) == {"incr/t1", "incr/fam_a", "incr/fam_b", "incr/fam_c", "incr/t3", "incr/t4",
                                   "incr/plain", "incr/t5"}
     # every file read once: each base and the hook module once, not once per task
     assert {alpha + f for f in ("_defaults.yaml", "_base.yaml", "hooks.py", "t1.yaml", "fam.yaml")} <= set(cold["opened"])
 
-    warm = _probe(site, "incr")
+    warm = _probe(site, ONLY_INCR)
     assert warm["from_cache"] and warm["opened"] == [] and warm["tasks"] == cold["tasks"]
 
     tasks = site / "incr_pkg" / "tasks" / "alpha"
     _write(tasks / "_defaults.yaml", "metadata: {version: 1}\ntag: [edited]\n")  # two levels below t1 and fam
     _write(tasks / "hooks.py", "def prep2(docs):\n    return docs\n\n\ndef other(docs):\n    return docs\n")
-    after = _probe(site, "incr")
+    after = _probe(site, ONLY_INCR)
     # the edited files and the files that name them (directly or through the include chain): nothing else
     # (the bases are index entries too: a _*.yaml file may define a group, as lm-eval's do)
     assert after["opened"] == sorted(alpha + f for f in ("_defaults.yaml", "_base.yaml", "hooks.py", "t1.yaml",
@@ -146,11 +148,11 @@ def test_editing_a_base_and_a_hook_module_rereads_their_dependents_only(site):
     assert "incr/t3" not in after["tasks"]
     assert after["errors"] == [f"{(tasks / 't3.yaml').resolve()}:3: process_docs: hook function 'prep' not defined in hooks.py"]
 
-    again = _probe(site, "incr")
+    again = _probe(site, ONLY_INCR)
     assert again["from_cache"] and again["opened"] == [] and again["errors"] == after["errors"]
 
     _write(tasks / "hooks.py", "def prep(docs):\n    return docs\n\n\ndef other(docs):\n    return docs\n")
-    fixed = _probe(site, "incr")
+    fixed = _probe(site, ONLY_INCR)
     assert fixed["opened"] == sorted(alpha + f for f in ("hooks.py", "t3.yaml", "t4.yaml")) and not fixed["errors"]
     assert "incr/t3" in fixed["tasks"]
 
@@ -169,8 +171,8 @@ def test_a_file_edited_in_place_is_seen_though_its_folder_did_not_change(site):
     alpha = tasks / "alpha"
     for folder in (tasks, alpha, tasks / "beta"):
         _age(folder)
-    _probe(site, "incr")
-    warm = _probe(site, "incr")
+    _probe(site, ONLY_INCR)
+    warm = _probe(site, ONLY_INCR)
     assert warm["from_cache"] and warm["listed"] == [] and warm["opened"] == []  # no folder listed again
     folder_mtime = alpha.stat().st_mtime_ns
     t1 = alpha / "t1.yaml"
@@ -179,24 +181,24 @@ def test_a_file_edited_in_place_is_seen_though_its_folder_did_not_change(site):
         fh.write(text.replace("task: t1", "task: tX"))
     _bump(t1)
     assert alpha.stat().st_mtime_ns == folder_mtime and t1.stat().st_size == len(text)
-    edited = _probe(site, "incr")
+    edited = _probe(site, ONLY_INCR)
     assert edited["refreshed"] == ["incr_pkg/tasks/alpha/t1.yaml"] and edited["listed"] == []
     assert "incr/tX" in edited["tasks"] and "incr/t1" not in edited["tasks"]
     # a new file changes the folder's mtime: that folder, and only it, is listed again
     _write(alpha / "t6.yaml", 'task: t6\ndoc_to_text: "{{q}}"\n')
     _age(alpha)
-    added = _probe(site, "incr")
+    added = _probe(site, ONLY_INCR)
     assert added["listed"] == ["incr_pkg/tasks/alpha"] and added["refreshed"] == ["incr_pkg/tasks/alpha/t6.yaml"]
     assert "incr/t6" in added["tasks"]
     (alpha / "t6.yaml").unlink()
     _age(alpha, 30)
-    removed = _probe(site, "incr")
+    removed = _probe(site, ONLY_INCR)
     assert removed["listed"] == ["incr_pkg/tasks/alpha"] and "incr/t6" not in removed["tasks"]
     # a new subfolder changes its parent's mtime; the subfolder is listed on its first walk
     _write(alpha / "deeper" / "t7.yaml", 'task: t7\ndoc_to_text: "{{q}}"\n')
     _age(alpha, 20)
     _age(alpha / "deeper")
-    deeper = _probe(site, "incr")
+    deeper = _probe(site, ONLY_INCR)
     assert deeper["listed"] == ["incr_pkg/tasks/alpha", "incr_pkg/tasks/alpha/deeper"] and "incr/t7" in deeper["tasks"]
 
 
@@ -208,31 +210,31 @@ def test_a_folder_changed_just_before_a_walk_is_listed_again_next_time(site):
     alpha = tasks / "alpha"
     for folder in (tasks, alpha, tasks / "beta"):
         _age(folder)
-    _probe(site, "incr")
+    _probe(site, ONLY_INCR)
     soon = time.time_ns() + 60_000_000_000  # as recent as can be: modified "during" the next walk
     os.utime(alpha, ns=(soon, soon))
-    first = _probe(site, "incr")
+    first = _probe(site, ONLY_INCR)
     assert first["listed"] == ["incr_pkg/tasks/alpha"]
     (alpha / "sneaky.yaml").write_text('task: sneaky\ndoc_to_text: "{{q}}"\n')
     os.utime(alpha, ns=(soon, soon))  # the same mtime as the walk recorded: only the rule above sees the file
-    second = _probe(site, "incr")
+    second = _probe(site, ONLY_INCR)
     assert second["listed"] == ["incr_pkg/tasks/alpha"] and "incr/sneaky" in second["tasks"]
     _age(alpha)
-    _probe(site, "incr")
-    assert _probe(site, "incr")["listed"] == []  # settled: an old mtime is trusted again
+    _probe(site, ONLY_INCR)
+    assert _probe(site, ONLY_INCR)["listed"] == []  # settled: an old mtime is trusted again
 
 
 def test_missing_base_or_module_is_watched_until_it_appears(site):
     tasks = site / "incr_pkg" / "tasks" / "alpha"
     _write(tasks / "late.yaml", 'include: _late.yaml\ntask: late\n')
     _write(tasks / "late_hook.yaml", 'task: late_hook\ndoc_to_text: "{{q}}"\nprocess_docs: !function later.prep\n')
-    first = _probe(site, "incr")
+    first = _probe(site, ONLY_INCR)
     assert any("late.yaml:1: include: included file '_late.yaml' not found" in e for e in first["errors"])
     assert any("late_hook.yaml:3: process_docs: hook module 'later' not found" in e for e in first["errors"])
-    assert _probe(site, "incr")["from_cache"]
+    assert _probe(site, ONLY_INCR)["from_cache"]
     _write(tasks / "_late.yaml", 'doc_to_text: "{{q}}"\n')
     _write(tasks / "later.py", "def prep(docs):\n    return docs\n")
-    now = _probe(site, "incr")
+    now = _probe(site, ONLY_INCR)
     assert {"incr/late", "incr/late_hook"} <= set(now["tasks"]) and not now["errors"]
     assert sorted(now["refreshed"]) == ["incr_pkg/tasks/alpha/_late.yaml", "incr_pkg/tasks/alpha/late.yaml",
                                         "incr_pkg/tasks/alpha/late_hook.yaml"]
@@ -243,15 +245,15 @@ def test_plugin_version_change_rebuilds_only_that_plugins_entries(site):
     _write(other / "x" / "__init__.py", "")
     _write(other / "x" / "o1.yaml", 'task: o1\ndoc_to_text: "{{q}}"\n')
     _write(other / "x" / "o2.yaml", 'task: o2\ndoc_to_text: "{{q}}"\n')
-    first = _probe(site, "incr,other")
+    first = _probe(site, ONLY_INCR + ",other")
     assert {"other/o1", "other/o2", "incr/t1"} <= set(first["tasks"])
-    assert _probe(site, "incr,other")["from_cache"]
+    assert _probe(site, ONLY_INCR + ",other")["from_cache"]
     # an upgrade as pip does it: the old dist-info removed, the new one written
     for f in (site / "other_pkg-1.0.dist-info").iterdir():
         f.unlink()
     (site / "other_pkg-1.0.dist-info").rmdir()
     _dist(site, "other", "2.0")
-    upgraded = _probe(site, "incr,other")
+    upgraded = _probe(site, ONLY_INCR + ",other")
     assert sorted(upgraded["refreshed"]) == ["other_pkg/tasks/x/o1.yaml", "other_pkg/tasks/x/o2.yaml"]
     assert all(p.startswith("other_pkg/") for p in upgraded["opened"])
     assert upgraded["tasks"] == first["tasks"]
@@ -259,30 +261,30 @@ def test_plugin_version_change_rebuilds_only_that_plugins_entries(site):
 
 def test_deleted_added_and_duplicate_files(site):
     tasks = site / "incr_pkg" / "tasks"
-    _probe(site, "incr")
+    _probe(site, ONLY_INCR)
     dup = _write(tasks / "beta" / "zz_dup.yaml", 'task: t5\ndoc_to_text: "{{other}}"\n')
-    with_dup = _probe(site, "incr")
+    with_dup = _probe(site, ONLY_INCR)
     assert with_dup["refreshed"] == ["incr_pkg/tasks/beta/zz_dup.yaml"]
     assert any(e.startswith(f"{tasks / 'beta' / 'zz_dup.yaml'}:1: task 'incr/t5' is also defined in") for e in with_dup["errors"])
     (tasks / "beta" / "t5.yaml").unlink()
     (tasks / "beta").touch()
-    gone = _probe(site, "incr")
+    gone = _probe(site, ONLY_INCR)
     # the first definition went away: the second stands, read from its cached entry, no longer an error
     assert gone["refreshed"] == [] and gone["opened"] == [] and "incr/t5" in gone["tasks"]
     assert not any("also defined" in e for e in gone["errors"])
     dup.unlink()
-    assert "incr/t5" not in _probe(site, "incr")["tasks"]
+    assert "incr/t5" not in _probe(site, ONLY_INCR)["tasks"]
 
 
 def test_errors_keep_file_and_line_from_the_cache(site):
     tasks = site / "incr_pkg" / "tasks" / "alpha"
     _write(tasks / "_base.yaml", 'include: _defaults.yaml\ndoc_to_text: "{{q}}"\nmedia:\n  frames: many\n')
-    first = _probe(site, "incr")
+    first = _probe(site, ONLY_INCR)
     base = tasks.resolve() / "_base.yaml"
     # the base's own file and line, for the base (an index entry itself) and each file that includes it
     assert sorted(e for e in first["errors"] if e.startswith(str(base))) == \
         [f"{base}:4: media.frames: expected integer, got str 'many'"] * 3
-    assert _probe(site, "incr")["errors"] == first["errors"]
+    assert _probe(site, ONLY_INCR)["errors"] == first["errors"]
 
 
 def test_index_api_in_process(site, monkeypatch):
@@ -292,7 +294,7 @@ def test_index_api_in_process(site, monkeypatch):
     from avhb.taskdef.index import build_index, load_task
 
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("AVHB_PLUGINS", "incr")
+    monkeypatch.setenv("AVHB_PLUGINS", ONLY_INCR)
     get_registry.cache_clear()
     try:
         first = build_index()
@@ -362,7 +364,7 @@ def test_damaged_cache_file_is_rebuilt_not_trusted(site, monkeypatch):
     from avhb.taskdef.index import build_index
 
     monkeypatch.syspath_prepend(str(site))
-    monkeypatch.setenv("AVHB_PLUGINS", "incr")
+    monkeypatch.setenv("AVHB_PLUGINS", ONLY_INCR)
     get_registry.cache_clear()
     try:
         first = build_index()
