@@ -4,10 +4,12 @@ The peers' filters work on a batch: ``apply(resps, docs)`` takes every
 sample's list of answers and the samples, and returns the filtered lists
 in order.  avhb runs a pipeline sample by sample, so :class:`PeerFilter`
 gives the peer's filter one sample at a time: ``apply([answers], [doc])``
-and its first result.  The answers are passed as avhb's pipeline holds
-them at that step (the list of a sample's answers to every repeat, or
-what an earlier selection such as ``take_first`` left), as the peers pass
-``inst.resps`` along their pipelines.
+and its first result.  In an lm-eval pipeline the answers are the list of
+a sample's answers to every repeat, as the peers pass ``inst.resps`` along
+their pipelines.  One answer (avhb's own chain, or what a selection such as
+``take_first`` left, as avhb's own filters take it: lm-eval would iterate
+its characters) goes as a list of one, ``apply([[answer]], [doc])``, and
+comes back as the filter's one result (its list of one unwrapped).
 
 A filter a task's own module registers by name in a peer's registry (lm-eval's
 ``@register_filter("NAME")`` in a task's ``utils.py``) is found there once
@@ -29,13 +31,21 @@ class PeerFilter(Filter):
         self.inner = inner
         self.name = name
 
-    def _one(self, values: Any, doc: dict[str, Any]) -> Any:
+    def _one(self, values: list[Any], doc: dict[str, Any]) -> Any:
+        """The peer's result for one sample's answers."""
         return list(self.inner.apply([values], [doc]))[0]
 
     async def apply(self, value: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
-        return await asyncio.to_thread(self._one, [value], record.doc)
+        """One answer: the filter's result for it (a selection's value as it
+        is, a per-answer filter's list of one unwrapped)."""
+        result = await asyncio.to_thread(self._one, [value], record.doc)
+        return result[0] if isinstance(result, list) and len(result) == 1 else result
 
     async def apply_all(self, values: Any, record: SampleRecord, ctx: ScoreContext) -> Any:
+        """A sample's answers to every repeat, as the peer takes them; a value
+        that is no longer a list goes to :meth:`apply`."""
+        if not isinstance(values, list):
+            return await self.apply(values, record, ctx)
         return await asyncio.to_thread(self._one, values, record.doc)
 
 
