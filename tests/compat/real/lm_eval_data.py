@@ -446,6 +446,160 @@ def xwinograd() -> Files:
     return parquet_repo("xwinograd", {"en": {"test": rows}, "fr": {"test": rows[:2]}})
 
 
+def race() -> Files:
+    """EleutherAI/race: RACE grouped by article (config high, split test
+    only); problems is the Python literal of a list of {question, answer,
+    options} (layout assumed: the converter's)."""
+    def problems(items: list[tuple[str, str, list[str]]]) -> str:
+        return repr([{"question": q, "answer": a, "options": o} for q, a, o in items])
+
+    rows = [{"article": "Tom grew tomatoes in a small garden behind his house. Every morning he watered them.",
+             "problems": problems([("Where did Tom grow tomatoes?", "B", ["In a shop", "Behind his house",
+                                                                            "On a boat", "At school"]),
+                                   ("Tom watered the plants every  _  .", "C", ["night", "week", "morning",
+                                                                                 "year"]),
+                                   ("What did Tom grow?", "A", ["Tomatoes", "Apples", "Roses", "Wheat"])])},
+            {"article": "The museum opened in 1990. It shows old ships and maps of the sea.",
+             "problems": problems([("When did the museum open?", "D", ["1890", "1950", "1980", "1990"]),
+                                   ("What does the museum show?", "B", ["Cars", "Ships and maps", "Paintings",
+                                                                       "Birds"])])},
+            {"article": "Mia practises the piano for an hour a day because she has a concert soon.",
+             "problems": problems([("Why does Mia practise?", "C", ["She is bored", "Her teacher is ill",
+                                                                   "She has a concert", "It is raining"])])},
+            {"article": "Birds fly south in winter to find food and warmer weather.",
+             "problems": problems([("Why do birds fly south?", "A", ["For food and warmth", "To sleep",
+                                                                    "To build ships", "To find snow"]),
+                                   ("When do they go?", "D", ["Spring", "Summer", "Autumn rain", "Winter"])])}]
+    return parquet_repo("race", {"high": {"test": rows}})
+
+
+def siqa() -> Files:
+    """lighteval/siqa: one config, splits train and validation under data/;
+    label is the string "1", "2" or "3"."""
+    items = [("Tracy didn't go home that evening and resisted Riley's attacks.", "What does Tracy need to do before this?",
+              ["make a new plan", "go home and see Riley", "find somewhere to go"], "3"),
+             ("Sydney walked past a homeless woman asking for change.", "How would you describe Sydney?",
+              ["sympathetic", "like a person who was unable to help", "incredulous"], "1"),
+             ("Sasha protected the patients' rights by making new laws.", "What will patients want to do next?",
+              ["write new laws", "get petitions signed", "live longer"], "3"),
+             ("Jordan was in charge of taking the food on the camping trip.", "How would Jordan feel afterwards?",
+              ["horrible that he let his friends down", "happy that he did", "angry at the rain"], "2"),
+             ("Kendall opened their mouth to speak and what came out shocked everyone.", "How would you describe Kendall?",
+              ["a very quiet person", "a very aggressive and talkative person", "a shy person"], "2")]
+    rows = [{"context": c, "question": q, "answerA": a[0], "answerB": a[1], "answerC": a[2], "label": y}
+            for c, q, a, y in items]
+    return parquet_repo("siqa", {"default": {"train": rows[:2], "validation": rows}}, folder={"default": "data"})
+
+
+def math_qa() -> Files:
+    """regisss/math_qa: one config, splits train, validation and test under
+    data/; options is one string ("a ) 12 , b ) 14 , ..."), correct a
+    letter."""
+    def row(problem: str, options: list[str], correct: str) -> dict:
+        text = " , ".join(f"{letter} ) {o}" for letter, o in zip("abcde", options))
+        return {"Problem": problem, "Rationale": "\"explained\"", "options": text, "correct": correct,
+                "annotated_formula": "add(n0, n1)", "linear_formula": "add(n0,n1)|", "category": "general"}
+
+    rows = [row("what is 5 plus 7 ?", ["10", "11", "12", "13", "none of these"], "c"),
+            row("a train covers 60 km in 1.5 hours . find its speed .", ["30 kmph", "40 kmph", "45 kmph",
+                                                                          "50 kmph", "90 kmph"], "b"),
+            row("the average of 2 , 4 and 6 is ?", ["2", "4", "6", "8", "3"], "b"),
+            row("if x / 4 = 3 , what is x ?", ["7", "1", "0.75", "12", "16"], "d"),
+            row("what percent of 200 is 50 ?", ["25 %", "20 %", "50 %", "40 %", "4 %"], "a")]
+    return parquet_repo("math_qa", {"default": {"train": rows[:2], "validation": rows[2:], "test": rows}},
+                        folder={"default": "data"})
+
+
+def logiqa() -> Files:
+    """EleutherAI/logiqa: config logiqa, splits train, validation and test;
+    label the letter "a"-"d", options a list of four strings (layout
+    assumed: the converter's)."""
+    items = [("All cats are animals. Tom is a cat.", "Which must be true?",
+              ["Tom is an animal.", "Tom is a dog.", "All animals are cats.", "Tom is not an animal."], "a"),
+             ("If it rains, the road is wet. The road is not wet.", "What follows?",
+              ["It rained.", "It may have rained.", "It did not rain.", "The road is dry because of the sun."], "c"),
+             ("Some students play chess. All chess players are patient.", "Which must be true?",
+              ["All students are patient.", "Some students are patient.", "No student is patient.",
+               "Chess is hard."], "b"),
+             ("Anna is taller than Ben. Ben is taller than Carl.", "Who is the shortest?",
+              ["Anna", "Ben", "They are equal", "Carl"], "d")]
+    rows = [{"label": y, "context": c, "question": q, "options": o} for c, q, o, y in items]
+    return parquet_repo("logiqa", {"logiqa": {"train": rows[:2], "validation": rows[2:], "test": rows}})
+
+
+def anli() -> Files:
+    """facebook/anli: config plain_text, splits train_r1, dev_r1, test_r1
+    (and _r2, _r3) as plain_text/<split>-00000-of-00001.parquet; label a
+    ClassLabel (entailment, neutral, contradiction)."""
+    import datasets
+
+    features = datasets.Features({
+        "uid": datasets.Value("string"), "premise": datasets.Value("string"),
+        "hypothesis": datasets.Value("string"),
+        "label": datasets.ClassLabel(names=["entailment", "neutral", "contradiction"]),
+        "reason": datasets.Value("string")})
+    pairs = [("The cat is sleeping on the warm sofa.", "An animal is resting.", 0),
+             ("The cat is sleeping on the warm sofa.", "The cat is chasing a mouse.", 2),
+             ("A man plays the guitar on a stage.", "The man is famous.", 1),
+             ("The shop closes at six every evening.", "The shop is open at noon.", 1),
+             ("Paris is the capital of France.", "Paris is in Germany.", 2),
+             ("She bought three apples and two pears.", "She bought fruit.", 0)]
+    splits = {}
+    for r in (1, 2, 3):
+        rows = [{"uid": f"r{r}_{i}", "premise": p, "hypothesis": h, "label": y, "reason": ""}
+                for i, (p, h, y) in enumerate(pairs[r - 1:] + pairs[:r - 1])]
+        splits.update({f"train_r{r}": rows[:2], f"dev_r{r}": rows[2:4], f"test_r{r}": rows[:4 + r % 2]})
+    return parquet_repo("anli", {"plain_text": splits}, features)
+
+
+def pubmed_qa() -> Files:
+    """bigbio/pubmed_qa: config pubmed_qa_labeled_fold0_source, splits
+    train, validation and test; CONTEXTS a list of strings, final_decision
+    "yes", "no" or "maybe" (layout assumed: the converter's)."""
+    def row(i: int, question: str, contexts: list[str], decision: str) -> dict:
+        return {"QUESTION": question, "CONTEXTS": contexts, "LABELS": ["BACKGROUND"] * len(contexts),
+                "MESHES": ["Humans"], "YEAR": "2010", "reasoning_required_pred": decision,
+                "reasoning_free_pred": decision, "final_decision": decision,
+                "LONG_ANSWER": f"Answer {i} explained."}
+
+    rows = [row(0, "Does coffee improve attention?", ["Forty adults drank coffee.", "Attention scores rose."], "yes"),
+            row(1, "Is the drug safe in children?", ["The trial enrolled adults only."], "maybe"),
+            row(2, "Does walking lower blood pressure?", ["Patients walked daily.", "Pressure fell slightly.",
+                                                           "The effect was small."], "yes"),
+            row(3, "Do vitamins cure colds?", ["No difference was found between groups."], "no"),
+            row(4, "Does sleep affect memory?", ["Students slept 8 hours.", "Recall improved."], "yes")]
+    return parquet_repo("pubmed_qa", {"pubmed_qa_labeled_fold0_source": {"train": rows[:2], "validation": rows[2:3],
+                                                                         "test": rows}})
+
+
+def headqa() -> Files:
+    """EleutherAI/headqa: configs en and es, splits train, validation and
+    test; answers a list of {aid, atext}, ra the right aid (1-based), image
+    an Image column (empty here) (layout assumed: the converter's)."""
+    import datasets
+
+    features = datasets.Features({
+        "name": datasets.Value("string"), "year": datasets.Value("string"), "category": datasets.Value("string"),
+        "qid": datasets.Value("int32"), "qtext": datasets.Value("string"), "ra": datasets.Value("int32"),
+        "image": datasets.Image(),
+        "answers": [{"aid": datasets.Value("int32"), "atext": datasets.Value("string")}]})
+
+    def row(qid: int, text: str, answers: list[str], right: int) -> dict:
+        return {"name": "Cuaderno_2013_1_B", "year": "2013", "category": "biology", "qid": qid, "qtext": text,
+                "ra": right, "image": None,
+                "answers": [{"aid": k + 1, "atext": a} for k, a in enumerate(answers)]}
+
+    en = [row(1, "Which organelle makes ATP?", ["Ribosome", "Mitochondrion", "Golgi body", "Lysosome"], 2),
+          row(2, "Which vitamin is made in the skin?", ["Vitamin C", "Vitamin B12", "Vitamin D", "Vitamin K"], 3),
+          row(3, "Normal body temperature is about:", ["37 C", "30 C", "40 C", "33 C"], 1),
+          row(4, "Insulin is produced by the:", ["liver", "kidney", "spleen", "pancreas"], 4)]
+    es = [row(1, "¿Qué orgánulo produce ATP?", ["Ribosoma", "Mitocondria", "Aparato de Golgi", "Lisosoma"], 2),
+          row(2, "La insulina se produce en el:", ["hígado", "riñón", "bazo", "páncreas"], 4),
+          row(3, "La temperatura corporal normal es:", ["37 C", "30 C", "40 C", "33 C"], 1)]
+    return parquet_repo("headqa", {"en": {"train": en[:2], "validation": en[2:], "test": en},
+                                   "es": {"train": es[:1], "validation": es[1:], "test": es}}, features)
+
+
 HUB_REPOS: dict[str, Callable[[], Files]] = {
     "openai/gsm8k": gsm8k, "SaylorTwift/bbh": bbh, "allenai/ai2_arc": ai2_arc, "MMMU/MMMU": mmmu,
     "mandarjoshi/trivia_qa": trivia_qa, "google-research-datasets/nq_open": nq_open,
@@ -454,5 +608,7 @@ HUB_REPOS: dict[str, Callable[[], Files]] = {
     "allenai/winogrande": winogrande, "EleutherAI/wikitext_document_level": wikitext_document_level,
     "cais/mmlu": mmlu, "Anthropic/discrim-eval": discrim_eval, "allenai/sciq": sciq,
     "allenai/openbookqa": openbookqa, "baber/piqa": piqa, "nyu-mll/glue": glue,
-    "tau/commonsense_qa": commonsense_qa, "Muennighoff/xwinograd": xwinograd,
+    "tau/commonsense_qa": commonsense_qa, "Muennighoff/xwinograd": xwinograd, "EleutherAI/race": race,
+    "lighteval/siqa": siqa, "regisss/math_qa": math_qa, "EleutherAI/logiqa": logiqa, "facebook/anli": anli,
+    "bigbio/pubmed_qa": pubmed_qa, "EleutherAI/headqa": headqa,
 }

@@ -88,6 +88,16 @@ ROWS: tuple[Row, ...] = (
     Row("mrpc", "glue", "ll", "f1 (a non-mean aggregation) beside acc"),
     Row("rte", "glue", "ll", "a binary task with choices True/False"),
     Row("commonsense_qa", "commonsense_qa", "ll", "a letter target mapped through doc_to_choice"),
+    Row("race", "race", "ll", "hooks over a string-encoded list of questions (an article's earlier answers in "
+        "the prompt), test split only"),
+    Row("social_iqa", "siqa", "ll", "a Jinja list as doc_to_choice, a string label cast with |int, no test split"),
+    Row("mathqa", "mathqa", "ll", "a regex hook for the choices, list.index() in the target template, acc_norm"),
+    Row("logiqa", "logiqa", "ll", "a list column as the choices template, hooks for text and target"),
+    Row("anli", "anli", "ll", "a tag over three rounds (include), round-named splits, a ClassLabel indexing a "
+        "literal list"),
+    Row("pubmedqa", "pubmedqa", "ll", "a string-column target naming one of a literal choice list, a list column "
+        "joined by a hook"),
+    Row("headqa", "headqa", "ll", "a tag over two languages (include), a Jinja map filter over a list of structs"),
 )
 
 # rows avhb also runs from the hub cache and Arrow cache lm-eval's datasets filled (no avhb prepare):
