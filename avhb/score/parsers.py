@@ -646,10 +646,21 @@ _LINE_LETTER = re.compile(rf"^{_DECOR}[\[(]*(?P<l>[A-Za-z])[\])*_`\"'\u201d]*(?P
 _LETTER_JSON = ("answer", "letter", "choice", "option", "final_answer", "final answer")
 
 
+_OPTION_EDGE = " .,:;!?()[]-"
+
+
 def _option_norm(text: str) -> str:
+    """An option's text for comparing: lower case, without quotes and
+    emphasis marks, punctuation and brackets at either end dropped; a minus
+    sign or a decimal point before a number is the number's (``(-1, 0)`` is
+    not ``(1, 0)``, ``.5`` is not ``5``)."""
     text = normalize(text).lower().strip()
     text = re.sub(r"[*_`\"'\u201c\u201d\u2018\u2019]", "", text)
-    return " ".join(text.strip(" .,:;!?()[]-").split())
+    core = text.strip(_OPTION_EDGE)
+    lead = text[:len(text) - len(text.lstrip(_OPTION_EDGE))]
+    if lead[-1:] in ("-", ".") and core[:1].isdigit():
+        core = lead[-1] + core
+    return " ".join(core.split())
 
 
 def _check_letter(letter: str, tail: str, options: dict[str, Any], remark: bool = False) -> Any:
@@ -746,8 +757,9 @@ def letter(reply: str, options: dict[str, Any]) -> str | None:
 
 
 def _strip_tail(tail: str) -> str:
-    """The text after a letter, without its closing marks (``) decrease`` -> ``decrease``)."""
-    return re.sub(r"^[\])*_`\"'\u201d]*\s*(?:[.):\]]|[-\u2013\u2014])?[*_`]*\s*", "", tail)
+    """The text after a letter, without its closing marks (``) decrease`` -> ``decrease``); a
+    minus sign or decimal point before a digit is the value's (``) -4`` -> ``-4``)."""
+    return re.sub(r"^[\])*_`\"'\u201d]*\s*(?:[):\]]|[.\-\u2013\u2014](?!\d))?[*_`]*\s*", "", tail)
 
 
 # --------------------------------------------------------------- registry

@@ -56,6 +56,33 @@ def test_a_letter_is_read_only_with_its_own_options_text(reply, texts, expected)
     assert _read(reply, texts) == expected
 
 
+POINTS = {"A": "(0, 2)", "B": "(-3, 0)", "C": "(3, 1)"}
+SIGNED = {"A": "4", "B": "-4", "C": "1.5", "D": ".5"}
+
+
+@pytest.mark.parametrize("reply, texts, expected", [
+    # a minus sign or a decimal point before a number is part of the value, not punctuation around it
+    ("(3, 0)", POINTS, None),  # B is (-3, 0): no option's text
+    ("(B) (3, 0)", POINTS, None),
+    ("(B) (-3, 0)", POINTS, "B"),
+    ("(-3, 0)", POINTS, "B"),
+    ("(A) -4", SIGNED, None),  # A is 4
+    ("(B) 4", SIGNED, None),  # B is -4
+    ("Answer: B) 4", SIGNED, None),
+    ('{"answer": "B 4"}', SIGNED, None),
+    ("(B) -4", SIGNED, "B"),
+    ("B. -4.", SIGNED, "B"),
+    ("-4", SIGNED, "B"),
+    ("4", SIGNED, "A"),
+    ("(D) 5", SIGNED, None),  # D is .5
+    ("(D) .5", SIGNED, "D"),
+    (".5", SIGNED, "D"),
+    ("A - 4", SIGNED, "A"),  # a dash between the letter and its text is a separator
+])
+def test_a_sign_or_decimal_point_belongs_to_the_value(reply, texts, expected):
+    assert _read(reply, texts) == expected
+
+
 @pytest.mark.parametrize("texts", [None, {"A": "The capital of France is Paris.", "B": "Paris is in Italy."}])
 def test_llmbar_output_verdicts_read_as_their_letter(texts):
     assert _read("Output (a) is better.", texts, letters="AB") == "A"
