@@ -32,7 +32,12 @@ def resolve_tasks(index: TaskIndex, registry: Registry, o: RunOptions) -> list[T
 
 def resolve_sources(tasks: list[Task], index: TaskIndex, o: RunOptions,
                     recorded: dict[str, Any]) -> dict[str, DataSource]:
-    """Each task's data source (``--data``, ``--sample-data``, the task's own)."""
+    """Each task's data source (``--data``, ``--sample-data``, the task's own),
+    after its hook modules are imported: a package they need and this
+    machine lacks is said first (it stops ``avhb prepare`` too, so the data
+    would be missing for that reason)."""
+    for t in tasks:
+        t.import_hooks()
     return {t.name: resolve_source(t.cfg, o.data, o.sample_data, index.groups_of(t.name),
                                    _recorded_base(o, recorded, t.name))
             for t in tasks}

@@ -32,6 +32,7 @@ from avhb.score.metric_check import entry_options
 from avhb.taskdef.fewshot import FewshotSettings, settings as fewshot_settings
 from avhb.taskdef.prompt import OWN
 from avhb.taskdef.reasoning import reasoning_steps
+from avhb.taskdef.task_checks import pip_name
 from avhb.taskdef.templates import lookup
 from avhb.run.task_prompts import TaskPrompts
 
@@ -128,9 +129,10 @@ class Task(TaskPrompts):
                                 f"install {'lmms-eval' if (exc.name or '').startswith('lmms') else 'lm-eval'} next to avhb, "
                                 "or write the hook without it") from None
             if exc.name:  # a package the task's hooks need (egoschema's utils.py imports requests)
+                top = exc.name.split(".")[0]
                 raise UserError(f"{self.cfg.file}: hook {dotted!r} imports {exc.name}, which is not installed here: "
-                                f"install the package that provides {exc.name.split('.')[0]!r} next to avhb (for most: "
-                                f"pip install {exc.name.split('.')[0]})") from None
+                                f"install the package that provides {top!r} next to avhb (pip install "
+                                f"{pip_name(top)})") from None
             raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None
         except Exception as exc:  # ImportError, AttributeError, or whatever the module raised at import
             raise UserError(f"{self.cfg.file}: hook {dotted!r} cannot be loaded: {_describe(exc)}") from None

@@ -225,7 +225,7 @@ def test_a_hook_importing_a_package_not_installed_names_it(tmp_path):
         task = _task(folder, {"doc_to_text": {"function": "utils.text"}})
         with pytest.raises(UserError, match=r"hook 'utils.text' imports avhb_no_such_package, which is not installed "
                                             r"here: install the package that provides 'avhb_no_such_package' next "
-                                            r"to avhb \(for most: pip install avhb_no_such_package\)$"):
+                                            r"to avhb \(pip install avhb-no-such-package\)$"):
             task.hook("utils.text")
     finally:
         include.clear()
