@@ -59,7 +59,7 @@ _NUMBER = re.compile(r"\b\d+\b")
 def reason_of(line: str) -> str:
     """An error line without its file, line and values: the reason it names."""
     text = line.strip()
-    match = re.match(r"^(?:avhb: error: )?/?\S+?:\d+: (.*)$", text)
+    match = re.match(r"^(?:avhb: error: )?.*?(?:\.ya?ml|_yaml):\d+: (.*)$", text)
     if match:
         text = match.group(1)
     text = _QUOTED.sub("'…'", text)
@@ -139,6 +139,7 @@ def _venv_python(tasks_dir: Path) -> Path | None:
 def survey(name: str, tasks_dir: Path, only: set[str] | None, peer_python: Path | None = None) -> dict:
     from avhb.cli import main
 
+    tasks_dir = tasks_dir.resolve()  # the peer's loader runs in another working folder
     folders = sorted(p for p in tasks_dir.iterdir() if not p.name.startswith((".", "__")) and
                      (p.is_dir() or p.suffix in (".yaml", ".yml")))
     if only:
@@ -154,6 +155,7 @@ def survey(name: str, tasks_dir: Path, only: set[str] | None, peer_python: Path 
         peer = peer_verdicts(name, peer_python, [p for folder in folders for p in task_files(folder)])
     split: collections.Counter = collections.Counter()
     peer_reasons: collections.Counter = collections.Counter()
+    refused_files: list[dict] = []  # each refused file: its path, every reason, the peer's verdict
     start = time.perf_counter()
     for folder in folders:
         counts: collections.Counter = collections.Counter()
@@ -173,6 +175,8 @@ def survey(name: str, tasks_dir: Path, only: set[str] | None, peer_python: Path 
                 for reason in set(reasons):
                     any_reason[reason] += 1
                     examples.setdefault(reason, f"{path.relative_to(tasks_dir)}: {lines[0][:200]}" if lines else "")
+                refused_files.append({"path": str(path.relative_to(tasks_dir)), "reasons": reasons,
+                                      **({"peer": peer[str(path)]} if peer else {})})
             elif kind == "traceback":
                 tracebacks[lines[0]] += 1
                 examples.setdefault(lines[0], str(path.relative_to(tasks_dir)))
@@ -186,7 +190,7 @@ def survey(name: str, tasks_dir: Path, only: set[str] | None, peer_python: Path 
             "refused_by_any_reason": any_reason.most_common(),
             "traceback_kinds": tracebacks.most_common(), "examples": examples, "per_folder": per_folder,
             "against_peer": {f"{a} / {b}": n for (a, b), n in sorted(split.items())},
-            "peer_refusals": peer_reasons.most_common()}
+            "peer_refusals": peer_reasons.most_common(), "refused_files": refused_files}
 
 
 def print_table(result: dict, top: int) -> None:
