@@ -239,6 +239,9 @@ def unknown_kind(kind: str, registry: Any) -> str:
     if not slash:
         return f"unknown backend {kind!r} (known: {known})"
     plugin = next((p for p in registry.plugins if p.name == namespace), None)
+    if plugin is None and any(f.partition(" ")[0] == namespace for f in registry.failed):
+        return (f"unknown backend {kind!r}: plugin {namespace!r} is installed but failed to load (the warning "
+                "above says why)")
     if plugin is None:
         return (f"unknown backend {kind!r}: plugin {namespace!r} not installed? (no installed plugin is named "
                 f"{namespace!r}: pip install the package that provides it, and if AVHB_PLUGINS is set, name it "

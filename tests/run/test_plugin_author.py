@@ -149,3 +149,15 @@ def test_help_says_how_a_model_or_judge_hears_audio_and_where_to_look():
     assert "audio=true" in judge and "`avhb list backends`" in judge, judge
     score = _options("score")["--judge"]
     assert "re-score" in score and "replace the run's own --judge flags" in score, score
+
+
+def test_a_plugin_that_failed_to_load_is_not_called_missing():
+    from avhb.model.backend import unknown_kind
+    from avhb.registry import Registry
+
+    registry = Registry(plugins=[], entries={"backends": {"openai": "x:y"}, "judges": {}}, task_packages=[],
+                        preset_files=[], failed=["kw"])
+    assert unknown_kind("kw/keyword", registry) == ("unknown backend 'kw/keyword': plugin 'kw' is installed but "
+                                                    "failed to load (the warning above says why)")
+    assert "not installed?" in unknown_kind("other/keyword", registry)
+    assert unknown_kind("opena", registry) == "unknown backend 'opena' (known: openai)"

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from avhb import Backend, BackendSpec, Capabilities, Request, Response, UserError
+from avhb import FREE, Backend, BackendSpec, Capabilities, Request, Response, UserError
 
 from . import mapping, model
 
@@ -39,6 +39,7 @@ class MiniLMJudge(Backend):
     # torch already spreads one encode over the cores, and more threads than
     # cores slow a pair down by an order of magnitude
     concurrency = 1
+    prices = FREE  # a model on this machine: its calls count as 0 USD in the estimate and under --max-cost
 
     def __init__(self, spec: BackendSpec):
         super().__init__(spec)
