@@ -94,13 +94,22 @@ def _scalar(value: str) -> Any:
 
 
 def parse_backend_spec(text: str, extra_args: str | None = None) -> BackendSpec:
-    """``vllm:Qwen3-VL``, ``local``, ``openai:gpt-4.1,base_url=http://...``."""
+    """``vllm:Qwen3-VL``, ``local``, ``openai:gpt-4.1,base_url=http://...``.
+    The name may be written ``model=NAME`` (``vllm:model=/ckpt,dtype=half``
+    is ``vllm:/ckpt,dtype=half``); a ``model=`` name with a ``model``
+    argument as well is refused (which one is meant?)."""
     head, _, inline = text.partition(",")
     kind, _, name = head.partition(":")
     if not kind:
         raise UserError(f"model spec {text!r} must look like BACKEND:NAME")
     args = parse_kv(inline)
     args.update(parse_kv(extra_args))
+    key, eq, value = name.partition("=")
+    if eq and key.strip() == "model":
+        if "model" in args:
+            raise UserError(f"model spec {text!r} names the model twice (model={value.strip()} and "
+                            f"model={args['model']}): write BACKEND:NAME or BACKEND:model=NAME, not both")
+        name = value
     return BackendSpec(kind=kind.strip(), name=name.strip(), args=args)
 
 
