@@ -36,8 +36,8 @@ def _cost_td(value: Any, priced: bool) -> str:
 def _latency_tds(latency: Any) -> str:
     if not isinstance(latency, Mapping) or not isinstance(latency.get("p50"), (int, float)):
         return '<td class="num muted" colspan="3">not recorded</td>'
-    return (f'<td class="num">{esc(fmt_seconds(latency.get("p50")))}</td>'
-            f'<td class="num">{esc(fmt_seconds(latency.get("p95")))}</td>{_int_td(latency.get("n"))}')
+    return (f'<td class="num latency">{esc(fmt_seconds(latency.get("p50")))}</td>'
+            f'<td class="num latency">{esc(fmt_seconds(latency.get("p95")))}</td>{_int_td(latency.get("n"))}')
 
 
 def _model_row(task: str, cell: Mapping[str, Any], css: str) -> str:
