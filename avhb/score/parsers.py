@@ -689,7 +689,7 @@ def _check_letter(letter: str, tail: str, options: dict[str, Any], remark: bool 
         return bool(option) and (said == option or said.startswith(option + " ") or said.startswith(option + ","))
 
     if not names(own) and any(names(t) for k, t in texts.items() if k != got):
-        return INVALID  # "Output (a) is decrease" when decrease is option B
+        return INVALID  # "Output (a) decrease" when decrease is option B
     return got
 
 

@@ -90,6 +90,32 @@ def test_llmbar_output_verdicts_read_as_their_letter(texts):
     assert _read("After weighing both, Output (b) is more helpful.", texts, letters="AB") == "B"
 
 
+@pytest.mark.parametrize("reply, expected", [
+    # what follows Output (x) is a remark; another option's text there, alone or leading it, contradicts it
+    ("Output (a) Paris is in Italy.", None),
+    ("Output (a) Paris is in Italy and nowhere else", None),
+    ("Output (a) Paris is in Italy, it says", None),
+    ("Output (b) Paris is in Italy.", "B"),  # its own text
+    ("Output (a) is better than Paris is in Italy", "A"),  # a remark that only mentions it
+    ("Output (a)\nParis is in Italy, it says", "A"),  # the remark is the rest of its line
+])
+def test_a_remark_after_output_x_may_not_lead_with_another_options_text(reply, expected):
+    texts = {"A": "The capital of France is Paris.", "B": "Paris is in Italy."}
+    assert _read(reply, texts, letters="AB") == expected
+
+
+@pytest.mark.parametrize("reply, texts, expected", [
+    ("Answer: B\nThe others are wrong.", FISH, "B"),  # the text beside a letter is the rest of its line
+    ("Answer: (B)\nThe others are wrong.", FISH, "B"),
+    ("Answer: A\nFinal answer: B", FISH, "B"),  # a final label outweighs an earlier one
+    ("Answer: A\nFinal answer: B", None, "B"),
+    ("Answer: A\n[[B]]", None, "B"),  # the last line's [[B]] (a tag and a line's letter) is one final form
+    ("Answer: A\n**B**", None, None),  # a letter alone on the last line disagreeing with the label
+])
+def test_where_a_letter_and_its_text_are_read(reply, texts, expected):
+    assert _read(reply, texts) == expected
+
+
 class _Replies(Backend):
     """A judge that answers each question from a list, in order."""
 
