@@ -59,10 +59,10 @@ _EXPORTS = {
     "MediaSpec": "avhb.media.spec",
     # runs, and pack commands over a finished one
     "SampleContext": "avhb.run.driver", "StepFailed": "avhb.run.driver", "DriverResult": "avhb.run.driver",
-    "DriverRun": "avhb.run.driver", "RunOptions": "avhb.run.options",
-    "evaluate": "avhb.api", "RunResults": "avhb.run.results", "TaskResult": "avhb.run.results",
-    "ReopenedRun": "avhb.run.reopen", "CallSession": "avhb.run.session", "Journal": "avhb.run.journal", "write_atomic": "avhb.atomic",
-    "write_json_atomic": "avhb.run.folder",
+    "DriverRun": "avhb.run.driver", "RunOptions": "avhb.options",
+    "evaluate": "avhb.api", "RunResults": "avhb.runfolder.results", "TaskResult": "avhb.runfolder.results",
+    "ReopenedRun": "avhb.run.reopen", "CallSession": "avhb.run.session", "Journal": "avhb.runfolder.journal", "write_atomic": "avhb.atomic",
+    "write_json_atomic": "avhb.runfolder.folder",
 }
 
 __all__ = sorted(_EXPORTS) + ["__version__"]

@@ -10,9 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.run import event_loop
+from avhb.process import event_loop
 from avhb.run.evaluator import Evaluator
-from avhb.run.options import RunOptions
+from avhb.options import RunOptions
 from avhb.taskdef.include_path import add_include_path
 
 

@@ -4,7 +4,7 @@ manifests, a merged journal, an assembled model file) goes through
 :func:`write_atomic`, so a reader never sees half a file and a crash
 leaves at most a temp file ``.NAME.PID.THREAD.tmp`` beside it
 (``RunFolder.open`` removes a killed run's).  The journal is the one
-exception: it is appended to, line by line (:mod:`avhb.run.journal`)."""
+exception: it is appended to, line by line (:mod:`avhb.runfolder.journal`)."""
 from __future__ import annotations
 
 import os

@@ -70,7 +70,7 @@ _PATTERNS = [
 ]
 
 
-# the letters outside ASCII that ``re.IGNORECASE`` matches to an ASCII letter (tests/run/test_redact_folding.py
+# the letters outside ASCII that ``re.IGNORECASE`` matches to an ASCII letter (tests/redact/test_redact_folding.py
 # proves the list complete against the running Python's regex engine)
 _ASCII_FOLDS = (("\u017f", "s"), ("\u212a", "k"), ("\u0130", "i"), ("\u0131", "i"))
 

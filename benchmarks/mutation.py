@@ -88,27 +88,27 @@ class Target:
 
 
 MODULES: dict[str, Target] = {
-    "journal": Target("avhb/run/journal.py", (
-        "tests/run/test_journal_union.py", "tests/run/test_journal_reads.py", "tests/run/test_redact_fast_path.py",
-        "tests/run/test_journal_edges.py", "tests/model/test_caller.py", "tests/run/test_redact.py",
-        "tests/run/test_shards.py", "tests/run/test_resume_decisions.py", "tests/run/test_run_folder.py")),
+    "journal": Target("avhb/runfolder/journal.py", (
+        "tests/runfolder/test_journal_union.py", "tests/runfolder/test_journal_reads.py", "tests/redact/test_redact_fast_path.py",
+        "tests/runfolder/test_journal_edges.py", "tests/call/test_caller.py", "tests/redact/test_redact.py",
+        "tests/cluster/test_shards.py", "tests/resume/test_resume_decisions.py", "tests/runfolder/test_run_folder.py")),
     "caller": Target("avhb/call/caller.py", (
-        "tests/model/test_call_key_edges.py", "tests/model/test_caller.py", "tests/run/test_stale_media.py",
-        "tests/model/test_breaker.py", "tests/run/test_multistep.py", "tests/run/test_resume_decisions.py"),
+        "tests/call/test_call_key_edges.py", "tests/call/test_caller.py", "tests/resume/test_stale_media.py",
+        "tests/call/test_breaker.py", "tests/run/test_multistep.py", "tests/resume/test_resume_decisions.py"),
         scope=("_file_content", "_image_content", "part_reference", "media_files", "request_key", "Caller.call",
                "Caller.key", "Caller.answered"),
         note="the call key and the journal-hit decision"),
     # the content fingerprint every media part of a call key (and the media cache's key) holds
     "fingerprints": Target("avhb/media/fingerprints.py", (
-        "tests/media/test_fingerprint_while_hashed.py", "tests/media/test_fingerprint_edges.py", "tests/media/test_fingerprints.py", "tests/model/test_caller.py",
-        "tests/run/test_stale_media.py")),
-    "finished": Target("avhb/run/finished.py", (
-        "tests/run/test_finished_edges.py", "tests/run/test_fingerprint_options.py", "tests/run/test_resume_decisions.py", "tests/run/test_stale_media.py",
-        "tests/run/test_evaluator.py", "tests/run/test_run_folder.py")),
+        "tests/media/test_fingerprint_while_hashed.py", "tests/media/test_fingerprint_edges.py", "tests/media/test_fingerprints.py", "tests/call/test_caller.py",
+        "tests/resume/test_stale_media.py")),
+    "finished": Target("avhb/resume/finished.py", (
+        "tests/resume/test_finished_edges.py", "tests/resume/test_fingerprint_options.py", "tests/resume/test_resume_decisions.py", "tests/resume/test_stale_media.py",
+        "tests/run/test_evaluator.py", "tests/runfolder/test_run_folder.py")),
     # the one-configuration rule: which differences in a run folder are refused, re-scored or said
-    "settings": Target("avhb/run/settings.py", (
-        "tests/run/test_settings_edges.py", "tests/run/test_fingerprint_options.py", "tests/run/test_full_disk.py", "tests/run/test_one_configuration.py", "tests/run/test_merge_accounting.py",
-        "tests/run/test_resume_decisions.py", "tests/run/test_stale_media.py", "tests/run/test_shard_how_settings.py")),
+    "settings": Target("avhb/resume/setting_kinds.py", (
+        "tests/resume/test_settings_edges.py", "tests/resume/test_fingerprint_options.py", "tests/runfolder/test_full_disk.py", "tests/resume/test_one_configuration.py", "tests/cluster/test_merge_accounting.py",
+        "tests/resume/test_resume_decisions.py", "tests/resume/test_stale_media.py", "tests/cluster/test_shard_how_settings.py")),
     "parsers": Target("avhb/score/parsers.py", (
         "tests/score/test_parsers.py", "tests/score/test_letter_agreement.py", "tests/score/test_judge_reply_corpus.py",
         "tests/score/test_judge_fencing.py", "tests/plugins/test_metrics_likert.py",
@@ -121,7 +121,7 @@ MODULES: dict[str, Target] = {
         scope=("_option_norm", "_check_letter", "_text_option", "letter", "_strip_tail"),
         note="the letter parser and its option-text check"),
     "aggregate": Target("avhb/score/aggregate.py", (
-        "tests/score/test_aggregate.py", "tests/run/test_results.py", "tests/plugins/test_metrics_common.py",
+        "tests/score/test_aggregate.py", "tests/runfolder/test_results.py", "tests/plugins/test_metrics_common.py",
         "tests/plugins/test_metrics_pairs.py", "tests/plugins/test_metrics_likert.py")),
     "citation": Target("plugins/metrics/citation.py", (
         "tests/plugins/test_metrics_citation.py", "tests/plugins/test_citation_edges.py", "tests/tasks/test_mmlongcite.py")),
@@ -152,26 +152,26 @@ MODULES: dict[str, Target] = {
     # what keeps secrets out of every file, the run folder's writers, the error budget, and the pieces the
     # planted-bug survivors were in (issue 37)
     "redact": Target("avhb/redact.py", (
-        "tests/run/test_redact.py", "tests/run/test_redact_edges.py", "tests/run/test_redact_line.py",
-        "tests/run/test_redact_fast_path.py",
-        "tests/run/test_redact_folding.py", "tests/run/test_run_secrets.py", "tests/backends/test_openai_backend.py",
-        "tests/run/test_journal_edges.py")),
+        "tests/redact/test_redact.py", "tests/redact/test_redact_edges.py", "tests/redact/test_redact_line.py",
+        "tests/redact/test_redact_fast_path.py",
+        "tests/redact/test_redact_folding.py", "tests/redact/test_run_secrets.py", "tests/backends/test_openai_backend.py",
+        "tests/runfolder/test_journal_edges.py")),
     "openai_secrets": Target("model_backends/openai_backend.py", (
-        "tests/backends/test_openai_credentials.py", "tests/run/test_run_secrets.py",
+        "tests/backends/test_openai_credentials.py", "tests/redact/test_run_secrets.py",
         "tests/backends/test_openai_backend.py"),
         scope=("OpenAIBackend.__init__", "OpenAIBackend.identity", "OpenAIBackend.describe", "OpenAIBackend.classify",
                "split_userinfo"), note="the backend's credentials and what is redacted"),
     "atomic": Target("avhb/atomic.py", (
-        "tests/test_atomic_edges.py", "tests/run/test_full_disk.py", "tests/run/test_run_folder.py")),
-    "folder": Target("avhb/run/folder.py", (
-        "tests/run/test_folder_edges.py", "tests/run/test_redact_line.py", "tests/run/test_full_disk.py",
-        "tests/run/test_stream.py", "tests/run/test_run_folder.py")),
-    "lock_acquire": Target("avhb/run/lock.py", (
-        "tests/run/test_lock_edges.py", "tests/run/test_full_disk.py", "tests/run/test_run_folder.py"),
+        "tests/test_atomic_edges.py", "tests/runfolder/test_full_disk.py", "tests/runfolder/test_run_folder.py")),
+    "folder": Target("avhb/runfolder/folder.py", (
+        "tests/runfolder/test_folder_edges.py", "tests/redact/test_redact_line.py", "tests/runfolder/test_full_disk.py",
+        "tests/run/test_stream.py", "tests/runfolder/test_run_folder.py")),
+    "lock_acquire": Target("avhb/runfolder/lock.py", (
+        "tests/runfolder/test_lock_edges.py", "tests/runfolder/test_full_disk.py", "tests/runfolder/test_run_folder.py"),
         scope=("RunLock.acquire",), note="taking the run folder's lock (its write on a full disk)"),
-    "budget": Target("avhb/run/budget.py", ("tests/run/test_error_budget.py", "tests/run/test_merge_accounting.py")),
+    "budget": Target("avhb/run/budget.py", ("tests/run/test_error_budget.py", "tests/cluster/test_merge_accounting.py")),
     "evaluator_policy": Target("avhb/run/evaluator.py", (
-        "tests/run/test_error_budget.py", "tests/run/test_full_disk.py"),
+        "tests/run/test_error_budget.py", "tests/runfolder/test_full_disk.py"),
         scope=("Evaluator.run", "Evaluator._write_report"), note="the error budget, a report that cannot be written"),
     "fewshot": Target("avhb/taskdef/fewshot.py", (
         "tests/taskdef/test_fewshot_first_n.py", "tests/taskdef/test_fewshot_draws.py", "tests/taskdef/test_fewshot.py",

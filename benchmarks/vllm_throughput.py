@@ -68,7 +68,7 @@ def bench(model: str, n: int, max_tokens: int, engine: dict, rounds: int) -> dic
     from avhb.call.caller import Caller
     from avhb.model.messages import text_request
     from avhb.model_backends.vllm_backend import VLLMBackend, build_inputs
-    from avhb.run.journal import Journal
+    from avhb.runfolder.journal import Journal
 
     backend = VLLMBackend(BackendSpec("vllm", model, dict(engine)))
     t0 = time.perf_counter()

@@ -62,12 +62,16 @@ LAYERS = (
     ("atomic",),  # the atomic file write (errors)
     ("registry", "requirements"),  # plugins (pluggy) and optional packages
     ("model",),  # messages, the backend protocol, failure classes, retries
+    ("process",),  # the event loop, the collector's pace, SIGINT/SIGTERM
     ("media",),  # decoding, sampling, cache, budget, the media spec
     ("taskdef",),  # task YAML, schema, index, templates, sample -> request
     ("data",),  # sources, Hub snapshots, downloads
     ("call",),  # THE call: key -> journal -> media -> limit -> backend
     ("score",),  # metrics, aggregates, judges (asking through call/)
-    ("run",),  # options, the task at run time, phases, drivers, the run folder
+    ("options",),  # RunOptions: what a run was asked to do
+    ("runfolder",),  # the run folder's files: run.json, results.json, samples, journal, lock
+    ("resume",),  # what a re-run keeps: setting kinds, finished tasks, the decision
+    ("run",),  # the engine: plan, the task at run time, phases, drivers, usage
     ("cluster",),  # shards, merge, executors
     ("report",),  # reads finished run folders
     ("api",),  # avhb.evaluate: a run and its report
@@ -260,7 +264,7 @@ def test_the_rule_catches_a_private_import(tmp_path):
     """The check above fails on what it names (so it cannot pass vacuously)."""
     pack = tmp_path / "hooks.py"
     pack.write_text("from avhb import Metric\nfrom avhb.score.metric import Metric\n"
-                    "def f():\n    from avhb.run.folder import write_json_atomic\n"
+                    "def f():\n    from avhb.runfolder.folder import write_json_atomic\n"
                     "from avhb import registry\nfrom avhb.plugins.metrics._common import count\n"
                     "from ...score import judges\nfrom ._data import _helper\n"
                     "from avhb.tasks.other.data import _helper\n")
@@ -271,7 +275,7 @@ def test_the_rule_catches_a_private_import(tmp_path):
     finally:
         REPO = saved
     assert bad == ["hooks.py:2 imports avhb.score.metric (Metric)",
-                   "hooks.py:4 imports avhb.run.folder (write_json_atomic)",
+                   "hooks.py:4 imports avhb.runfolder.folder (write_json_atomic)",
                    "hooks.py:5 imports avhb (registry: not in its public names)",
                    "hooks.py:6 imports avhb.plugins.metrics._common (_common)",
                    "hooks.py:7 imports avhb.score (judges)",

@@ -58,7 +58,7 @@ def test_one_encoder_per_set_of_options():
     """Building an encoder per call is what json.dumps pays for; the kept
     ones are reused, also by the redacted lines (one guard per default)."""
     from avhb.redact import redacted_json
-    from avhb.run.folder import _default
+    from avhb.runfolder.folder import _default
 
     for _ in range(50):
         dumps({"a": 1}, sort_keys=True, default=str)

@@ -40,7 +40,7 @@ sent: they return at once with a "not attempted" error and are not
 journaled, so a re-run sends them.  The evaluator stops the run after the
 task in progress and names the backend (:meth:`Caller.stop_message`).  A
 stop signal opens every breaker the same way (``CircuitBreaker.stop``,
-:mod:`avhb.run.interrupt`), naming the signal instead.
+:mod:`avhb.process.interrupt`), naming the signal instead.
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ _SPENT = Response(text="", error="--max-cost reached")  # _send's answer when th
 
 class CallJournal(Protocol):
     """Where a caller files its calls: one entry per key and kind
-    (:class:`avhb.run.journal.Journal`, the run's append-only journal)."""
+    (:class:`avhb.runfolder.journal.Journal`, the run's append-only journal)."""
 
     def get(self, kind: str, key: str) -> dict[str, Any] | None: ...
 
@@ -185,7 +185,7 @@ def media_files(request: Request) -> list[str]:
 
 def _key_json(payload: Any) -> str:
     """The key's encoding: what ``json.dumps(payload, sort_keys=True, default=str)`` writes
-    (tests/model/test_call_key_pinned.py pins the keys)."""
+    (tests/call/test_call_key_pinned.py pins the keys)."""
     return dumps(payload, sort_keys=True, default=str)
 
 

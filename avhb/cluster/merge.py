@@ -3,7 +3,7 @@ combined into one run folder equal to the unsharded run's.
 
 1. Every folder must be a finished shard of the same run: the same ``N``,
    and the same settings of every kind but *how* calls were made
-   (:func:`avhb.run.settings.compare`, the comparison resume uses: model,
+   (:func:`avhb.resume.setting_kinds.compare`, the comparison resume uses: model,
    tasks and their configs, data, generation and media settings, judges,
    selection, plugins; a shard resumed with another concurrency,
    ``--batch_size`` or executor still merges), each index ``0..N-1``
@@ -48,14 +48,15 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from avhb.errors import UserError
-from avhb.run.folder import RunFolder, samples_path, write_json_atomic
-from avhb.run.journal import Journal, JournalUnion
-from avhb.run.lock import RunFolderLocked, RunLock
-from avhb.run.options import read_manifest
-from avhb.run.results import RunResults
-from avhb.run.settings import HOW, Difference, compare
 from avhb.cluster.shard import Shard
+from avhb.errors import UserError
+from avhb.options import DEFAULT_MAX_ERRORS
+from avhb.resume.setting_kinds import HOW, Difference, compare
+from avhb.runfolder.folder import RunFolder, samples_path, write_json_atomic
+from avhb.runfolder.journal import Journal, JournalUnion
+from avhb.runfolder.lock import RunFolderLocked, RunLock
+from avhb.runfolder.manifest import read_manifest
+from avhb.runfolder.results import RunResults
 
 
 def _describe(shard: Shard | None, folder: Path) -> str:
@@ -216,7 +217,7 @@ def error_budget(shards: list[tuple[Shard, Path, dict[str, Any]]], given: str | 
         return given
     budgets: dict[str, Shard] = {}
     for shard, _, run in shards:
-        budgets.setdefault(str(run.get("max_errors") or "5%"), shard)  # each budget with the first shard under it
+        budgets.setdefault(str(run.get("max_errors") or DEFAULT_MAX_ERRORS), shard)  # each budget with the first shard under it
     if len(budgets) > 1:
         listed = ", ".join(f"{b} (shard {s.label})" for b, s in budgets.items())
         raise UserError(f"avhb merge: the shards ran under different --max-errors ({listed}): give the merge one, "
@@ -231,23 +232,29 @@ def merge(out: Path, folders: list[Path], command: list[str] | None = None,
     (:func:`error_budget`).  ``report`` writes the merged folder's
     report.html (the CLI passes :func:`avhb.report.html.write_report`;
     None: no report)."""
-    from avhb.run.interrupt import raising
+    from avhb.process.interrupt import raising
+    from avhb.run.budget import OverBudget, over_budget
 
     out = Path(out)
     locks: list[RunLock] = []
     try:
         with raising():  # SIGTERM: the locks below are released on the way out
-            return _merge(out, [Path(f) for f in folders], command, report, max_errors, locks)
+            results = _merge(out, [Path(f) for f in folders], command, report, max_errors, locks)
     finally:
         for lock in locks:
             lock.release()
+    over = over_budget(results, read_manifest(out)["max_errors"])  # the shards' budget, over the merged counts
+    if over:
+        raise OverBudget(over, results)
+    return results
 
 
 def _merge(out: Path, folders: list[Path], command: list[str] | None, report: Callable[[Path], object] | None,
            max_errors: str | None, locks: list[RunLock]) -> dict[str, Any]:
-    from avhb.run import event_loop
+    from avhb.options import parse_error_budget
+    from avhb.process import event_loop
     from avhb.run.evaluator import Evaluator, NotInRunJournal
-    from avhb.run.options import options_from_run, parse_error_budget
+    from avhb.runfolder.manifest import options_from_run
 
     merged, shards = plan_merge(out, folders, locks)  # every shard's lock, held throughout
     merged["max_errors"] = error_budget(shards, max_errors)
@@ -361,7 +368,7 @@ def _why_missing(exc: Any, shards: list[tuple[Shard, Path, dict[str, Any]]], mer
     """Why the merged run lacks answers: the task's data changed since the
     shards ran (named), or a shard's journal lacks them (that shard named)."""
     from avhb.redact import redact
-    from avhb.run.folder import _default, _public_doc
+    from avhb.runfolder.folder import _default, _public_doc
 
     current = {(str(r.id), r.repeat): json.loads(json.dumps(redact(_public_doc(r.doc)), ensure_ascii=False,
                                                            default=_default)) for r in exc.records}

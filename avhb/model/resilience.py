@@ -372,7 +372,7 @@ _stop_reason: str | None = None
 
 
 def stop_every_breaker(reason: str | None) -> None:
-    """Open every breaker of this process with ``reason`` (``avhb.run.interrupt``:
+    """Open every breaker of this process with ``reason`` (``avhb.process.interrupt``:
     a stop signal), and those built later too; ``None`` ends that for the
     breakers built from now on (the next run in this process)."""
     global _stop_reason

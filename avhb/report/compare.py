@@ -36,7 +36,7 @@ from avhb.report.htmlkit import esc, page
 from avhb.report.numbers import fmt_cell, fmt_number
 from avhb.report.paired import (Pairing, TaskLines, compare_metric, group_lines, lmms_cells, lmms_task_of,
                                 read_lmms_samples, read_samples_file)
-from avhb.run.results import RunResults, TaskResult
+from avhb.runfolder.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.clusters import ClusterKey
 from avhb.score.metric import DIAGNOSTIC, HEADLINE

@@ -6,9 +6,9 @@ judges (roles, failures, agreement), usage (the model's calls per task and
 in total, the judges'), sample browser, configuration
 and versions. No network resource is referenced; charts are inline SVG.
 
-The page records a fingerprint of what it was made from
-(``report/fingerprint.py``); ``write_report`` leaves a page whose
-fingerprint matches alone, so a finished rerun does not rewrite it.
+The page records a digest of what it was made from
+(``report/page_digest.py``); ``write_report`` leaves a page whose
+digest matches alone, so a finished rerun does not rewrite it.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from avhb.report.browser import browser_section
 from avhb.report.result_charts import breakdown_charts, family_charts
-from avhb.report.fingerprint import current_fingerprint, inputs_fingerprint
+from avhb.report.page_digest import recorded_page_digest, page_digest
 from avhb.report.htmlkit import BROWSER_JS, esc, page
 from avhb.report.rundata import RunData, load_run
 from avhb.redact import redact
@@ -55,7 +55,7 @@ def _header(data: RunData) -> str:
             f"</div></header>{nav}<main>{problems}")
 
 
-def render_report(data: RunData, fingerprint: str | None = None) -> str:
+def render_report(data: RunData, digest: str | None = None) -> str:
     """The report's HTML text."""
     charts = family_charts(data.typed, data.report_hints) + breakdown_charts(data.typed)
     body = "".join(
@@ -72,7 +72,7 @@ def render_report(data: RunData, fingerprint: str | None = None) -> str:
         ]
     )
     return page(f"avhb report: {data.label}", body, data=redact(data.results), script=BROWSER_JS,
-                fingerprint=fingerprint)
+                digest=digest)
 
 
 def write_report(run_dir: Path, *, max_samples_per_task: int | None = DEFAULT_MAX_SAMPLES) -> Path:
@@ -83,12 +83,12 @@ def write_report(run_dir: Path, *, max_samples_per_task: int | None = DEFAULT_MA
     if not run_dir.is_dir():
         load_run(run_dir)  # the one message for a missing run folder
     out = run_dir / REPORT_NAME
-    fingerprint = inputs_fingerprint(run_dir, max_samples_per_task)
-    if current_fingerprint(out) == fingerprint:
+    digest = page_digest(run_dir, max_samples_per_task)
+    if recorded_page_digest(out) == digest:
         return out
     data = load_run(run_dir, max_samples_per_task=max_samples_per_task)
-    text = render_report(data, fingerprint)
-    from avhb.run.folder import write_atomic
+    text = render_report(data, digest)
+    from avhb.runfolder.folder import write_atomic
 
     write_atomic(out, lambda fh: fh.write(text))
     return out

@@ -331,14 +331,14 @@ def _script_hash(script: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
-def page(title: str, body: str, data: Any | None = None, script: str = "", fingerprint: str | None = None) -> str:
+def page(title: str, body: str, data: Any | None = None, script: str = "", digest: str | None = None) -> str:
     """A complete HTML document; ``title`` is escaped here, ``body`` must be
     built escaped. ``data`` is embedded as JSON (id ``avhb-data``);
-    ``fingerprint`` (hex) names the inputs the page was made from."""
+    ``digest`` (hex) names the inputs the page was made from."""
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
-        *([f'<meta name="avhb-inputs" content="{esc(fingerprint)}">'] if fingerprint else []),
+        *([f'<meta name="avhb-inputs" content="{esc(digest)}">'] if digest else []),
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         # no network fetch of any kind; only our own inline script may run
         "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "

@@ -57,8 +57,8 @@ from typing import Any, Iterator
 
 from avhb.errors import UserError
 from avhb.redact import redact
-from avhb.run.folder import samples_path, write_atomic, write_json_atomic
-from avhb.run.results import RunResults
+from avhb.runfolder.folder import samples_path, write_atomic, write_json_atomic
+from avhb.runfolder.results import RunResults
 from avhb.score.metric import DIAGNOSTIC, HEADLINE
 
 NO_FILTER = "none"
@@ -101,7 +101,7 @@ def metric_key(metric: str, suffix: str = "") -> str:
 
 def build_export(run_dir: Path, with_samples: bool = True) -> LmEvalExport:
     """The lm-eval view of a finished (or partly finished) run folder."""
-    from avhb.run.options import read_manifest
+    from avhb.runfolder.manifest import read_manifest
 
     run_dir = Path(run_dir)
     run = read_manifest(run_dir)

@@ -1,5 +1,5 @@
 """Formatting reported numbers.  Reading them out of ``results.json`` is
-:class:`avhb.run.results.RunResults`' job; a number is an
+:class:`avhb.runfolder.results.RunResults`' job; a number is an
 :class:`avhb.score.aggregate.Aggregate` (value, stderr, n)."""
 from __future__ import annotations
 

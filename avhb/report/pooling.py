@@ -10,7 +10,7 @@ from typing import Any
 from avhb.errors import UserError
 from avhb.score.metric import SampleRecord
 from avhb.registry import get_registry
-from avhb.run.folder import write_json_atomic
+from avhb.runfolder.folder import write_json_atomic
 from avhb.run.task import Task
 from avhb.taskdef.index import build_index, load_task
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 from avhb.report.svg_charts import Chart, Panel, Series
-from avhb.run.results import RunResults, TaskResult
+from avhb.runfolder.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.errors import UserError
-from avhb.run.results import RunResults
+from avhb.runfolder.results import RunResults
 
 
 @dataclass

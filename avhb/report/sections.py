@@ -8,7 +8,7 @@ from avhb.redact import redact
 from avhb.report.count_columns import count_columns_note
 from avhb.report.htmlkit import esc, num_td, pretty_json, uncertainty_td
 from avhb.report.numbers import fmt_number
-from avhb.run.results import TaskResult
+from avhb.runfolder.results import TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import DIAGNOSTIC
 from avhb.score.stats import ALPHA, INTERVALS, POWER

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from avhb.report.numbers import fmt_number
-from avhb.run.results import RunResults, TaskResult
+from avhb.runfolder.results import RunResults, TaskResult
 from avhb.run.usage import usage_line
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import DIAGNOSTIC

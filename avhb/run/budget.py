@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 from avhb.errors import RunStopped
-from avhb.run.options import parse_error_budget
+from avhb.options import parse_error_budget
 
 
 class OverBudget(RunStopped):
@@ -41,7 +41,7 @@ def most_common(causes: Counter[str]) -> str:
 def over_budget(results: dict[str, Any], flag: str, causes: Counter[str] | None = None) -> str | None:
     """The error-budget line when the share of failed samples in
     ``results`` (results.json's content) exceeds ``flag`` (``5%``,
-    ``0.05``: :func:`avhb.run.options.parse_error_budget`); None within it.
+    ``0.05``: :func:`avhb.options.parse_error_budget`); None within it.
     ``causes``: the failed samples' errors by :func:`error_cause` (those the
     run saw); the line ends with the commonest and its count."""
     budget = parse_error_budget(flag)

@@ -58,7 +58,7 @@ class StepFailed(SampleError):
 
 class DriverRun(Protocol):
     """The task as a driver sees it while it runs (``ctx.run``): what
-    :class:`avhb.run.generate.TaskRun` holds (read only)."""
+    :class:`avhb.run.generate_phase.TaskRun` holds (read only)."""
 
     @property
     def task(self) -> Task: ...
@@ -102,7 +102,7 @@ DriverResult = str | tuple[str, dict[str, Any]]
 class SampleContext:
     """What a driver receives for one sample (and repeat)."""
 
-    run: DriverRun  # the task's TaskRun (avhb.run.generate)
+    run: DriverRun  # the task's TaskRun (avhb.run.generate_phase)
     doc: dict[str, Any]
     sample_id: str
     repeat: int

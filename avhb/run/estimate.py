@@ -1,6 +1,6 @@
 """What a run is about to spend, said before its first call.
 
-For every task that is not finished already (``avhb.run.finished``), each
+For every task that is not finished already (``avhb.resume.finished``), each
 sample's request is built as the run will send it (references only: nothing
 is decoded), its journal key is looked up, and what the journal answered
 already is free: a resume estimates only what is left.

@@ -13,7 +13,7 @@ function of the run folder (the CLI and :func:`avhb.evaluate` pass
 :func:`avhb.report.html.write_report`), is called once results.json is
 written, under the lock.
 
-The run holds its folder's lock throughout (:mod:`avhb.run.lock`).  When a
+The run holds its folder's lock throughout (:mod:`avhb.runfolder.lock`).  When a
 backend's circuit breaker opens (the model's or a judge's), the task in
 progress finishes with its remaining samples recorded as not attempted,
 its results are written, later tasks are not started, and the run raises
@@ -36,22 +36,22 @@ from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller, NotInJournal
 from avhb.registry import get_registry
 from avhb.run.budget import OverBudget, over_budget
-from avhb.run.finished import inputs
-from avhb.run.folder import RunFolder
-from avhb.run.generate import TaskRun, generate, generate_bar, write_out
-from avhb.run.interrupt import stoppable
-from avhb.run.journal import Journal
+from avhb.resume.finished import inputs
+from avhb.runfolder.folder import RunFolder
+from avhb.run.generate_phase import TaskRun, generate, generate_bar, write_out
+from avhb.process.interrupt import stoppable
+from avhb.runfolder.journal import Journal
 from avhb.run.session import CallSession
-from avhb.run.manifest import build_manifest
+from avhb.runfolder.manifest import build_manifest
 from avhb.run.notes import adaptation_notes, judge_adaptation_notes, said_kinds, samples_notes, task_key_notes
-from avhb.run.options import RunOptions, media_plan
+from avhb.options import RunOptions, media_plan
 from avhb.run.plan import (backend_notes, check_backend, check_judge_kinds, check_metric_roles, check_names_used,
                            check_transcribers, resolve_sources, resolve_tasks)
 from avhb.run.records import SampleReader, TaskSamples
 from avhb.run.reduced import Reduced
-from avhb.run.results import RunResults
-from avhb.run.settle import kept_and_rerun, mark_finished, refuse_other_calls, settle
-from avhb.run.scoring import cluster_key, score, score_bar, summarize
+from avhb.runfolder.results import RunResults
+from avhb.resume.decide import kept_and_rerun, mark_finished, refuse_other_calls, settle
+from avhb.run.score_phase import cluster_key, score, score_bar, summarize
 from avhb.run.stream import Failures, kept_fields, slim, window_size
 from avhb.score.judges import Judges
 from avhb.score.metric import SampleRecord
@@ -225,7 +225,7 @@ class Evaluator:
         for task in tasks:
             run = runs[task.name]
             if task.name in kept:
-                self.results.tasks[task.name] = before.tasks[task.name]  # nothing to do: see avhb.run.finished
+                self.results.tasks[task.name] = before.tasks[task.name]  # nothing to do: see avhb.resume.finished
                 if not ran:  # a resume with nothing to do leaves results.json as it was
                     self.results.judge_usage = dict(before.judge_usage)
                 print(f"avhb: {task.name}: finished earlier with the same settings; results kept", file=sys.stderr)
@@ -310,7 +310,7 @@ class Evaluator:
         """Generate, score and write one task, a window of samples at a time
         (:mod:`avhb.run.stream`), then summarize it; True when no sample
         failed and every judge verdict was read (the task is finished:
-        avhb.run.finished)."""
+        avhb.resume.finished)."""
         task = run.task
         metrics = [] if self.o.predict_only else task.metrics()
         keep = kept_fields(metrics)

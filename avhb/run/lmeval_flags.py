@@ -30,6 +30,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from avhb.options import DEFAULT_SEED
+
 
 def lm_eval_notes(args: Any, spec: Any) -> list[str]:
     """The notes the lm-eval flags of this command need (module docstring)."""
@@ -57,7 +59,7 @@ def lm_eval_notes(args: Any, spec: Any) -> list[str]:
     if args.seed is not None and len(set(args.seed)) > 1 or (args.seed and args.seed[2] is None):
         py, np_, torch, fewshot = args.seed
         notes.append(f"--seed {','.join(map(str, args.seed))}: python {py} and numpy {np_} seeded at start; the model's "
-                     f"sampling seed is {1234 if torch is None else torch} (+ the repeat)"
+                     f"sampling seed is {DEFAULT_SEED if torch is None else torch} (+ the repeat)"
                      + (" (None: avhb always seeds, so a rerun replays)" if torch is None else "")
                      + f"; few-shot {fewshot}")
     return notes

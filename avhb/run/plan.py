@@ -14,7 +14,7 @@ from avhb.data.sources import DataSource, resolve_source
 from avhb.errors import UserError
 from avhb.registry import Registry
 from avhb.run.notes import first_request_media, gen_kwargs_notes, literal_notes, plan_notes
-from avhb.run.options import RunOptions
+from avhb.options import RunOptions
 from avhb.run.task import Task
 from avhb.score.judges import Judges
 from avhb.run.records import TaskSamples

@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Iterator, Sequence
 from avhb.data.jsonl_rows import JsonlRows
 from avhb.data.sources import DataSource
 from avhb.errors import SampleError, UserError
-from avhb.run.hash_index import HashIndex
-from avhb.run.options import RunOptions, limit_for
+from avhb.runfolder.hash_index import HashIndex
+from avhb.options import RunOptions, limit_for
 from avhb.run.task import Task
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.fewshot import examples_for

@@ -24,10 +24,11 @@ from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller
 from avhb.registry import get_registry
 from avhb.run.driver import SampleContext
-from avhb.run.folder import samples_path
-from avhb.run.generate import TaskRun
+from avhb.runfolder.folder import samples_path
+from avhb.run.generate_phase import TaskRun
 from avhb.run.session import CallSession
-from avhb.run.options import media_plan, options_from_run, read_manifest
+from avhb.options import media_plan
+from avhb.runfolder.manifest import options_from_run, read_manifest
 from avhb.score.judges import JudgeRole
 from avhb.taskdef.index import build_index, load_task
 from avhb.run.task import Task

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from avhb.call.caller import Caller, SpendLimit
 from avhb.model.backend import Backend, BackendSpec, create_backend
-from avhb.run.journal import Journal
+from avhb.runfolder.journal import Journal
 from avhb.score.judges import Judges
 
 

@@ -3,7 +3,7 @@
 A window is a run of consecutive records, every repeat of a sample in the
 same window (lm-eval's filter pipelines take a sample's repeats together).
 Each window is generated, scored and appended to the task's samples file
-(:meth:`avhb.run.folder.RunFolder.samples_file`: put in place when the task
+(:meth:`avhb.runfolder.folder.RunFolder.samples_file`: put in place when the task
 ends), then its records are reduced to what the task's aggregates read
 (:func:`slim`).  So a task holds its records whole for one window only:
 the prompt, the reply's metadata and the document of a sample already

@@ -59,7 +59,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from avhb.run.hash_index import HashIndex, key_hash
+from avhb.runfolder.hash_index import HashIndex, key_hash
 
 
 def nearest_rank(values: Iterable[float], q: float) -> float | None:

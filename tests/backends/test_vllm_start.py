@@ -118,7 +118,7 @@ async def test_a_failed_start_ends_the_run_through_the_caller_with_one_start(mon
     the run; the other calls get the same error with no second start."""
     from avhb.call.caller import Caller
     from avhb.model.messages import text_request
-    from avhb.run.journal import Journal
+    from avhb.runfolder.journal import Journal
 
     mod = _stand_in_vllm(monkeypatch, _failing_engine_core)
     backend = VLLMBackend(BackendSpec("vllm", "/models/tiny", {"max_model_len": 64}))

@@ -169,7 +169,7 @@ def seed_run(world: Path, env: dict[str, str]) -> Path:
 def _hold_lock(world: Path, case: Path) -> None:
     run = case / "run"
     ready = case / "held"
-    code = ("import sys, time; from avhb.run.lock import RunLock; l = RunLock(sys.argv[1]); l.acquire(); "
+    code = ("import sys, time; from avhb.runfolder.lock import RunLock; l = RunLock(sys.argv[1]); l.acquire(); "
             "open(sys.argv[2], 'w').write('1'); time.sleep(600)")
     proc = subprocess.Popen([sys.executable, "-c", code, str(run), str(ready)])
     (case / "holder.pid").write_text(str(proc.pid))

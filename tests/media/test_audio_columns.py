@@ -280,7 +280,7 @@ def test_a_video_column_is_a_file_on_this_machine(tmp_path):
 def test_the_samples_file_names_the_audio_not_its_bytes(clips):
     """A run's samples line shows the value by its path (the doc's other
     fields as they are), never its bytes or the decoded samples."""
-    from avhb.run.folder import _default
+    from avhb.runfolder.folder import _default
 
     text = json.dumps({"audio": AudioDecoder("speech.wav", clips["speech.wav"].read_bytes(), 16000)},
                       default=_default)

@@ -11,7 +11,7 @@ from avhb.model.backend import Capabilities
 from avhb.model.messages import AudioPart, Message, Request, TextPart, VideoPart
 from avhb.media.materialize import MediaPlan, materialize
 from avhb.media.spec import MediaSpec
-from avhb.run.options import parse_ablations
+from avhb.options import parse_ablations
 from tests.fixtures.make_test_media import make_video, tone_track
 
 ALL = Capabilities(images=16, video=True, audio=True)

@@ -23,7 +23,7 @@ import pytest
 
 from avhb.plugins.metrics.filters import FormatSpan, MultiChoiceRegex, RegexPos, StripThinking
 from avhb.registry import get_registry
-from avhb.run.scoring import score
+from avhb.run.score_phase import score
 from avhb.run.task import Task
 from avhb.score.metric import Filter, SampleRecord, ScoreContext
 from avhb.score.peer_filter import PeerFilter, is_peer_filter, registered_by_peer

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from avhb.run.results import RunResults, TaskResult
+from avhb.runfolder.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate, mean_stderr
 from avhb.score.clusters import ClusterKey
 from avhb.score.metric import HEADLINE, MetricInfo, SampleRecord

@@ -3,7 +3,7 @@ import math
 import xml.etree.ElementTree as ET
 
 from avhb.report.result_charts import breakdown_charts, families, family_charts
-from avhb.run.results import RunResults
+from avhb.runfolder.results import RunResults
 from avhb.report.svg_charts import Chart, Panel, Series, render_svg
 
 

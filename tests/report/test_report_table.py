@@ -1,7 +1,7 @@
 """Plain-text results table and the reader of results.json's flat form."""
 from avhb.report.numbers import fmt_cell, fmt_number
 from avhb.report.table import format_results_table
-from avhb.run.results import cells_of
+from avhb.runfolder.results import cells_of
 from avhb.score.aggregate import Aggregate as Cell
 
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from avhb.run.results import RunResults
+from avhb.runfolder.results import RunResults
 from tests.conftest import run_cli
 
 

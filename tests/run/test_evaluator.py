@@ -190,7 +190,7 @@ def test_resume_after_sigkill_matches_uninterrupted_run(testpack, tmp_path):
 
 
 def test_torn_journal_line_is_skipped(tmp_path):
-    from avhb.run.journal import Journal
+    from avhb.runfolder.journal import Journal
 
     j = Journal(tmp_path)
     j.put("responses", "k1", {"response": "a"})

@@ -16,7 +16,7 @@ import pytest
 
 from avhb.errors import UserError
 from avhb.registry import get_registry
-from avhb.run.scoring import score
+from avhb.run.score_phase import score
 from avhb.run.task import Task
 from avhb.score.metric import SampleRecord
 from avhb.taskdef.config import TaskConfig, resolve_file

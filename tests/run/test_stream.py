@@ -215,7 +215,7 @@ def test_a_replay_keeps_one_window_and_counts_every_missing_answer(testpack, tmp
     """``avhb score`` replays the task in one window: answers missing from
     two windows' worth of samples are all counted in the one error."""
     from avhb.run.evaluator import NotInRunJournal
-    from avhb.run.options import options_from_run
+    from avhb.runfolder.manifest import options_from_run
 
     _run(tmp_path, "run", monkeypatch, 10_000)
     journal = tmp_path / "run" / "journal" / "responses.jsonl"

@@ -187,7 +187,7 @@ def test_scipy_is_loaded_by_a_comparison_only():
     import subprocess
     import sys
 
-    code = ("import sys; import avhb.score.stats, avhb.score.uncertainty, avhb.run.scoring, avhb.run.results, "
+    code = ("import sys; import avhb.score.stats, avhb.score.uncertainty, avhb.run.score_phase, avhb.runfolder.results, "
             "avhb.report.html, avhb.report.compare; from avhb.cli import main; main(['list', 'tasks']); "
             "print('SCIPY', 'scipy' in sys.modules); avhb.score.stats.paired_test([1.0, 0.0], [0.0, 0.0]); "
             "print('AFTER', 'scipy' in sys.modules)")

@@ -9,7 +9,7 @@ import math
 import pytest
 from statsmodels.stats.proportion import proportion_confint
 
-from avhb.run.results import RunResults, TaskResult
+from avhb.runfolder.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate, mean_stderr, pooled_mean
 from avhb.score.aggregations import Aggregation
 from avhb.score.clusters import ClusterKey

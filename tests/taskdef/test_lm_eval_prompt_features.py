@@ -11,7 +11,7 @@ from PIL import Image
 
 from avhb.errors import SampleError
 from avhb.registry import get_registry
-from avhb.run.options import RunOptions, media_plan
+from avhb.options import RunOptions, media_plan
 from avhb.run.task import Task
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.requests import build_request

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from avhb.registry import get_registry
-from avhb.run.options import RunOptions, media_plan
+from avhb.options import RunOptions, media_plan
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.requests import build_request
 from avhb.run.task import Task

@@ -19,7 +19,7 @@ from avhb.media.spec import MediaSpec
 from avhb.model.backend import Capabilities, create_backend
 from avhb.model.messages import AudioPart, TextPart, VideoPart
 from avhb.registry import get_registry
-from avhb.run.journal import Journal
+from avhb.runfolder.journal import Journal
 from avhb.score.judges import Judges, parse_judge_bindings
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.taskdef.index import build_index, load_task
@@ -354,7 +354,7 @@ ARMS = {"": ("video", "audio", "boxes"), "no_audio": ("video", "boxes"), "no_box
 
 @pytest.mark.parametrize("arm", list(ARMS))
 def test_each_arm_request_parts(arm):
-    from avhb.run.options import parse_ablations
+    from avhb.options import parse_ablations
 
     t = task("anchor_refined")
     spec = MediaSpec.from_dict(t.cfg.get("media"))
@@ -389,7 +389,7 @@ def test_frame_size_null_keeps_the_source_size():
     """``--media frame_size=null`` (the option to keep the source size): the
     sample pack's 160x120 clip is sent at 160x120, boxes drawn at source
     pixels; the default scales it to upstream's 512x384."""
-    from avhb.run.options import RunOptions, media_plan
+    from avhb.options import RunOptions, media_plan
 
     t = task("anchor_refined")
     doc = data.load(SAMPLE, {"dataset_kwargs": {"file": "anchor_refined.jsonl"}})[0]

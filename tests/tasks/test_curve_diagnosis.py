@@ -98,7 +98,7 @@ class TwoPathJudge(Backend):
 
 
 async def _two_paths(hint_reply=None, max_rounds=5):
-    from avhb.run.journal import Journal
+    from avhb.runfolder.journal import Journal
     from avhb.score.judges import Judges
     import tempfile
 
@@ -332,7 +332,7 @@ def test_round_limit_is_respected(run_dir, tmp_path):
 
 
 async def test_unparsable_node_check_stops_the_walk_and_is_counted():
-    from avhb.run.journal import Journal
+    from avhb.runfolder.journal import Journal
     from avhb.score.judges import Judges
 
     logs: list = []

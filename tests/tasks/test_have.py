@@ -12,7 +12,7 @@ import pytest
 
 from avhb.errors import SampleError, UserError
 from avhb.model.messages import AudioPart, ImagePart, TextPart
-from avhb.run.results import RunResults, TaskResult
+from avhb.runfolder.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.taskdef.index import build_index, load_task
 from avhb.tasks.have import hooks, interaction, items

@@ -14,7 +14,7 @@ from PIL import Image
 from avhb.errors import UserError
 from avhb.model.backend import Backend, BackendSpec, Capabilities
 from avhb.model.messages import ImagePart, Response
-from avhb.run.journal import Journal
+from avhb.runfolder.journal import Journal
 from avhb.score.judges import Judges, parse_judge_bindings
 from avhb.tasks.mmlongcite import build, commands
 from tests.conftest import run_cli
