@@ -67,7 +67,6 @@ import os
 import re
 import resource
 import shlex
-import shutil
 import signal
 import subprocess
 import sys
@@ -100,15 +99,18 @@ MODULES: dict[str, Target] = {
         note="the call key and the journal-hit decision"),
     # the content fingerprint every media part of a call key (and the media cache's key) holds
     "fingerprints": Target("avhb/media/fingerprints.py", (
-        "tests/media/test_fingerprint_while_hashed.py", "tests/media/test_fingerprint_edges.py", "tests/media/test_fingerprints.py", "tests/call/test_caller.py",
-        "tests/resume/test_stale_media.py")),
+        "tests/media/test_fingerprint_while_hashed.py", "tests/media/test_fingerprint_edges.py",
+        "tests/media/test_fingerprints.py", "tests/call/test_caller.py", "tests/resume/test_stale_media.py")),
     "finished": Target("avhb/resume/finished.py", (
-        "tests/resume/test_finished_edges.py", "tests/resume/test_fingerprint_options.py", "tests/resume/test_resume_decisions.py", "tests/resume/test_stale_media.py",
+        "tests/resume/test_finished_edges.py", "tests/resume/test_fingerprint_options.py",
+        "tests/resume/test_resume_decisions.py", "tests/resume/test_stale_media.py",
         "tests/run/test_evaluator.py", "tests/runfolder/test_run_folder.py")),
     # the one-configuration rule: which differences in a run folder are refused, re-scored or said
     "settings": Target("avhb/resume/setting_kinds.py", (
-        "tests/resume/test_settings_edges.py", "tests/resume/test_fingerprint_options.py", "tests/runfolder/test_full_disk.py", "tests/resume/test_one_configuration.py", "tests/cluster/test_merge_accounting.py",
-        "tests/resume/test_resume_decisions.py", "tests/resume/test_stale_media.py", "tests/cluster/test_shard_how_settings.py")),
+        "tests/resume/test_settings_edges.py", "tests/resume/test_fingerprint_options.py",
+        "tests/runfolder/test_full_disk.py", "tests/resume/test_one_configuration.py",
+        "tests/cluster/test_merge_accounting.py", "tests/resume/test_resume_decisions.py",
+        "tests/resume/test_stale_media.py", "tests/cluster/test_shard_how_settings.py")),
     "parsers": Target("avhb/score/parsers.py", (
         "tests/score/test_parsers.py", "tests/score/test_letter_agreement.py", "tests/score/test_judge_reply_corpus.py",
         "tests/score/test_judge_fencing.py", "tests/plugins/test_metrics_likert.py",
@@ -321,7 +323,6 @@ def _cosmic_ray() -> list[str]:
 def run_module(name: str, target: Target, work: Path, all_operators: bool, fresh: bool,
                retest: bool = False) -> Outcome:
     from cosmic_ray.work_db import WorkDB, use_db
-    from cosmic_ray.work_item import TestOutcome, WorkerOutcome, WorkResult
 
     path = ROOT / target.path
     out = Outcome(name, target.path)
@@ -378,7 +379,7 @@ def run_module(name: str, target: Target, work: Path, all_operators: bool, fresh
     except KeyboardInterrupt:
         restorer.restore()
         raise SystemExit(f"mutation: stopped ({'signal %s' % stop['signal'] if stop['signal'] else 'interrupted'});"
-                         f" {target.path} restored; the same command resumes")
+                         f" {target.path} restored; the same command resumes") from None
     finally:
         restorer.restore()
         if server is not None:
@@ -557,7 +558,6 @@ def _diff_of(m) -> str:
 
     import cosmic_ray.plugins
     from cosmic_ray.mutating import mutate_code
-    from cosmic_ray.ast import get_ast
 
     path = ROOT / m.module_path
     code = path.read_text()

@@ -33,7 +33,6 @@ lmms-eval's figures are still printed.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 import sys

@@ -90,7 +90,7 @@ def _check_reads(klass):
         return out
 
     checked._checks_reads = True
-    setattr(klass, "aggregate", checked)
+    klass.aggregate = checked
 
 
 @pytest.fixture(autouse=True)

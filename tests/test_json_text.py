@@ -17,7 +17,7 @@ OBJECTS = [
     "top-level string \u2028 with a line separator",
     17,
     None,
-    {1: "int key", 2.5: "float key", True: "bool key", None: "none key"},
+    {1: "int key", 2.5: "float key", False: "bool key", None: "none key"},
     ("a", "tuple"),
     {"path": Path("/tmp/x"), "set": {3}},
     {"deep": [[[[[[{"x": [1]}]]]]]]},

@@ -119,7 +119,7 @@ def list_index(what: str, registry=None, as_json: bool = False) -> int:
         out = [f"{name}\t{info['benchmark']}\t{','.join(info['tags'])}" for name, info in sorted(rows.items())]
         sys.stdout.write("\n".join(out) + ("\n" if out else ""))
     else:
-        for name, info in sorted(rows.items()):
+        for name in sorted(rows):
             print(f"{name}\t{len(index.group_members(name))} tasks")
     return 0
 

@@ -12,7 +12,7 @@ from typing import Any
 
 # Bound now, not lazily: ``probe`` is also a submodule's name, and importing
 # ``avhb.media.probe`` would otherwise leave the module here in its place.
-from avhb.media.probe import MediaInfo, probe
+from avhb.media.probe import MediaInfo, probe  # noqa: F401
 
 _EXPORTS = {
     "MediaInfo": "probe", "probe": "probe",

@@ -33,7 +33,7 @@ from typing import Any
 from avhb.atomic import write_atomic
 from avhb.errors import UserError
 from avhb.report.htmlkit import esc, page
-from avhb.report.numbers import fmt_cell, fmt_number
+from avhb.report.numbers import fmt_cell
 from avhb.report.paired import (Pairing, TaskLines, compare_metric, group_lines, lmms_cells, lmms_task_of,
                                 read_lmms_samples, read_samples_file)
 from avhb.runfolder.results import RunResults, TaskResult

@@ -90,7 +90,8 @@ tr.first td{border-top:1px solid #aab3bf}
 figure.chart{margin:0;padding:8px;border:1px solid var(--line);border-radius:6px;background:#fff;max-width:100%}
 figure.chart svg{display:block;max-width:100%;height:auto}
 figure.chart figcaption{font-size:12px;color:var(--muted)}
-pre{background:var(--soft);padding:8px 10px;border-radius:4px;white-space:pre-wrap;word-break:break-word;margin:4px 0;font-size:12.5px;max-height:420px;overflow:auto}
+pre{background:var(--soft);padding:8px 10px;border-radius:4px;white-space:pre-wrap;word-break:break-word;margin:4px 0;
+    font-size:12.5px;max-height:420px;overflow:auto}
 details>summary{cursor:pointer}
 tr.diag td{color:var(--muted)}
 td.about{color:var(--muted);font-size:12.5px;max-width:360px}

@@ -40,7 +40,7 @@ from typing import Any, Hashable, Iterator, Mapping
 from avhb.errors import UserError
 from avhb.score.aggregate import Aggregate
 from avhb.score.clusters import MISSING, ClusterKey
-from avhb.score.stats import UNPAIRED_Z, Difference, as_float, paired_test, plain_se, unpaired_test
+from avhb.score.stats import UNPAIRED_Z, Difference, paired_test, plain_se, unpaired_test
 
 Key = tuple[str, int]  # (sample id, repeat)
 LMMS_SAMPLES = re.compile(r"^(?P<date>.+?)_samples_(?P<task>.+)\.jsonl$")

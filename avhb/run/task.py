@@ -102,6 +102,7 @@ class Task(TaskPrompts):
         self.num_fewshot: int | None = None  # --num_fewshot (see with_num_fewshot)
         self.model_name: str | None = None  # the run's backend kind: lmms_eval_specific_kwargs' model entry
         self._memo: dict[tuple, Any] = {}  # per-task settings read once per (setting, num_fewshot, model_name)
+        self._hooks: dict[str, Callable] = {}  # hook() imports, one per dotted name
         self.columns: frozenset[str] | None = None  # the loaded data's columns (None: not known; see _field)
         self.output_path: str | None = None  # the run folder (see in_folder)
 
@@ -117,8 +118,15 @@ class Task(TaskPrompts):
             return value
 
     # -- hooks -------------------------------------------------------------
-    @functools.lru_cache(maxsize=None)
     def hook(self, dotted: str) -> Callable:
+        """The hook ``dotted`` names, imported once per task (kept on the task, so it goes with it)."""
+        try:
+            return self._hooks[dotted]
+        except KeyError:
+            fn = self._hooks[dotted] = self._import_hook(dotted)
+            return fn
+
+    def _import_hook(self, dotted: str) -> Callable:
         try:
             return import_path(self.cfg.hook_path(dotted))
         except UserError:

@@ -107,7 +107,8 @@ class RunFolderLocked(UserError):
     def __init__(self, folder: Path, holder: LockHolder | None):
         who = holder.describe() if holder else "another process"
         age = holder.lease_age() if holder else None
-        lease = f", its lease renewed {max(age, 0):.0f} s ago" if age is not None and holder is not None and holder.host != socket.gethostname() else ""
+        lease = (f", its lease renewed {max(age, 0):.0f} s ago"
+                 if age is not None and holder is not None and holder.host != socket.gethostname() else "")
         super().__init__(f"{folder} is in use by {who}{lease}: wait for it to finish, or use another --output-dir")
         self.holder = holder
 

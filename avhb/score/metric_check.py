@@ -19,7 +19,6 @@ takes any option (passed to the module's ``compute``)."""
 from __future__ import annotations
 
 import ast
-import importlib
 from pathlib import Path
 from typing import Any
 

@@ -250,7 +250,8 @@ _FINAL_PREFIX = r"(?:(?:my|the|your)\s+)?(?:final|overall|ultimate)\s+|最终|�
                 r"|endgültige[rs]?\s+|finale[rs]?\s+"
 _FINAL_SUFFIX = r"\s+(?:final(?:e|es)?|finaux|definitiva?)"
 # between a label and its value; spaces are bounded so that a run of white space costs linear time
-_SEP = r"[*_]*[ \t]{0,4}(?:\([^)\n]{0,40}\))?[*_\"']*[ \t]{0,4}(?:[:=\uff1a\uff1d]|[-\u2013\u2014](?=\s)|[是为為は](?![否]))"  # 答案是B, 答案：B (a full-width colon)
+# 答案是B, 答案：B (a full-width colon)
+_SEP = r"[*_]*[ \t]{0,4}(?:\([^)\n]{0,40}\))?[*_\"']*[ \t]{0,4}(?:[:=\uff1a\uff1d]|[-\u2013\u2014](?=\s)|[是为為は](?![否]))"
 
 # labels of a yes/no verdict ("response" is not one: a judge quoting the response would give a verdict)
 VERDICT_LABELS = (

@@ -31,11 +31,13 @@ _TABLE = [
     Locale("es-MX", "Spanish", "Responde la pregunta de forma concisa en español.",
            "Razona paso a paso, citando lo que ves en el video con marcas de tiempo (mm:ss), y da la respuesta final en la última línea."),
     Locale("fr-FR", "French", "Répondez à la question de manière concise, en français.",
-           "Raisonnez étape par étape en citant ce que vous voyez dans la vidéo avec des horodatages (mm:ss), puis donnez la réponse finale sur la dernière ligne."),
+           "Raisonnez étape par étape en citant ce que vous voyez dans la vidéo avec des horodatages (mm:ss), "
+           "puis donnez la réponse finale sur la dernière ligne."),
     Locale("hi-IN", "Hindi", "प्रश्न का उत्तर संक्षेप में हिंदी में दीजिए।",
            "चरण-दर-चरण सोचिए, वीडियो में जो दिखता है उसे समय (मिनट:सेकंड) के साथ बताइए, फिर अंतिम पंक्ति में अंतिम उत्तर दीजिए।"),
     Locale("id-ID", "Indonesian", "Jawablah pertanyaan ini secara singkat dalam bahasa Indonesia.",
-           "Berpikirlah langkah demi langkah, sebutkan apa yang Anda lihat di video beserta waktunya (mm:dd), lalu berikan jawaban akhir di baris terakhir."),
+           "Berpikirlah langkah demi langkah, sebutkan apa yang Anda lihat di video beserta waktunya (mm:dd), "
+           "lalu berikan jawaban akhir di baris terakhir."),
     Locale("it-IT", "Italian", "Rispondi alla domanda in modo conciso, in italiano.",
            "Ragiona passo dopo passo, citando ciò che vedi nel video con i minutaggi (mm:ss), poi dai la risposta finale nell'ultima riga."),
     Locale("ja-JP", "Japanese", "質問に日本語で簡潔に答えてください。",

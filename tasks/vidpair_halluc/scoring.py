@@ -178,7 +178,7 @@ def tally_sample(items: Sequence[BinaryItem], mode: str = "avhb", unknown: str =
         return it.gold if upstream_clip else yes_no(it.gold)
 
     answers = [(it, pred(it), gold(it)) for it in items if it.reply is not None]  # failed rows: no answer
-    for it, p, g in answers:
+    for _it, p, g in answers:
         answered = p in ("yes", "no")
         if g == "yes":
             t.gt_yes_all += 1

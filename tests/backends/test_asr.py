@@ -144,7 +144,6 @@ def test_tiny_en_is_used_in_place():
 
 from avhb.model.backend import parse_backend_spec  # noqa: E402
 from avhb.model.messages import Message, Request, TextPart  # noqa: E402
-from avhb.model_backends import cascade as cascade_mod  # noqa: E402
 from avhb.model_backends.cascade import CascadeBackend, split_cascade_args  # noqa: E402
 from avhb.model_backends.plugin import avhb_backends  # noqa: E402
 

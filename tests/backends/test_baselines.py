@@ -11,9 +11,9 @@ from avhb.errors import UserError
 from avhb.model.messages import AudioPart, Message, Request, TextPart, text_request
 from avhb.model_backends.baselines import RandomBackend, ScriptedBackend, option_replies, prompt_text
 from avhb.model_backends.plugin import avhb_backends
+from avhb.registry import import_path
 
 BACKENDS = avhb_backends()
-from avhb.registry import import_path
 
 
 def mcq(question: str, choices: list[str], key: str = "", lettered: bool = True) -> Request:

@@ -161,9 +161,11 @@ def test_aimd_halves_once_per_epoch_and_grows_by_one():
     assert lim.limit == 1
     lim.on_success()
     assert lim.limit == 2
-    lim.on_success(); lim.on_success()
+    lim.on_success()
+    lim.on_success()
     lim.on_rate_limited(lim.epoch)  # a 429 resets the success streak
-    lim.on_success(); lim.on_success()
+    lim.on_success()
+    lim.on_success()
     assert lim.limit == 1
     for _ in range(100):
         lim.on_success()

@@ -392,7 +392,7 @@ def server(work, models):
                     break
             except OSError:
                 if time.monotonic() > deadline:
-                    raise AssertionError(f"vLLM server not up after 300 s:\n{_tail(log)}")
+                    raise AssertionError(f"vLLM server not up after 300 s:\n{_tail(log)}") from None
                 time.sleep(1)
         assert served == [name]
         yield {"name": name, "base_url": base, "log": log}

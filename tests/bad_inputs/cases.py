@@ -303,7 +303,8 @@ CASES: list[Case] = [
     Case("removed_metric_option", _t("b_metric_option"), 2, ["errors_count_as_wrong was removed"]),
     Case("judge_role_without_prompt", _t("b_judge_prompt"), 2, ["judge role 'scorer' needs a prompt"]),
     Case("judge_unknown_parser", _t("b_judge_parser"), 2, ["judge role 'scorer': unknown parser 'telepathy'"]),
-    Case("judge_prompt_file_missing", _t("b_judge_file"), 2, ["b_judge_file.yaml:12: judges.scorer.prompt_file: prompt file 'prompts/none.txt' not found"]),
+    Case("judge_prompt_file_missing", _t("b_judge_file"), 2,
+         ["b_judge_file.yaml:12: judges.scorer.prompt_file: prompt file 'prompts/none.txt' not found"]),
     Case("unknown_task", ["--tasks", "bad/nosuch", *RUN], 2, ["unknown task or group 'bad/nosuch'"]),
     # -- data files
     Case("jsonl_row_not_object", _data("notobj.jsonl"), 2, ["notobj.jsonl:2: a row must be a JSON object", "got list"]),

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from benchmarks.pairing import Case, Paired, Run, run_process, run_rounds, schedule, spread
+from benchmarks.pairing import Case, Run, run_process, run_rounds, schedule, spread
 
 
 def test_schedule_alternates_forward_and_backward():

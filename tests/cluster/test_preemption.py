@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import re

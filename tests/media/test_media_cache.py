@@ -7,7 +7,7 @@ import pytest
 
 from avhb.errors import SampleError
 from avhb.media import (FrameSpec, MediaCache, cached_load_audio, cached_sample_frames,
-                        default_cache_dir, fingerprint, load_audio, sample_frames)
+                        default_cache_dir, fingerprint, load_audio)
 
 
 def entries(root):

@@ -2,7 +2,6 @@
 backend; capability adaptations are explicit and recorded."""
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import pytest

@@ -25,7 +25,7 @@ from avhb.plugins.metrics.filters import FormatSpan, MultiChoiceRegex, RegexPos,
 from avhb.registry import get_registry
 from avhb.run.score_phase import score
 from avhb.run.task import Task
-from avhb.score.metric import Filter, SampleRecord, ScoreContext
+from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.score.peer_filter import PeerFilter, is_peer_filter, registered_by_peer
 from avhb.taskdef import include_path as include
 from avhb.taskdef.config import TaskConfig

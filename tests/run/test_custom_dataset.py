@@ -6,7 +6,6 @@ mapping of split -> rows; ``avhb prepare`` has nothing to fetch."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -37,11 +37,11 @@ def _folder(tmp_path: Path) -> Path:
         """
     (folder / "text.yaml").write_text(textwrap.dedent(common) + "task: text\n")
     (folder / "zero.yaml").write_text(textwrap.dedent(common) + "task: zero\nnum_fewshot: 0\n")
-    (folder / "pics.yaml").write_text(textwrap.dedent(common) + textwrap.dedent(f"""\
+    (folder / "pics.yaml").write_text(textwrap.dedent(common) + textwrap.dedent("""\
         task: pics
         num_fewshot: 1
-        description: "Name the {{{{q}}}} colour."
-        media: {{images: img}}
+        description: "Name the {{q}} colour."
+        media: {images: img}
         """))
     return folder
 

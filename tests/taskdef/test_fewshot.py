@@ -12,7 +12,7 @@ import pytest
 
 from avhb.errors import SampleError, UserError
 from avhb.media.spec import MediaSpec
-from avhb.model.messages import ImagePart, TextPart, VideoPart
+from avhb.model.messages import TextPart, VideoPart
 from avhb.taskdef.config import TaskConfig
 from avhb.taskdef.fewshot import Sampler, examples_for, settings
 from avhb.taskdef.prompt import as_chat, as_text

@@ -291,7 +291,7 @@ def test_index_api_in_process(site, monkeypatch):
     """The same entry points, in this process: build_index, load_task, from_cache."""
     from avhb.registry import get_registry
     from avhb.taskdef.index import build_index
-    from avhb.taskdef.index import build_index, load_task
+    from avhb.taskdef.index import load_task
 
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.setenv("AVHB_PLUGINS", ONLY_INCR)
@@ -360,7 +360,6 @@ def test_yaml_error_line_comes_from_the_marked_parse(tmp_path):
 def test_damaged_cache_file_is_rebuilt_not_trusted(site, monkeypatch):
     from avhb.paths import cache_dir
     from avhb.registry import get_registry
-    from avhb.taskdef.index import build_index
     from avhb.taskdef.index import build_index
 
     monkeypatch.syspath_prepend(str(site))

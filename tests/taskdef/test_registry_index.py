@@ -64,9 +64,11 @@ def test_index_is_cached_and_invalidated_by_file_change(testpack_copy):
 
 def test_list_tasks_imports_no_hooks_or_heavy_modules(testpack):
     code = ("import sys; from avhb.cli import main; main(['list','tasks']); "
-            "bad=[m for m in ('avhb_testpack.tasks.qa.hooks','torch','datasets','jsonschema','numpy','openai','avhb.run.evaluator') if m in sys.modules]; "
+            "bad=[m for m in ('avhb_testpack.tasks.qa.hooks','torch','datasets','jsonschema','numpy','openai',"
+            "'avhb.run.evaluator') if m in sys.modules]; "
             "print('IMPORTED', bad)")
-    import subprocess, sys
+    import subprocess
+    import sys
     env = dict(os.environ, PYTHONPATH=str(testpack))
     subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)  # warm the index
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)

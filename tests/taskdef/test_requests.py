@@ -2,8 +2,9 @@
 merged with --media)."""
 from __future__ import annotations
 
-from pathlib import Path
+import pytest
 
+from avhb.errors import SampleError
 from avhb.registry import get_registry
 from avhb.options import RunOptions, media_plan
 from avhb.taskdef.config import TaskConfig
@@ -74,10 +75,6 @@ def test_speech_language_comes_from_the_task_and_reaches_whisper(tmp_path, monke
 
 
 # ---------------------------------------------------------------- issue 15, defect 10: confined media paths
-
-import pytest
-
-from avhb.errors import SampleError
 
 
 @pytest.mark.parametrize("path", ["../../outside/private.mp4", "/etc/private.mp4", "sub/../../x.mp4"])

@@ -9,7 +9,7 @@ import pytest
 from avhb.errors import UserError
 from avhb.taskdef.config import resolve_file
 from avhb.taskdef.yaml_file import read_yaml
-from avhb.taskdef.yaml_include import expand_family, load_with_includes
+from avhb.taskdef.yaml_include import expand_family
 
 
 def write(folder: Path, name: str, text: str) -> Path:

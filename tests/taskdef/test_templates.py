@@ -173,7 +173,8 @@ def test_validate_reports_every_error_of_a_file(tmp_path):
     "{{question}}", "{{ question }}\nOptions:\n{{ meta.options.0 }}", "{{- q -}} and {{q-}}", "{{ not }}",
     "{{ a }}}", "{{{ a }}", "{{ a {{ b }}", "{{ a.__class__ }}", "{{ a._x }}", "{{ _a }}", "{{ a.1b }}",
     "{{ a }} {% if b %}x{% endif %}", "{{ a }} {# note #}", "{{ a | upper }}", "{{ a }", "plain } text {",
-    "{{ a.b_c }} {{ A9 }}", "{{\ta\n}}", "{{ a. b }}", "{{ a..b }}", "{{ 1a }}", "{{ a.1.b }}", "{{ a.01 }}", "{{ a.1_0 }}", "{{ notes }}", "{{ not}}",
+    "{{ a.b_c }} {{ A9 }}", "{{\ta\n}}", "{{ a. b }}", "{{ a..b }}", "{{ 1a }}", "{{ a.1.b }}", "{{ a.01 }}",
+    "{{ a.1_0 }}", "{{ notes }}", "{{ not}}",
 ])
 def test_the_plain_field_fast_path_agrees_with_the_parser(source):
     from avhb.taskdef.templates import _check_parsed, check_template

@@ -17,7 +17,7 @@ from avhb.errors import UserError
 from avhb.media.materialize import MediaPlan, materialize
 from avhb.media.spec import MediaSpec
 from avhb.model.backend import Capabilities, create_backend
-from avhb.model.messages import AudioPart, TextPart, VideoPart
+from avhb.model.messages import AudioPart, VideoPart
 from avhb.registry import get_registry
 from avhb.runfolder.journal import Journal
 from avhb.score.judges import Judges, parse_judge_bindings

@@ -4,7 +4,6 @@ the sample pack script."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ from avhb.errors import SampleError, UserError
 from avhb.media.materialize import MediaPlan, materialize
 from avhb.media.spec import MediaSpec
 from avhb.model.backend import Capabilities
-from avhb.model.messages import ImagePart, Request, TextPart
+from avhb.model.messages import ImagePart, Request
 from avhb.score.metric import SampleRecord, ScoreContext
 from avhb.tasks.mmlongcite import data, hooks, make_sample, metrics
 from tests.conftest import run_cli

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from avhb.errors import UserError
-from avhb.model.backend import Backend, BackendSpec, Capabilities
+from avhb.model.backend import Backend, Capabilities
 from avhb.model.messages import ImagePart, Response
 from avhb.runfolder.journal import Journal
 from avhb.score.judges import Judges, parse_judge_bindings

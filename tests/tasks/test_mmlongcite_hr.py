@@ -17,7 +17,7 @@ from avhb.media.boxes import _font
 from avhb.media.grid import grid_shape
 from avhb.model.messages import ImagePart, TextPart
 from avhb.tasks.mmlongcite import hooks, hr
-from tests.tasks.test_mmlongcite import KW, SAMPLE, load, write_rows
+from tests.tasks.test_mmlongcite import SAMPLE, load, write_rows
 
 
 def yellow(a: np.ndarray) -> np.ndarray:

@@ -6,7 +6,6 @@ citation score undecided, the format error read from ``cor``'s own
 record, and each answer's error flag."""
 from __future__ import annotations
 
-import pytest
 
 from tests.scripted_judges import TableJudges as Judges
 from avhb.score.metric import SampleRecord, ScoreContext

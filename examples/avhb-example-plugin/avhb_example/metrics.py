@@ -1,6 +1,5 @@
 """Token F1 between the (filtered) response and the target, SQuAD-style:
 lower-case, punctuation and articles removed, bag-of-words overlap."""
-import re
 import string
 from collections import Counter
 

@@ -510,7 +510,7 @@ def compare_requests(row: Row, task: RealTask, theirs: dict[int, dict], ours: di
                 continue
             if key == "seed" and va is None:
                 accepted.add(f"seed {vb} sent by avhb only (its run seed, on purpose)")
-            elif key == "top_p" and {va, vb} <= {None, 1, 1.0}:
+            elif key == "top_p" and {va, vb} <= {None, 1.0}:
                 accepted.add(f"top_p {va if va is not None else vb} sent by "
                              f"{'lmms-eval' if va is not None else 'avhb'} only (1.0: no effect)")
             else:
