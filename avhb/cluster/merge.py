@@ -52,7 +52,8 @@ from avhb.cluster.shard import Shard
 from avhb.errors import UserError
 from avhb.options import DEFAULT_MAX_ERRORS
 from avhb.resume.setting_kinds import HOW, Difference, compare
-from avhb.runfolder.folder import RunFolder, samples_path, write_json_atomic
+from avhb.runfolder.folder import RunFolder, write_json_atomic
+from avhb.runfolder.layout import samples_path
 from avhb.runfolder.journal import Journal, JournalUnion
 from avhb.runfolder.lock import RunFolderLocked, RunLock
 from avhb.runfolder.manifest import read_manifest

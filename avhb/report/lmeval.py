@@ -57,7 +57,8 @@ from typing import Any, Iterator
 
 from avhb.errors import UserError
 from avhb.redact import redact
-from avhb.runfolder.folder import samples_path, write_atomic, write_json_atomic
+from avhb.runfolder.folder import write_atomic, write_json_atomic
+from avhb.runfolder.layout import samples_path
 from avhb.runfolder.results import RunResults
 from avhb.score.metric import DIAGNOSTIC, HEADLINE
 

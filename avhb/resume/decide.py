@@ -15,9 +15,11 @@ from avhb.call.caller import KEY_SCHEME
 from avhb.errors import UserError
 from avhb.resume.finished import file_stamp, task_digest, why_not
 from avhb.runfolder.folder import RunFolder
+from avhb.runfolder.layout import results_file
+from avhb.runfolder.previous import keep_previous
 from avhb.options import RunOptions
 from avhb.runfolder.results import TaskResult
-from avhb.resume.setting_kinds import CALLS, HOW, SCORING, SELECTION, compare, invocation, keep_previous, refusal
+from avhb.resume.setting_kinds import CALLS, HOW, SCORING, SELECTION, compare, invocation, refusal
 
 
 def kept_and_rerun(names: list[str], before: dict[str, TaskResult], recorded: dict[str, Any],
@@ -80,7 +82,7 @@ def settle(folder: RunFolder, manifest: dict[str, Any], recorded: dict[str, Any]
     for task, why in rerun.items():
         print(f"avhb: note: {task}: finished earlier, but {why}: running it again (the journal answers every "
               "call already made)", file=sys.stderr)
-    if (said or rerun) and (root / "results.json").is_file():
+    if (said or rerun) and results_file(root).is_file():
         where = keep_previous(root, recorded)
         print(f"avhb: note: {root}: the results this run replaces are kept in {root / where}/ "
               "(run.json 'previous')", file=sys.stderr)

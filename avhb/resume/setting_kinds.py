@@ -32,20 +32,17 @@ setting into a kind.
 Whenever results that finished are replaced because of a calls (accepted),
 scoring or selection difference, or because a finished task's inputs
 changed, the previous ``results.json``, ``samples/`` and ``run.json`` are
-kept in ``previous/<timestamp>/`` (:func:`keep_previous`), listed in
+kept in ``previous/<timestamp>/`` (:func:`avhb.runfolder.previous.keep_previous`), listed in
 ``run.json`` ``previous``.
 """
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from avhb.errors import EnvironmentFailure
+from avhb.runfolder.layout import previous_dir
 
 CALLS, SCORING, SELECTION, HOW, CODE, RUN = "calls", "scoring", "selection", "how", "code", "run"
 
@@ -247,51 +244,9 @@ def refusal(folder: Path, changes: Changes) -> str:
     """The one line that refuses call-setting differences in a run folder."""
     return (f"{folder} holds a run with other call settings: {changes.said(CALLS)}; use a new --output-dir for "
             f"these settings, or pass --allow-config-change to run them in this folder (its finished results "
-            f"are then kept in {folder / 'previous'}/)")
+            f"are then kept in {previous_dir(folder)}/)")
 
 
 def invocation(run: dict[str, Any], at: str) -> dict[str, Any]:
     """One entry of run.json ``invocations``: when, the command, its how-settings."""
     return {"at": at, "command": run.get("command"), "how": how_settings(run)}
-
-
-def keep_previous(root: Path, recorded: dict[str, Any]) -> str:
-    """Keep the run folder's ``results.json``, ``report.html``,
-    ``samples/`` and its recorded ``run.json`` in ``previous/<timestamp>/``
-    (hard links where the filesystem allows: every one of these files is
-    replaced by a rename, never written in place, so a link keeps the old
-    content); returns the folder relative to ``root``.  A folder that
-    cannot be written (a full disk) is one line naming the file, as for
-    every writer of the run folder; the run folder is left as it was (the
-    incomplete ``previous/<timestamp>/`` removed)."""
-    from avhb.atomic import write_failure
-    from avhb.runfolder.folder import RESUME_HINT, write_json_atomic
-
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    target = root / "previous" / stamp
-    n = 1
-    while target.exists():
-        n += 1
-        target = root / "previous" / f"{stamp}-{n}"
-    files = [root / "results.json", root / "report.html", *sorted((root / "samples").glob("*.jsonl"))]
-    where = target / "samples"
-    try:
-        where.mkdir(parents=True)
-        for path in files:
-            if path.is_file():
-                where = target / path.relative_to(root)
-                _link_or_copy(path, where)
-        write_json_atomic(target / "run.json", recorded)
-    except (OSError, EnvironmentFailure) as exc:
-        shutil.rmtree(target, ignore_errors=True)
-        if isinstance(exc, EnvironmentFailure):
-            raise
-        raise write_failure(where, exc, RESUME_HINT) from None
-    return str(target.relative_to(root))
-
-
-def _link_or_copy(src: Path, dst: Path) -> None:
-    try:
-        os.link(src, dst)
-    except OSError:
-        shutil.copy2(src, dst)

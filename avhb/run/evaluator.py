@@ -42,7 +42,7 @@ from avhb.run.generate_phase import TaskRun, generate, generate_bar, write_out
 from avhb.process.interrupt import stoppable
 from avhb.runfolder.journal import Journal
 from avhb.run.session import CallSession
-from avhb.runfolder.manifest import build_manifest
+from avhb.runfolder.manifest import build_manifest, recorded_manifest
 from avhb.run.notes import adaptation_notes, judge_adaptation_notes, said_kinds, samples_notes, task_key_notes
 from avhb.options import RunOptions, media_plan
 from avhb.run.plan import (backend_notes, check_backend, check_judge_kinds, check_metric_roles, check_names_used,
@@ -114,7 +114,7 @@ class Evaluator:
         tasks, finish."""
         tasks = resolve_tasks(self.index, self.registry, self.o)
         check_names_used(tasks, self.index, self.o)  # a misspelt --data NAME is said before any data is looked for
-        recorded = self.folder.read_json("run.json") or {}
+        recorded = recorded_manifest(self.folder.root) or {}
         sources = resolve_sources(tasks, self.index, self.o, recorded)
         plans = {t.name: media_plan(t, self.o) for t in tasks}
         for t in tasks:
@@ -138,7 +138,7 @@ class Evaluator:
         try:
             runs = self._task_runs(tasks, sources, plans, model, session.judges)
             panels = self._build_manifest(recorded, tasks, sources, plans, backend, session.judges, notes)
-            before = RunResults.from_json(self.folder.read_json("results.json"))
+            before = RunResults.read(self.folder.root) or RunResults()
             parts = {t.name: inputs(t, sources[t.name], plans[t.name], self.o, model.identity, panels[t.name],
                                     self.registry.versions()) for t in tasks}
             kept, rerun = kept_and_rerun([t.name for t in tasks], before.tasks, recorded, parts,

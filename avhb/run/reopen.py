@@ -24,7 +24,7 @@ from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller
 from avhb.registry import get_registry
 from avhb.run.driver import SampleContext
-from avhb.runfolder.folder import samples_path
+from avhb.runfolder.layout import samples_path
 from avhb.run.generate_phase import TaskRun
 from avhb.run.session import CallSession
 from avhb.options import media_plan

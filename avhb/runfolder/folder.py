@@ -1,5 +1,6 @@
-"""The run folder: run.json, journal/, samples/<task>.jsonl, results.json,
-report.html, and the ``.lock`` of the process writing it (:mod:`avhb.runfolder.lock`).
+"""The run folder written: run.json, samples/<task>.jsonl, results.json
+(names and places: :mod:`avhb.runfolder.layout`), and the ``.lock`` of the
+process writing it (:mod:`avhb.runfolder.lock`).
 Every file but the journal is rewritten atomically (:mod:`avhb.atomic`: temp
 file ``.NAME.PID.THREAD.tmp`` + rename), so a crash never leaves a half-written results
 file; :meth:`RunFolder.open` takes the lock and then removes the temp files
@@ -18,6 +19,7 @@ from typing import Any, Callable, Iterator
 
 from avhb.atomic import atomic_file, write_failure, write_atomic as _write_atomic
 from avhb.errors import EnvironmentFailure, UserError
+from avhb.runfolder import layout
 from avhb.runfolder.lock import LOCK_NAME, LockHolder, RunLock
 from avhb.score.metric import SampleRecord
 from avhb.redact import redact, redacted_json
@@ -43,11 +45,6 @@ def _default(obj: Any) -> Any:
     if hasattr(obj, "__dataclass_fields__"):
         return asdict(obj)
     return str(obj)
-
-
-def samples_path(run_dir: Path, task: str) -> Path:
-    """``RUN/samples/<task>.jsonl``, ``/`` of a plugin's namespace spelled ``__``."""
-    return Path(run_dir) / "samples" / f"{task.replace('/', '__')}.jsonl"
 
 
 class RunFolder:
@@ -101,7 +98,7 @@ class RunFolder:
         """Remove ``.*.tmp`` files of interrupted atomic writes (call only
         while holding the lock: a live writer's temp file is its own)."""
         removed = []
-        for folder in (self.root, self.root / "samples"):
+        for folder in (self.root, layout.samples_dir(self.root)):
             for tmp in folder.glob(".*.tmp") if folder.is_dir() else ():
                 try:
                     tmp.unlink()
@@ -112,25 +109,16 @@ class RunFolder:
 
     @property
     def journal_dir(self) -> Path:
-        return self.root / "journal"
-
-    def read_json(self, name: str) -> dict[str, Any] | None:
-        path = self.root / name
-        if not path.is_file():
-            return None
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except ValueError:
-            return None
+        return layout.journal_dir(self.root)
 
     def write_run(self, info: dict[str, Any]) -> None:
-        write_json_atomic(self.root / "run.json", info)
+        write_json_atomic(layout.run_file(self.root), info)
 
     def write_results(self, results: dict[str, Any]) -> None:
-        write_json_atomic(self.root / "results.json", results)
+        write_json_atomic(layout.results_file(self.root), results)
 
     def samples_path(self, task: str) -> Path:
-        return samples_path(self.root, task)
+        return layout.samples_path(self.root, task)
 
     @contextmanager
     def samples_file(self, task: str) -> Iterator[Callable[[list[SampleRecord]], None]]:
@@ -188,6 +176,12 @@ _LOGGED_ELSEWHERE = ("prompt", "prompt_hash", "media", "adaptations")
 
 
 _PLAIN = frozenset({int, float, bool, type(None), list, dict})  # never bytes, never an array
+
+
+def logged_doc(doc: dict[str, Any]) -> Any:
+    """A sample's fields as its samples-file line holds them once read
+    back (:func:`_public_doc`, redacted, through JSON)."""
+    return json.loads(redacted_json(_public_doc(doc), default=_default)[0])
 
 
 def _public_doc(doc: dict[str, Any]) -> dict[str, Any]:

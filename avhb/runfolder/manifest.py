@@ -12,6 +12,8 @@ from typing import Any, Callable
 
 from avhb.errors import UserError
 from avhb.options import DEFAULT_MAX_ERRORS, DEFAULT_SEED, RunOptions, SampleSlice
+from avhb.runfolder.json_file import JsonFile, read_json_file
+from avhb.runfolder.layout import run_file
 from avhb.version import __version__
 
 
@@ -85,20 +87,26 @@ def versions() -> dict[str, str]:
     return out
 
 
-def read_manifest(run_dir: Path) -> dict[str, Any]:
-    """A run folder's ``run.json`` (a ``UserError`` when there is none)."""
-    import json
+def manifest_file(run_dir: Path | str) -> JsonFile:
+    """``RUN/run.json`` read: its object, missing, or why not (:class:`JsonFile`)."""
+    return read_json_file(run_file(run_dir))
 
-    path = Path(run_dir) / "run.json"
-    if not path.is_file():
+
+def read_manifest(run_dir: Path | str) -> dict[str, Any]:
+    """A run folder's ``run.json`` (a ``UserError`` when there is none or
+    it cannot be read)."""
+    got = manifest_file(run_dir)
+    if got.missing:
         raise UserError(f"{run_dir}: no run.json (not a run folder)")
-    try:
-        run = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        run = None
-    if not isinstance(run, dict):
-        raise UserError(f"{path} is not valid JSON")
-    return run
+    if got.data is None:
+        raise UserError(f"{got.path} is not valid JSON")
+    return got.data
+
+
+def recorded_manifest(run_dir: Path | str) -> dict[str, Any] | None:
+    """``run.json`` as a re-run reads it: None when the folder has none or
+    one that cannot be read (a run into it starts afresh and writes a new one)."""
+    return manifest_file(run_dir).data
 
 
 def options_from_run(run_dir: Path, judge_args: list[str] | None = None, score_only: bool = True,

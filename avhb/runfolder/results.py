@@ -51,17 +51,17 @@ run) still makes the group partial.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from avhb.runfolder.json_file import JsonFile, read_json_file
+from avhb.runfolder.layout import results_file
 from avhb.score.aggregate import Aggregate, pooled_mean, weighted_mean
 from avhb.score.metric import COUNT, DIAGNOSTIC, HEADLINE, MetricInfo
 from avhb.score.uncertainty import Power, group_uncertainty
 
-RESULTS_FILE = "results.json"  # in the run folder; read by RunResults.read, written by RunFolder
 BOOKKEEPING = ("samples", "errors", "judge_failures")
 _COMPANIONS = ("_stderr", "_n", "_runs", "_run_std", "_stderr_clustered", "_clusters", "_ci")
 
@@ -263,13 +263,11 @@ class RunResults:
     @classmethod
     def read(cls, run_dir: Path | str) -> "RunResults | None":
         """``RUN/results.json`` (:meth:`from_json`); None when the folder
-        has none, or one that cannot be read as JSON (a killed write, a
-        hand edit).  With :meth:`from_json`, the one reader of the file."""
-        try:
-            data = json.loads((Path(run_dir) / RESULTS_FILE).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return cls.from_json(data)
+        has none, or one that cannot be read as a JSON object (a killed
+        write, a hand edit).  With :func:`results_document`, the one reader
+        of the file."""
+        data = results_document(run_dir).data
+        return None if data is None else cls.from_json(data)
 
     @property
     def stopped(self) -> str | None:
@@ -333,6 +331,12 @@ class RunResults:
                    {str(g): [str(t) for t in ts] for g, ts in absent_members.items() if isinstance(ts, list)},
                    {str(g): [str(t) for t in ts] for g, ts in group_members.items() if isinstance(ts, list)},
                    dict(run_usage))
+
+
+def results_document(run_dir: Path | str) -> JsonFile:
+    """``RUN/results.json`` as written (the flat form): its object,
+    missing, or why not (:class:`JsonFile`)."""
+    return read_json_file(results_file(run_dir))
 
 
 def _plural(n: int, what: str) -> str:

@@ -1,19 +1,17 @@
 """The one-configuration rule's pieces (avhb/resume/setting_kinds.py), on run.json
 documents written by hand: every difference :func:`compare` finds, its
 kind and how it is said, the folder that may grow and the shards that may
-not, how values are shown, and what ``previous/`` keeps.  The runs through
+not, and how values are shown (what ``previous/`` keeps:
+tests/runfolder/test_previous.py).  The runs through
 the CLI are in tests/resume/test_one_configuration.py."""
 from __future__ import annotations
 
 import json
-import os
-from datetime import datetime
 
 import pytest
 
-from avhb.resume import setting_kinds as settings
 from avhb.resume.setting_kinds import (CALLS, CODE, HOW, SCORING, SELECTION, Changes, Difference, compare, how_settings,
-                               identity_of, invocation, keep_previous, refusal, show, spec_text)
+                               identity_of, invocation, refusal, show, spec_text)
 
 
 def _run(**over):
@@ -172,44 +170,6 @@ def test_identities_as_text():
     assert identity_of(None) is None and identity_of({}) is None
     assert identity_of({"identity": {"kind": "k"}, "kind": "other"}) == {"kind": "k"}
     assert identity_of({"kind": "k", "name": "n", "args": {}, "extra": 1}) == {"kind": "k", "name": "n", "args": {}}
-
-
-class _Frozen(datetime):
-    @classmethod
-    def now(cls, tz=None):
-        return datetime(2026, 3, 4, 5, 6, 7, tzinfo=tz)
-
-
-def test_previous_keeps_the_results_samples_report_and_run_json(tmp_path, monkeypatch):
-    monkeypatch.setattr(settings, "datetime", _Frozen)
-    (tmp_path / "samples").mkdir()
-    (tmp_path / "results.json").write_text('{"r": 1}')
-    (tmp_path / "report.html").write_text("<html>")
-    (tmp_path / "samples" / "a.jsonl").write_text("{}\n")
-    (tmp_path / "samples" / "notes.txt").write_text("not a sample file")
-    first = keep_previous(tmp_path, {"created": "then"})
-    assert first == "previous/20260304T050607Z"
-    kept = tmp_path / first
-    assert json.loads((kept / "results.json").read_text()) == {"r": 1}
-    assert (kept / "report.html").read_text() == "<html>"
-    assert (kept / "samples" / "a.jsonl").read_text() == "{}\n" and not (kept / "samples" / "notes.txt").exists()
-    assert json.loads((kept / "run.json").read_text()) == {"created": "then"}
-    assert os.stat(kept / "results.json").st_ino == os.stat(tmp_path / "results.json").st_ino  # a hard link
-    second = keep_previous(tmp_path, {"created": "again"})  # the same second: a folder of its own
-    third = keep_previous(tmp_path, {"created": "thrice"})
-    assert len({first, second, third}) == 3
-    assert second == first + "-2" and third == first + "-3"
-    assert json.loads((tmp_path / second / "run.json").read_text()) == {"created": "again"}
-    # where links are refused (another filesystem), the files are copied
-    monkeypatch.setattr(settings.os, "link", lambda *a: (_ for _ in ()).throw(OSError(18, "Invalid cross-device link")))
-    copied = tmp_path / keep_previous(tmp_path, {})
-    assert (copied / "results.json").read_text() == '{"r": 1}'
-    assert os.stat(copied / "results.json").st_ino != os.stat(tmp_path / "results.json").st_ino
-
-
-def test_previous_of_a_folder_with_no_results_yet(tmp_path):
-    kept = tmp_path / keep_previous(tmp_path, {"x": 1})
-    assert sorted(p.name for p in kept.iterdir()) == ["run.json", "samples"]
 
 
 def _long(n: int) -> str:

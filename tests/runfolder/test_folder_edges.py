@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from avhb.errors import EnvironmentFailure
+from avhb.errors import EnvironmentFailure, UserError
 from avhb.runfolder.folder import RunFolder, _public_doc, _write_sample_lines
 from avhb.score.metric import SampleRecord
 
@@ -129,9 +129,18 @@ def test_a_folder_that_cannot_be_written_is_one_line(tmp_path):
 
 
 def test_a_run_json_that_is_not_json_reads_as_none(tmp_path):
-    folder = RunFolder(tmp_path / "run")
+    """A re-run reads a torn run.json as none (it starts afresh); a reader
+    that needs the run (avhb score, pack commands) refuses it in one line."""
+    from avhb.runfolder.manifest import read_manifest, recorded_manifest
+    from avhb.runfolder.results import RunResults
+
+    RunFolder(tmp_path / "run")
     (tmp_path / "run" / "run.json").write_text('{"tasks": ')
-    assert folder.read_json("run.json") is None and folder.read_json("results.json") is None
+    assert recorded_manifest(tmp_path / "run") is None and RunResults.read(tmp_path / "run") is None
+    with pytest.raises(UserError, match=r"run/run.json is not valid JSON$"):
+        read_manifest(tmp_path / "run")
+    (tmp_path / "run" / "run.json").write_text('["a list"]')
+    assert recorded_manifest(tmp_path / "run") is None
 
 
 def test_a_temp_file_that_cannot_be_removed_is_left(tmp_path, monkeypatch):

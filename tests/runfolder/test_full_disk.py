@@ -209,7 +209,7 @@ def test_a_close_that_fails_after_a_failed_write_does_not_hide_it(tmp_path, monk
 
 
 def test_previous_results_on_a_full_disk_are_one_line_and_leave_no_half_folder(tmp_path, monkeypatch):
-    from avhb.resume import setting_kinds as settings
+    from avhb.runfolder import previous as settings
 
     (tmp_path / "samples").mkdir()
     (tmp_path / "results.json").write_text("{}")
