@@ -16,8 +16,10 @@ ablations).  A corrected ``clip.mp4`` under the same name is therefore
 asked again, while a resumed run still knows a call is done without
 decoding anything: fingerprints are computed once per file and cached by
 the file's stat (hashed off the event loop, in a thread, the first time).
-``KEY_SCHEME`` names this scheme in ``run.json`` (``call_keys``); scheme 1
-keyed video and audio by path.
+``KEY_SCHEME`` names this scheme in ``run.json`` (``call_keys``); a journal
+recorded under another scheme (1: video and audio by path) still answers
+its text-only calls, and its media calls are sent again
+(:mod:`avhb.resume.decide` says so).
 
 Journal: one ``Caller`` per backend, writing one journal kind (``responses``
 for the model under test, ``judges`` for judges).  An entry holds the
@@ -25,9 +27,9 @@ caller's ``log`` fields (task, id, repeat, step...), the response, error,
 usage (tokens), cost, media log, adaptations and response meta; a call that
 was sent also ``latency_s`` (:meth:`Caller._send`) and ``priced`` (whether
 its cost is known: a backend without prices journals cost 0.0 with
-``priced: false``).  Both were added later: older entries lack them, and no
-key depends on an entry's fields.  ``avhb.run.usage`` sums them for
-results.json's ``usage``.  A recorded entry with an
+``priced: false``).  ``avhb.run.usage`` sums them for results.json's
+``usage``, reading an entry without them as not timed, and as priced when
+its cost is above 0; no key depends on an entry's fields.  A recorded entry with an
 error is not a finished call: a normal run calls again; a replaying caller
 (``avhb score``: no backend at all) returns it as the failure it was, and
 raises :class:`NotInJournal` for a call that was never made.

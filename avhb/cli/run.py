@@ -67,7 +67,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     add_flag(p, "--apply-chat-template", nargs="?", const=True, default=None, metavar="NAME",
           help="accepted for lm-eval users: chat templates are always applied where the backend has one")
 
-    # lm-eval's few-shot flags (issue 24; other lm-eval flags are added elsewhere)
+    # lm-eval's few-shot flags (its other run flags: _lm_eval_flags)
     add_flag(p, "--num-fewshot", "-f", type=count_arg, default=None, metavar="N",
           help="few-shot examples per sample, over each task's num_fewshot (a task that sets 0 keeps 0, as lm-eval)")
     add_flag(p, "--fewshot-as-multiturn", type=truth_arg, nargs="?", const=True, default=True, metavar="true|false",
@@ -87,7 +87,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _lm_eval_flags(p: argparse.ArgumentParser) -> None:
-    """lm-eval 0.4.13's run flags under their own spellings (issue 24).  Each
+    """lm-eval 0.4.13's run flags under their own spellings.  Each
     keeps lm-eval's meaning; where avhb's must differ, the run says so once
     (a note on stderr, kept in run.json)."""
     p.add_argument("--output_path", "-o", default=None, metavar="DIR",

@@ -3,12 +3,11 @@ key holds for a video, audio or image file (one mechanism for all three).
 
 **Fingerprint** = the first 128 bits (32 hex digits) of SHA-256 over the
 file's size (8 bytes, little-endian) and its *whole* content.  Whole, not
-sampled: the scheme before hashed the size and three 1 MiB blocks (head,
-middle, tail), which cannot see a corrected file of the same size whose
-changes lie elsewhere (a fixed frame, a re-muxed audio track with the same
-length) -- the journal would have answered from the old file.  SHA-256
-because it is the fastest whole-file hash in the standard library on CPUs
-with SHA extensions (about 2x BLAKE2b here).  It ignores the path and the
+sampled: a hash of a few blocks cannot see a corrected file of the same
+size whose changes lie elsewhere (a fixed frame, a re-muxed audio track
+with the same length), and the journal would answer from the old file.
+SHA-256, a collision-resistant hash that CPUs with SHA extensions compute
+faster than BLAKE2b (benchmarks/README.md).  It ignores the path and the
 modification time, so a moved or re-downloaded copy keeps its fingerprint.
 
 **Computed once per file**, cached under the file's *stat key*: (absolute
@@ -33,8 +32,9 @@ Two levels:
   stat key and the fingerprint, written atomically; shared by every run on
   the machine, so resuming a run over 2-hour videos reads no video.  Files
   under ``PERSIST_MIN_BYTES`` (64 KiB) are not written there: reading an
-  entry costs about 0.05 ms of CPU here, as much as hashing 32-64 KiB.  An entry whose stat key no longer matches
-  is never looked up again; a corrupt one is a miss; the folder can be
+  entry costs about as much CPU as hashing a file that small
+  (benchmarks/README.md).  An entry whose stat key no longer matches is
+  never looked up again; a corrupt one is a miss; the folder can be
   deleted at any time.
 
 Cold, a file costs one sequential read of its bytes; warm, one ``stat``

@@ -5,9 +5,9 @@ Windows), asyncio's own otherwise, at the collector's run pace
 
 Every sample's call goes through the loop several times (its driver, the
 caller's limits, the backend's socket, the journal), so its cost per
-wake-up is per-sample cost: with uvloop an OpenAI-compatible request
-costs about a tenth less CPU (issue 26, ``benchmarks/scale.py``).  The
-answers do not depend on the loop; nothing else changes.
+wake-up is per-sample cost, and uvloop's is lower (``benchmarks/scale.py``
+measures it; benchmarks/README.md).  The answers do not depend on the loop;
+nothing else changes.
 """
 from __future__ import annotations
 

@@ -2,11 +2,11 @@
 
 CPython collects its youngest generation every 700 net allocations, and a
 run allocates a few dozen objects per call (a request, its key, a journal
-line, the reply): at 100,000 samples the collector walked the run's
-growing heap tens of thousands of times, a quarter of the run's CPU
-(issue 26: 89 CPU s against 63 s with the thresholds below).  A run makes
-almost no reference cycles (its records, requests and replies are trees),
-so collecting less often frees the same memory, a little later.
+line, the reply): at CPython's thresholds a 100,000-sample run walks its
+growing heap tens of thousands of times, a large share of the run's CPU
+(benchmarks/README.md has the measurement).  A run makes almost no
+reference cycles (its records, requests and replies are trees), so
+collecting less often frees the same memory, a little later.
 
 :func:`run_pace` raises the youngest generation's threshold for the span
 of a run (:func:`avhb.process.event_loop.run` holds it around the run's event

@@ -30,8 +30,8 @@ Re-running the same command finds every part unchanged and the samples
 file untouched: it keeps that task's results from ``results.json``, sends
 nothing and reads no journal.  The run still loads each task's samples
 before it checks (they are read before any model call, for the run's
-notes), so resuming a finished 100,000-sample run takes about 3 s, not
-start-up alone (``benchmarks/scale.py``).  Any change runs the task again,
+notes), so resuming a finished run costs a read of its samples, not
+start-up alone (``benchmarks/scale.py``'s finished rerun; benchmarks/README.md).  Any change runs the task again,
 through the journal, which still answers every call already made, and
 :func:`why_not` names the parts that changed (the run says so in one line,
 and keeps the results it replaces: :mod:`avhb.resume.setting_kinds`).  A task with

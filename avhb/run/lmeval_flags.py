@@ -1,4 +1,4 @@
-"""lm-eval's run flags, as avhb carries them out (issue 24).
+"""lm-eval's run flags, as avhb carries them out.
 
 Each keeps lm-eval 0.4.13's meaning; where avhb's differs, the run says so
 once (:func:`lm_eval_notes`: a note on stderr, kept in ``run.json``):

@@ -172,7 +172,7 @@ class SampleReader:
             picked = first.matched if limit is None else first.matched[:limit]
         samples = TaskSamples(task, docs, range(len(docs)), self.o.repeats or task.repeats, first.failed).keep(picked)
         if first.raised is not None and first.raised[0] in samples.picked:  # a target hook that raised: after
-            raise first.raised[1]  # the checks above, as before (a document after the --limit: not run)
+            raise first.raised[1]  # after the checks above, for a picked document only (one past --limit is not run)
         if self.o.shard is not None:  # this shard's slice; pairs and groups stay whole
             samples = self._shard(samples)
         return samples

@@ -34,8 +34,9 @@ record from another host is
   Clocks within 3 periods (90 s) of each other never make a difference;
   cluster nodes run NTP (munge, SLURM's authentication, already refuses
   skews of 5 minutes);
-- refused as before when it has no lease (written by an older avhb): delete
-  the lock file once that run is known to be gone.
+- refused when it carries no lease (no ``renewed``: nothing says whether
+  its holder is alive): delete the lock file once that run is known to be
+  gone.
 
 A holder whose lease was taken over while it was stopped (a suspended job)
 finds another token in the file at its next renewal: it stops renewing,

@@ -7,8 +7,8 @@ language lm-eval and lmms-eval task files are written in, in a sandbox.
   lm-eval's ``regex_replace`` filter), attributes starting with ``_``
   (``__class__``, ``__globals__``...) are refused, and there is no loader:
   ``{% include %}`` / ``{% import %}`` / ``{% extends %}`` reach nothing.
-  Today's ``{{field}}`` / ``{{a.b}}`` / ``{{a.0}}`` templates are valid
-  Jinja2 and render as before (``None`` renders as the empty string).
+  Plain ``{{field}}`` / ``{{a.b}}`` / ``{{a.0}}`` templates are Jinja2
+  too (``None`` renders as the empty string).
 * :func:`check_template` is the validate-time check (``avhb validate`` and
   the index build): the template parses, and its source names no
   ``_``-attribute and no loader statement.  It needs no sample.
