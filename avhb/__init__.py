@@ -20,7 +20,7 @@ docs/plugins.md, "The public API").
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from avhb.version import __version__
 
@@ -67,15 +67,57 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
+if TYPE_CHECKING:  # the same names for a type checker, which does not run __getattr__ (tests/test_types.py
+    # holds them equal to _EXPORTS)
+    from avhb.errors import UserError as UserError, SampleError as SampleError
+    from avhb.hookspecs import hookimpl as hookimpl
+    from avhb.model.backend import (
+        Backend as Backend, BackendSpec as BackendSpec, Capabilities as Capabilities, Argument as Argument,
+        create_backend as create_backend, parse_backend_spec as parse_backend_spec, parse_kv as parse_kv)
+    from avhb.model.prices import Prices as Prices, FREE as FREE
+    from avhb.model.resilience import (
+        Failure as Failure, RetryPolicy as RetryPolicy, AdaptiveLimiter as AdaptiveLimiter,
+        classify_exception as classify_exception, HTTPStatusFailure as HTTPStatusFailure,
+        MalformedReply as MalformedReply)
+    from avhb.model.messages import (
+        Request as Request, Response as Response, Message as Message, TextPart as TextPart, ImagePart as ImagePart,
+        VideoPart as VideoPart, AudioPart as AudioPart, prompt_text as prompt_text)
+    from avhb.call.caller import Caller as Caller, Call as Call
+    from avhb.score.metric import (
+        Metric as Metric, Filter as Filter, SampleRecord as SampleRecord, ScoreContext as ScoreContext,
+        HEADLINE as HEADLINE, DIAGNOSTIC as DIAGNOSTIC, COUNT as COUNT)
+    from avhb.score.aggregate import (
+        Aggregate as Aggregate, mean_stderr as mean_stderr, bootstrap_stderr as bootstrap_stderr)
+    from avhb.score.aggregations import Aggregation as Aggregation
+    from avhb.score.judges import (
+        JudgeRole as JudgeRole, Verdict as Verdict, JudgeError as JudgeError, Judges as Judges,
+        TaskJudges as TaskJudges, parse_judge_bindings as parse_judge_bindings)
+    from avhb.score.parsers import first_json_value as first_json_value
+    from avhb.taskdef.templates import render as render_template  # noqa: F401  (exported: __all__ is _EXPORTS's)
+    from avhb.data.download import PrepareResult as PrepareResult, fetch_http as fetch_http, run_items as run_items
+    from avhb.paths import built_media_dir as built_media_dir, models_dir as models_dir
+    from avhb.media.spec import MediaSpec as MediaSpec
+    from avhb.run.driver import (
+        SampleContext as SampleContext, StepFailed as StepFailed, DriverResult as DriverResult, DriverRun as DriverRun)
+    from avhb.options import RunOptions as RunOptions
+    from avhb.api import evaluate as evaluate
+    from avhb.runfolder.results import RunResults as RunResults, TaskResult as TaskResult
+    from avhb.run.reopen import ReopenedRun as ReopenedRun
+    from avhb.run.session import CallSession as CallSession
+    from avhb.runfolder.journal import Journal as Journal
+    from avhb.atomic import write_atomic as write_atomic
+    from avhb.runfolder.folder import write_json_atomic as write_json_atomic
 
-def __getattr__(name: str) -> Any:
-    where = _EXPORTS.get(name)
-    if where is None:
-        raise AttributeError(f"module 'avhb' has no attribute {name!r}")
-    module, _, attr = where.partition(":")
-    value = getattr(importlib.import_module(module), attr or name)
-    globals()[name] = value
-    return value
+
+if not TYPE_CHECKING:  # hidden from a type checker, so a name missing above is an error, not Any
+    def __getattr__(name: str) -> Any:
+        where = _EXPORTS.get(name)
+        if where is None:
+            raise AttributeError(f"module 'avhb' has no attribute {name!r}")
+        module, _, attr = where.partition(":")
+        value = getattr(importlib.import_module(module), attr or name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -8,4 +8,6 @@ such as ``model_backends`` on ``sys.path``, where it would clash with a
 user's own folder or another distribution's.  ``plugin.py`` registers the
 backends by kind (the ``backends`` plugin) and the model presets; nothing
 there imports a backend.
+
+mypy checks the folder under these names (``scripts/typecheck.py``).
 """

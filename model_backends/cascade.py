@@ -27,8 +27,8 @@ import dataclasses
 from collections import OrderedDict
 from typing import Any
 
-from avhb import (Argument, AudioPart, Backend, BackendSpec, Failure, Message, Request, Response, TextPart, UserError,
-                  create_backend, parse_backend_spec, parse_kv)
+from avhb import (Argument, AudioPart, Backend, BackendSpec, Failure, ImagePart, Message, Request, Response, TextPart,
+                  UserError, VideoPart, create_backend, parse_backend_spec, parse_kv)
 
 from .asr import Transcript, transcribe_part
 from .offline_models import ASR_MODELS, asr_model_name
@@ -68,7 +68,7 @@ def replace_audio(request: Request, model: str = "whisper-base", *, timestamps: 
     transcripts: list[Transcript | str] = []
     messages = []
     for message in request.messages:
-        parts = []
+        parts: list[TextPart | ImagePart | VideoPart | AudioPart] = []
         for part in message.parts:
             if isinstance(part, AudioPart):
                 if part.transcript is not None:

@@ -60,8 +60,9 @@ def encode_messages(request: Request, *, audio: bool = False, video: bool = Fals
 
 def encode_message(message: Message, opts: EncodeOptions | None = None) -> dict[str, Any]:
     parts = message.parts
-    if all(isinstance(p, TextPart) for p in parts):
-        return {"role": message.role, "content": "\n".join(p.text for p in parts)}
+    texts = [p.text for p in parts if isinstance(p, TextPart)]
+    if len(texts) == len(parts):  # text only: one string
+        return {"role": message.role, "content": "\n".join(texts)}
     opts = opts or EncodeOptions()
     content: list[dict[str, Any]] = []
     for part in parts:
@@ -130,29 +131,29 @@ def _encode_audio(part: AudioPart, *, audio: bool) -> list[dict[str, Any]]:
             raise SampleError("audio array without a sample rate")
         data, fmt = wav_bytes(part.array, part.rate), "wav"
     elif part.path:
-        data, fmt = _audio_file_bytes(part)
+        data, fmt = _audio_file_bytes(part.path, part.segment)
     else:
         raise SampleError("audio part has neither a waveform, a file nor a transcript")
     return [{"type": "input_audio",
              "input_audio": {"data": base64.b64encode(data).decode("ascii"), "format": fmt}}]
 
 
-def _audio_file_bytes(part: AudioPart) -> tuple[bytes, str]:
-    ext = os.path.splitext(part.path or "")[1].lower()
-    if part.segment is None and ext in (".wav", ".mp3"):
-        with open(part.path, "rb") as fh:
+def _audio_file_bytes(path: str, segment: tuple[float, float] | None) -> tuple[bytes, str]:
+    ext = os.path.splitext(path)[1].lower()
+    if segment is None and ext in (".wav", ".mp3"):
+        with open(path, "rb") as fh:
             return fh.read(), ext[1:]
     import soundfile as sf
 
     try:
-        info = sf.info(part.path)
+        info = sf.info(path)
         start, stop = 0, None
-        if part.segment is not None:
-            start = int(part.segment[0] * info.samplerate)
-            stop = int(part.segment[1] * info.samplerate)
-        data, rate = sf.read(part.path, start=start, stop=stop, dtype="float32", always_2d=True)
+        if segment is not None:
+            start = int(segment[0] * info.samplerate)
+            stop = int(segment[1] * info.samplerate)
+        data, rate = sf.read(path, start=start, stop=stop, dtype="float32", always_2d=True)
     except Exception as exc:  # unreadable audio fails this sample only
-        raise SampleError(f"audio {part.path}: cannot read ({exc})") from exc
+        raise SampleError(f"audio {path}: cannot read ({exc})") from exc
     return wav_bytes(data.mean(axis=1), rate), "wav"
 
 

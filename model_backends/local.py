@@ -106,7 +106,7 @@ def cloze_prompt(prompt: str, options: list[str], replies: list[str]) -> str:
     model to repeat the first one (Gemma-3-270M picks option A about always)."""
     if replies != list(LETTERS[: len(options)]) or replies == options:
         return prompt
-    lines = prompt.split("\n")
+    lines: list[str | None] = list(prompt.split("\n"))  # None: an option's line, left out
     for letter, option in zip(replies, options):
         pattern = option_line(letter, option)
         for i, line in enumerate(lines):
@@ -473,8 +473,8 @@ class LocalBackend(Backend):
             meta["adaptations"] = list(request.adaptations)
             meta["transcripts"] = transcript_texts(transcripts)
         if request.loglikelihood is not None:
-            scored = lm.loglikelihood(list(request.loglikelihood), request.rolling)
-            meta["loglikelihoods"] = [[ll, greedy] for ll, greedy in scored]
+            pairs = lm.loglikelihood(list(request.loglikelihood), request.rolling)
+            meta["loglikelihoods"] = [[ll, greedy] for ll, greedy in pairs]
             meta["seconds"] = round(time.perf_counter() - t0, 3)
             return Response(text="", meta=meta)
         if request.choices:

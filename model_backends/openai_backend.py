@@ -145,7 +145,7 @@ class ApiSettings:
     timeout: float = 120.0
     max_retries: int = 5
     api_key_env: str = "OPENAI_API_KEY"
-    capabilities: Capabilities | None = None
+    capabilities: Capabilities = dataclasses.field(default_factory=Capabilities)
 
     def api_key(self) -> str:
         """The key, read from the environment at each use; never stored."""

@@ -237,7 +237,9 @@ def _ray_cluster_gpus() -> float | None:
         if not os.environ.get("RAY_ADDRESS"):
             return None
         try:
-            ray.init(address=os.environ["RAY_ADDRESS"], include_dashboard=False, logging_level="warning")
+            # Ray annotates logging_level as int; it takes a level's name too (its own default is "info")
+            ray.init(address=os.environ["RAY_ADDRESS"], include_dashboard=False,
+                     logging_level="warning")  # type: ignore[arg-type, unused-ignore]
         except Exception:  # unreachable: vLLM will say so when it loads
             return None
     return float(ray.cluster_resources().get("GPU", 0))
@@ -329,8 +331,6 @@ def hf_conversation(request: Request) -> tuple[list[dict[str, Any]], dict[str, l
             if isinstance(part, TextPart):
                 content.append({"type": "text", "text": part.text})
             elif isinstance(part, VideoPart):
-                if part.frames is None:
-                    raise SampleError(f"{part.path}: video not sampled (vllm takes frames)")
                 media.setdefault("video", []).append(_video_item(part))
                 content.append({"type": "video"})
             elif isinstance(part, ImagePart):
@@ -356,6 +356,8 @@ def hf_conversation(request: Request) -> tuple[list[dict[str, Any]], dict[str, l
 def _video_item(part: VideoPart) -> tuple[Any, dict[str, Any]]:
     import numpy as np
 
+    if part.frames is None:
+        raise SampleError(f"{part.path}: video not sampled (vllm takes frames)")
     frames = np.stack(part.frames)
     fps = float(part.fps or 1.0)
     meta = {"fps": fps, "frames_indices": list(part.frame_indices or range(len(part.frames))),
@@ -370,6 +372,8 @@ def _image_item(part: ImagePart) -> Any:
 
     if part.array is not None:
         return Image.fromarray(part.array)
+    if part.path is None:
+        raise SampleError("image part has neither pixels nor a file")
     return Image.open(part.path).convert("RGB")
 
 
@@ -558,6 +562,7 @@ class VLLMBackend(Backend):
         settings: while the engine runs the batch before it) and queued; the
         queue runs as ``LLM.generate`` batches."""
         await self._ready()
+        prepared: LoglikelihoodInputs | tuple[dict[str, Any], Any, list[str]]  # (inputs, SamplingParams, ignored keys)
         try:
             if request.loglikelihood is not None:
                 prepared = self._loglikelihood_inputs(request)
@@ -654,7 +659,7 @@ class VLLMBackend(Backend):
                 prompts.append(p[0])
                 params.append(p[1])
                 owners.append(j)
-        results = list(self._llm.generate(prompts, params, use_tqdm=False))
+        results = list(self._engine().generate(prompts, params, use_tqdm=False))
         if len(results) != len(prompts):
             raise RuntimeError(f"engine returned {len(results)} outputs for {len(prompts)} prompts")
         by_owner: dict[int, list[Any]] = {}

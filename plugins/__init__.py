@@ -7,4 +7,6 @@ finder uses the same mapping), so the wheel puts no generic top-level name
 such as ``plugins`` on ``sys.path``, where it would clash with a user's own
 folder or another distribution's.  ``plugin.py`` registers the metrics and
 filters by name (the ``metrics`` plugin).
+
+mypy checks the folder under these names (``scripts/typecheck.py``).
 """

@@ -7,4 +7,6 @@ such as ``tasks`` on ``sys.path``, where it would clash with a user's own
 folder or another distribution's.  One folder per benchmark (task YAML,
 hooks, metrics, sample pack); ``plugin.py`` registers them all as the
 ``tasks`` plugin, exactly as a third-party pack registers itself.
+
+mypy checks the folder under these names (``scripts/typecheck.py``).
 """

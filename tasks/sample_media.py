@@ -62,10 +62,10 @@ def mix(events: Iterable[tuple[float, np.ndarray]], seconds: float | None = None
     """Sounds added at their start times (seconds), clipped to [-1, 1]; the
     result lasts ``seconds`` (sounds cut there) or, without it, until the
     last sound ends."""
-    events = [(int(at * rate), sound) for at, sound in events]
-    n = int(seconds * rate) if seconds is not None else max((i + len(s) for i, s in events), default=0)
+    placed = [(int(at * rate), sound) for at, sound in events]  # (first sample, sound)
+    n = int(seconds * rate) if seconds is not None else max((i + len(s) for i, s in placed), default=0)
     out = np.zeros(n, np.float32)
-    for i, sound in events:
+    for i, sound in placed:
         j = min(n, i + len(sound))
         out[i:j] += sound[: j - i]
     return np.clip(out, -1, 1)

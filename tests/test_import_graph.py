@@ -125,7 +125,8 @@ def test_core_imports_no_plugin_package():
 
 def test_no_import_circles_in_the_core():
     modules = _modules()
-    edges = {name: {t for t in _imports(name, path) if t in modules and t != name} for name, path in modules.items()}
+    # ``from avhb import hookspecs`` is an edge to avhb.hookspecs, not to the package (_targets)
+    edges = {name: _targets(name, path, modules) - {name} for name, path in modules.items()}
     state: dict[str, int] = {}
     cycles = []
 

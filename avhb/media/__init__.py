@@ -8,7 +8,7 @@ avhb.media`` imports neither PyAV, decord, Pillow nor torch.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Bound now, not lazily: ``probe`` is also a submodule's name, and importing
 # ``avhb.media.probe`` would otherwise leave the module here in its place.
@@ -35,14 +35,36 @@ _EXPORTS = {
 
 __all__ = sorted(_EXPORTS)
 
+if TYPE_CHECKING:  # the same names for a type checker, which does not run __getattr__ (tests/test_types.py
+    # holds them equal to _EXPORTS)
+    from avhb.media.frames import FrameSpec as FrameSpec, FrameSample as FrameSample, sample_frames as sample_frames
+    from avhb.media.indices import select_indices as select_indices
+    from avhb.media.audio import load_audio as load_audio
+    from avhb.media.chunks import chunk_bounds as chunk_bounds
+    from avhb.media.boxes import (
+        Box as Box, draw_boxes as draw_boxes, boxes_for_indices as boxes_for_indices, nearest_key as nearest_key)
+    from avhb.media.grid import make_grid as make_grid, grid_shape as grid_shape
+    from avhb.media.encode import (
+        image_data_url as image_data_url, image_bytes as image_bytes, wav_bytes as wav_bytes,
+        wav_data_url as wav_data_url, video_array as video_array, vllm_video as vllm_video, vllm_audio as vllm_audio)
+    from avhb.media.cache import (
+        MediaCache as MediaCache, default_cache_dir as default_cache_dir, cached_sample_frames as cached_sample_frames,
+        cached_load_audio as cached_load_audio)
+    from avhb.media.fingerprints import fingerprint as fingerprint
+    from avhb.media.budget import check_budget as check_budget
+    from avhb.media.spec import MediaSpec as MediaSpec, ChunkSpec as ChunkSpec
+    from avhb.media.resize import fit_size as fit_size
+    from avhb.media.materialize import read_image as read_image
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'avhb.media' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"avhb.media.{module}"), name)
-    globals()[name] = value
-    return value
+
+if not TYPE_CHECKING:  # hidden from a type checker, so a name missing above is an error, not Any
+    def __getattr__(name: str) -> Any:
+        module = _EXPORTS.get(name)
+        if module is None:
+            raise AttributeError(f"module 'avhb.media' has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"avhb.media.{module}"), name)
+        globals()[name] = value
+        return value
 
 
 def __dir__() -> list[str]:

@@ -18,7 +18,7 @@ comes from in a :class:`avhb.score.metric.SampleRecord`:
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from avhb.score.aggregate import Aggregate
 from avhb.score.metric import SampleRecord
@@ -95,6 +95,6 @@ def count(value: int, n: int) -> Aggregate:
     return Aggregate(float(value), None, n)
 
 
-def usable(records: list[SampleRecord]) -> list[SampleRecord]:
+def usable(records: Sequence[SampleRecord]) -> list[SampleRecord]:
     """Records whose model call did not fail."""
     return [r for r in records if r.error is None]

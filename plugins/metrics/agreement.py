@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -125,7 +125,7 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], weights: str | None = None,
     return _kappa_from_codes(ca, cb, _weights(max(k, 1), weights))
 
 
-def _code_matrix(ratings: dict[str, Sequence[Any]], labels: Sequence[Any] | None) -> tuple[np.ndarray, int]:
+def _code_matrix(ratings: Mapping[str, Sequence[Any]], labels: Sequence[Any] | None) -> tuple[np.ndarray, int]:
     """raters × items matrix of label positions, -1 where missing."""
     cols = list(ratings.values())
     if len({len(c) for c in cols}) > 1:
@@ -166,12 +166,12 @@ def _pair_kappa(codes: np.ndarray, i: int, j: int, w: _Weights, idx: np.ndarray 
 
 
 def _mean_pairs(codes: np.ndarray, w: _Weights, idx: np.ndarray | None = None) -> float | None:
-    ks = [_pair_kappa(codes, i, j, w, idx) for i, j in itertools.combinations(range(codes.shape[0]), 2)]
-    ks = [k for k in ks if k is not None]
+    pairs = (_pair_kappa(codes, i, j, w, idx) for i, j in itertools.combinations(range(codes.shape[0]), 2))
+    ks = [k for k in pairs if k is not None]
     return sum(ks) / len(ks) if ks else None
 
 
-def _prepared(ratings: dict[str, Sequence[Any]], weights: str | None, labels: Sequence[Any] | str | None,
+def _prepared(ratings: Mapping[str, Sequence[Any]], weights: str | None, labels: Sequence[Any] | str | None,
               items: str) -> tuple[np.ndarray, _Weights]:
     """The raters x items code matrix (-1 = missing; only the items every
     rater rated under ``items="all_rated"``) and the weights."""
@@ -186,7 +186,7 @@ def _prepared(ratings: dict[str, Sequence[Any]], weights: str | None, labels: Se
     return codes, _Weights(weights, k, observed)
 
 
-def pairwise_kappa(ratings: dict[str, Sequence[Any]], weights: str | None = "linear",
+def pairwise_kappa(ratings: Mapping[str, Sequence[Any]], weights: str | None = "linear",
                    labels: Sequence[Any] | str | None = None, iters: int = 1000,
                    items: str = "pairwise") -> dict[tuple[str, str], Aggregate]:
     """Kappa with a bootstrap standard error (over items) for each pair of
@@ -208,7 +208,7 @@ def pairwise_kappa(ratings: dict[str, Sequence[Any]], weights: str | None = "lin
     return out
 
 
-def mean_pairwise_kappa(ratings: dict[str, Sequence[Any]], weights: str | None = "linear",
+def mean_pairwise_kappa(ratings: Mapping[str, Sequence[Any]], weights: str | None = "linear",
                         labels: Sequence[Any] | str | None = None, iters: int = 1000,
                         items: str = "pairwise") -> Aggregate:
     """Mean of the defined pairwise kappas, bootstrap stderr over items;
@@ -384,7 +384,7 @@ class JudgeAgreement(Metric):
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
         return {}
 
-    def table(self, records: list[SampleRecord]) -> dict[str, list[Any]]:
+    def table(self, records: Sequence[SampleRecord]) -> dict[str, list[Any]]:
         source = self.options["source"]
         rows = [list((r.judgements.get(source) or {}).get("per_judge") or []) for r in records if r.error is None]
         width = max((len(x) for x in rows), default=0)

@@ -165,7 +165,7 @@ def letter_mentions(reply: str, options: dict[str, str]) -> list[str]:
     """The distinct option letters a reply mentions, in order of first
     mention (rules 1-3 of the module docstring)."""
     text = unicodedata.normalize("NFKC", reply)
-    found: list[str] = []
+    found: list[tuple[int, str]] = []  # (where the letter is first mentioned, the letter)
     for L in options:
         if len(L) != 1 or not L.isalpha():
             continue
@@ -276,7 +276,7 @@ class ChoiceResolution:
     ambiguous: list[str] | None = None  # the candidates of an ambiguous reply (default parser)
 
     def as_meta(self) -> dict[str, Any]:
-        meta = {"letter": self.letter, "by": self.by, "judge_failed": self.judge_failed}
+        meta: dict[str, Any] = {"letter": self.letter, "by": self.by, "judge_failed": self.judge_failed}
         if self.ambiguous:
             meta["ambiguous"] = list(self.ambiguous)
         return meta
@@ -429,7 +429,7 @@ class ChoiceAccuracy(Metric):
         check_parser(options.get("parser", "single"))
 
     @property
-    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]  # over Metric's attribute: roles from the options
         return (self.options.get("role", "answer_matcher"),) if self.options.get("use_judge", True) else ()
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:

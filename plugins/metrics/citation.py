@@ -361,7 +361,7 @@ class Citation(Metric):
                "out_of_range_statements": COUNT, "nontext_citations": COUNT}
 
     @property
-    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]  # over Metric's attribute: roles from the options
         return (self.options.get("role", "entailment"),)
 
     def _raw_units(self, record: SampleRecord) -> list[Any]:

@@ -121,7 +121,7 @@ class Conciseness(Metric):
         self._cut_keys: frozenset[tuple[str, int, int]] = frozenset()
         self._cut_size = 0
 
-    def cut_points_for(self, records: list[SampleRecord]) -> list[float] | None:
+    def cut_points_for(self, records: Sequence[SampleRecord]) -> list[float] | None:
         """Cut points for these records: the remembered ones when every
         record is part of the remembered run, else their own (see module
         docstring); None when no record has a token count."""
@@ -136,7 +136,7 @@ class Conciseness(Metric):
             self._cuts, self._cut_keys, self._cut_size = cuts, frozenset(keys), len(present)
         return cuts
 
-    def _present(self, records: list[SampleRecord]) -> list[tuple[str, int, int]]:
+    def _present(self, records: Sequence[SampleRecord]) -> list[tuple[str, int, int]]:
         return [(str(r.id), int(r.repeat), int(c)) for r in usable(records)
                 if (c := r.scores.get(f"{self.name}_tokens")) is not None]
 

@@ -298,7 +298,7 @@ class _Grounding(Metric):
     def _unparsed(self, record: SampleRecord, why: str) -> None:
         record.meta[f"{self.name}_unparsed"] = why
 
-    def _counts(self, records: list[SampleRecord]) -> dict[str, Aggregate]:
+    def _counts(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
         return {
             f"{self.name}_bad_reference": count(sum(f"{self.name}_bad_reference" in r.meta for r in ok), len(ok)),
@@ -345,8 +345,8 @@ class TemporalGrounding(_Grounding):
 
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         ok = usable(records)
-        rows = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
-        rows = [(p, r) for p, r in rows if p is not None]
+        both = [(r.scores.get(f"{self.name}_precision"), r.scores.get(f"{self.name}_recall")) for r in ok]
+        rows = [(p, r) for p, r in both if p is not None and r is not None]  # score() sets both or neither
         out = {}
         for part in ("precision", "recall", "f1"):
             key = f"{self.name}_{part}"
@@ -427,8 +427,7 @@ class BoxIoU(_Grounding):
 
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
         t = float(self.options.get("threshold", 0.5))
-        samples = [r.scores.get(f"{self.name}_pairs") for r in usable(records)]
-        samples = [s for s in samples if s]
+        samples = [s for r in usable(records) if (s := r.scores.get(f"{self.name}_pairs"))]
         flat = [x for s in samples for x in s]
         name_at = f"{self.name}_at_{t:g}"
         counts = self._counts(records)

@@ -229,7 +229,7 @@ class EvaluateMetric(Metric):
             captured.update(inputs)
             return compute(**inputs)
 
-        self.module._compute = capture  # type: ignore[method-assign]  # see "resamples" in the docstring
+        self.module._compute = capture  # see "resamples" in the docstring
         try:
             result = self.module.compute(predictions=predictions, references=references, **self.compute_kwargs)
         except (UserError, KeyboardInterrupt):
@@ -266,7 +266,7 @@ class EvaluateMetric(Metric):
 
         out: dict[str, float | None] = {}
         for k in keys:  # the same seed draws the same resamples for every key: each is computed once
-            def statistic(sample: list[int], k: str = k) -> float | None:
+            def statistic(sample: Sequence[int], k: str = k) -> float | None:
                 value = _number(results(list(sample)).get(k))
                 return value if value is not None and math.isfinite(value) else None
 

@@ -123,7 +123,7 @@ class _JudgedScale(Metric):
             record.meta.setdefault("judge_failures", []).append(self.name)
         return value
 
-    def _member_failures(self, records: list[SampleRecord]) -> Aggregate:
+    def _member_failures(self, records: Sequence[SampleRecord]) -> Aggregate:
         ok = usable(records)
         return count(sum(member_failures(r.judgements.get(self.name) or {}) for r in ok), len(ok))
 
@@ -147,7 +147,7 @@ class LikertFacet(_JudgedScale):
         self.low, self.high = (float(x) for x in options.get("scale", (1, 5)))
 
     @property
-    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]  # over Metric's attribute: roles from the options
         return (self.role,)
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:
@@ -181,7 +181,7 @@ class Judge012(_JudgedScale):
     low, high = 0, 2
 
     @property
-    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]  # over Metric's attribute: roles from the options
         return (self.role,)
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:

@@ -118,7 +118,9 @@ def macro_f1(preds: Sequence[Any], golds: Sequence[Any], labels: Sequence[Any] |
     if not items:
         return None
     labs = list(labels) if labels is not None else sorted({g for _, g in items} | {p for p, _ in items if p is not None}, key=str)
-    tp, fp, fn = Counter(), Counter(), Counter()
+    tp: Counter[Any] = Counter()  # per label: true positives, false positives, false negatives
+    fp: Counter[Any] = Counter()
+    fn: Counter[Any] = Counter()
     for p, g in items:
         if p == g:
             tp[g] += 1

@@ -82,9 +82,10 @@ def timeframes(cot: str | None) -> list[list[float]]:
     a point ``[t, t]``.  Times elsewhere in the text are not read."""
     out: list[list[float]] = []
     for line in (cot or "").splitlines():
-        if not _TIMEFRAME_LINE.search(line):
+        marker = _TIMEFRAME_LINE.search(line)
+        if not marker:
             continue
-        text = line[_TIMEFRAME_LINE.search(line).end():]
+        text = line[marker.end():]
         ranges = [(seconds(a), seconds(b)) for a, b in _RANGE.findall(text)]
         if ranges:
             out.extend([min(a, b), max(a, b)] for a, b in ranges)

@@ -98,11 +98,16 @@ async def drive(ctx: SampleContext, doc: dict[str, Any]) -> DriverResult:
 async def socratic(ctx: SampleContext, doc: dict[str, Any], video: VideoPart, audio: AudioPart | None):
     chunks = ctx.chunks(video)
     spec = ctx.media.chunks
-    ctx.log("socratic", {"chunks": [list(c.segment) for c in chunks], "clip": list(video.segment or ())})
+    assert spec is not None  # ctx.chunks raised SampleError otherwise
+    segments: list[tuple[float, float]] = []
+    for c in chunks:
+        assert c.segment is not None  # ctx.chunks gives every chunk its segment
+        segments.append(c.segment)
+    ctx.log("socratic", {"chunks": [list(s) for s in segments], "clip": list(video.segment or ())})
     notes: list[str] = []
     previous = ""
-    for k, chunk in enumerate(chunks, 1):
-        span = f"{mmss(chunk.segment[0])}-{mmss(chunk.segment[1])}"
+    for k, (chunk, segment) in enumerate(zip(chunks, segments), 1):
+        span = f"{mmss(segment[0])}-{mmss(segment[1])}"
         text = render_template(prompt("socratic_notes"), {
             "part": k, "parts": len(chunks), "span": span, "fps": f"{spec.fps:g}", "width": spec.width,
             "height": spec.height, "question": doc["question"],

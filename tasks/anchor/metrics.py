@@ -71,7 +71,7 @@ class AnswerAcc(Metric):
         return self.options.get("role", "answer_acc")
 
     @property
-    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]  # over Metric's attribute: roles from the options
         return (self.role,)
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:

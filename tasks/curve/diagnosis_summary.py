@@ -37,13 +37,13 @@ def summarize(diagnoses: list[SampleDiagnosis], max_rounds: int = 5) -> dict[str
     kinds: Counter[str] = Counter()
     round1 = later = stamped = total_nodes = masked = 0
     node_counts, depths, paths = [], [], []
-    graphs = [d for d in diagnoses if d.graph is not None]
-    for d in graphs:
-        node_counts.append(len(d.graph.nodes))
-        depths.append(d.graph.depth())
-        paths.append(len(d.graph.paths()))
+    graphs = [(d, d.graph) for d in diagnoses if d.graph is not None]
+    for d, graph in graphs:
+        node_counts.append(len(graph.nodes))
+        depths.append(graph.depth())
+        paths.append(len(graph.paths()))
         masked += len(d.masked())
-        for n in d.graph.nodes:
+        for n in graph.nodes:
             total_nodes += 1
             stamped += bool(n.timestamp)
             labels[n.label or "unvisited"] += 1
@@ -67,7 +67,7 @@ def summarize(diagnoses: list[SampleDiagnosis], max_rounds: int = 5) -> dict[str
         "depth_std": statistics.pstdev(depths) if depths else None,
         "mean_paths": statistics.fmean(paths) if paths else None,
         "timestamp_share": stamped / total_nodes if total_nodes else None,
-        "mean_rounds": statistics.fmean(len(d.rounds) for d in graphs) if graphs else None,
+        "mean_rounds": statistics.fmean(len(d.rounds) for d, _ in graphs) if graphs else None,
         "nodes": {k: labels.get(k, 0) for k in ("match", "divergence", "error", "unvisited")},
         "errors": {k: kinds.get(k, 0) for k in ERROR_KINDS},
         "errors_by_family": {"perception": perception, "knowledge": kinds.get("knowledge", 0),
@@ -119,7 +119,7 @@ def accuracy_by_locale(results: RunResults | dict[str, Any], tasks: list[str]) -
     res = results if isinstance(results, RunResults) else RunResults.from_json(results)
     per: dict[str, float] = {}
     for name in tasks:
-        agg = res.tasks.get(name).metrics.get("accuracy") if name in res.tasks else None
+        agg = res.tasks[name].metrics.get("accuracy") if name in res.tasks else None
         loc = locales.find(name.removeprefix("curve_"))
         if agg is not None and agg.value is not None and loc is not None:
             per[loc.code] = agg.value

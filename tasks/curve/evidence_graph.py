@@ -183,9 +183,8 @@ def parse_graph_reply(reply: str, options: dict[str, Any]) -> str | None:
 
 def graph_from_dict(data: dict[str, Any] | str) -> EvidenceGraph:
     """The graph from :func:`parse_graph_reply`'s value (or its dict)."""
-    if isinstance(data, str):
-        data = json.loads(data)
-    return EvidenceGraph([EvidenceNode(**n) for n in data["nodes"]])
+    graph: dict[str, Any] = json.loads(data) if isinstance(data, str) else data
+    return EvidenceGraph([EvidenceNode(**n) for n in graph["nodes"]])
 
 
 # Registered as the judge parser "curve_evidence_graph" (plugin.py, avhb_judge_parsers).

@@ -91,7 +91,7 @@ class StaticScore(Metric):
         return self.options.get("scorer", "scorer")
 
     @property
-    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]  # over Metric's attribute: roles from the options
         return (self.matcher, self.scorer)
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:

@@ -170,7 +170,7 @@ async def add_distractors(item: dict[str, Any], pool: list[dict[str, Any]], targ
     pos = 0
     while pos < len(order) and total < target:
         room = target - total
-        batch = []
+        batch: list[dict[str, Any]] = []
         while pos < len(order) and len(batch) < SCREEN_BATCH:
             doc = order[pos]
             pos += 1
@@ -201,6 +201,6 @@ def as_row(item: dict[str, Any], context: list[dict[str, Any]], evidence: list[i
     """An upstream-schema row for the built context (``text_length``: its
     text tokens; ``mm_length``: all its tokens)."""
     text_tokens = sum(count(u) for u in context if u.get("type") != "image")
-    row = {k: item[k] for k in ("id", "question", "ground_truth", "task") if k in item}
+    row: dict[str, Any] = {k: item[k] for k in ("id", "question", "ground_truth", "task") if k in item}
     return {**row, "context": context, "text_length": text_tokens, "mm_length": sum(count(u) for u in context),
             "evidence": evidence}

@@ -27,6 +27,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from avhb import UserError, write_atomic
 
@@ -87,7 +88,9 @@ def build_main(argv: list[str]) -> int:
 
 
 async def _build(args, items, root: Path, count, out: Path):
-    rows, rejections, skipped = [], [], []
+    rows: list[dict[str, Any]] = []
+    rejections: list[dict[str, Any]] = []  # a distractor the judge turned down (build.Screened.rejected)
+    skipped: list[str] = []  # an item that could not be built, and why
     if args.mode == "truncate":
         for item in items:
             try:

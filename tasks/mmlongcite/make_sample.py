@@ -32,7 +32,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -42,7 +42,8 @@ OUT = Path(__file__).resolve().parent / "sample"
 PAGE = (200, 260)
 FRAME = (200, 150)
 BAND = 16
-_PALETTE = [c for c in itertools.product((30, 100, 170, 240), repeat=3) if min(c) < 170 and max(c) > 30]
+_PALETTE = [(r, g, b) for r, g, b in itertools.product((30, 100, 170, 240), repeat=3)
+            if min(r, g, b) < 170 and max(r, g, b) > 30]
 _used: list[tuple[int, int, int]] = []
 
 
@@ -55,7 +56,7 @@ def _next_colour() -> tuple[int, int, int]:
 
 
 def page(lines: list[str], table: list[list[str]] | None = None, size=PAGE, background=(255, 255, 255),
-         shapes: list[tuple[str, tuple[int, int, int], tuple[int, int, int, int]]] = ()) -> np.ndarray:
+         shapes: Sequence[tuple[str, tuple[int, int, int], tuple[int, int, int, int]]] = ()) -> np.ndarray:
     """A picture: the colour band, text lines, an optional table, shapes."""
     img, draw = picture(size, background)
     draw.rectangle([0, 0, size[0] - 1, BAND - 1], fill=_next_colour())

@@ -85,7 +85,7 @@ class Correctness(Metric):
                "scorer_role": "the open-answer judge role (default scorer)"}
 
     @property
-    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]
+    def needs_judges(self) -> tuple[str, ...]:  # type: ignore[override]  # over Metric's attribute: roles from the options
         return (self.options.get("matcher_role", "answer_matcher"), self.options.get("scorer_role", "scorer"))
 
     async def score(self, record: SampleRecord, ctx: ScoreContext) -> dict[str, Any]:

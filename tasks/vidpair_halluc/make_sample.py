@@ -27,6 +27,7 @@ import csv
 import json
 import sys
 from pathlib import Path
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -96,7 +97,23 @@ def mask(frames: list[np.ndarray], flags: list[int]) -> list[np.ndarray]:
 
 # ---------------------------------------------------------------- content
 
-PAIRS = [
+Video = tuple[str, str, str, list[int] | None]  # file name, scene (frames_for), variant, mask flags
+
+
+class Pair(TypedDict):
+    pair_id: str
+    id: str
+    category: str
+    level: str
+    pos: Video  # the positive video
+    adv: Video  # the adversarial one
+    q_pos: str  # the yes/no question true of the positive video
+    q_neg: str  # the one true of the adversarial video
+    mcq: tuple[str, list[str], str, str]  # stem, options, the positive video's gold letter, the adversarial's
+    open: tuple[str, str]  # each video's description
+
+
+PAIRS: list[Pair] = [
     {"pair_id": "pair_0001", "id": "color_0001", "category": "color", "level": "video",
      "pos": ("color_0001_0.mp4", "red_ball", "original", None), "adv": ("color_0001_1.mp4", "blue_ball", "original", None),
      "q_pos": "Is the ball on the table red?", "q_neg": "Is the ball on the table blue?",
@@ -128,18 +145,20 @@ PAIRS = [
 
 def build(out: Path) -> dict[str, int]:
     out.mkdir(parents=True, exist_ok=True)
-    rows = {"binary": [], "multiple_choice": [], "open_ended": []}
-    meta, pairs = [], []
+    rows: dict[str, list[dict[str, Any]]] = {"binary": [], "multiple_choice": [], "open_ended": []}
+    meta: list[dict[str, Any]] = []  # metadata.csv's rows
+    pairs: list[dict[str, Any]] = []  # pairs/pairs.json
     for p in PAIRS:
         vid = p["id"]
         base = frames_for(p["pos"][1])
-        videos = {}
-        for role in ("pos", "adv"):
-            fname, kind, variant, flags = p[role]
+        videos: dict[str, tuple[str, str, list[int] | None]] = {}  # role -> file name, repository path, mask flags
+        for role, video in (("pos", p["pos"]), ("adv", p["adv"])):
+            fname, kind, variant, flags = video
             frames = frames_for(kind)
             if variant == "temporal_reversed":
                 frames = reverse(base)
             elif variant == "masked":
+                assert flags is not None  # a masked video has its flags (PAIRS)
                 frames = mask(base, flags)
             repo = f"VidPair-Halluc/{vid}/{fname}"
             write_video(out / repo, frames, FPS, preset="medium", threads=1)
@@ -152,7 +171,8 @@ def build(out: Path) -> dict[str, int]:
         pairs.append({"pair_id": p["pair_id"], "positive_video": videos["pos"][1], "adversarial_video": videos["adv"][1],
                       "id": vid, "category": p["category"], "level": p["level"]})
 
-        def row(qa_type: str, role: str, question_id: str, group: str, question: str, answer: str, **extra) -> dict:
+        def row(qa_type: str, role: str, question_id: str, group: str, question: str, answer: str,
+                **extra: str) -> None:
             fname, repo, flags = videos[role]
             n = len(rows[qa_type]) + 1
             r = {"qa_id": f"{qa_type}_{n:05d}", "qa_type": qa_type, "id": vid, "pair_id": p["pair_id"],

@@ -86,7 +86,7 @@ class _Binary(Metric):
         return {"binary_correct": None if answer == UNKNOWN else float(answer == gold),
                 "binary_unknown": float(answer == UNKNOWN)}
 
-    def items(self, records: list[SampleRecord]) -> list[scoring.BinaryItem]:
+    def items(self, records: Sequence[SampleRecord]) -> list[scoring.BinaryItem]:
         out = []
         for r in records:
             d = r.doc
@@ -105,7 +105,7 @@ class _Binary(Metric):
         d = record.doc
         return (d.get("level"), d.get("id") if self.mode == "upstream" else (d.get("pair_id") or d.get("id")))
 
-    def tallies(self, records: list[SampleRecord]) -> list[scoring.BinaryTally]:
+    def tallies(self, records: Sequence[SampleRecord]) -> list[scoring.BinaryTally]:
         return scoring.tally_binary(self.items(records), self.mode, self.unknown)
 
     def aggregate(self, records: Sequence[SampleRecord]) -> dict[str, Aggregate]:
@@ -280,7 +280,7 @@ class _Mcq(Metric):
         d = record.doc
         return (d.get("level"), d.get("id") if self.mode == "upstream" else (d.get("pair_id") or d.get("id")))
 
-    def items(self, records: list[SampleRecord]) -> list[scoring.McqItem]:
+    def items(self, records: Sequence[SampleRecord]) -> list[scoring.McqItem]:
         out = []
         for r in records:
             d = r.doc
