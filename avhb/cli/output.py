@@ -2,7 +2,6 @@
 notes, an error in one line, and a reader of stdout that went away."""
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -31,12 +30,10 @@ def print_results(results: dict, run_dir: Path | None = None) -> None:
     """The results table, with the run's notes (run.json) under it."""
     from avhb.report.table import format_results_table
 
-    notes = []
-    if run_dir is not None and (run_dir / "run.json").is_file():
-        try:
-            notes = list(json.loads((run_dir / "run.json").read_text(encoding="utf-8")).get("notes") or [])
-        except (OSError, ValueError, AttributeError):
-            notes = []
+    from avhb.runfolder.manifest import recorded_manifest
+
+    run = recorded_manifest(run_dir) if run_dir is not None else None
+    notes = list((run or {}).get("notes") or [])
     print(format_results_table(results, notes))
     from avhb.runfolder.results import RunResults
 

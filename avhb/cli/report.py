@@ -23,8 +23,10 @@ def command(args, argv) -> int:
             lmms = given
         else:
             raise UserError(f"--baseline {given}: no such run folder or file")
+    from avhb.runfolder.layout import results_file
+
     for d in dirs:
-        if not (d / "results.json").is_file():
+        if not results_file(d).is_file():
             raise UserError(f"{d}: no results.json (not a finished run folder)")
     if len(dirs) == 1 and not args.output and lmms is None:
         from avhb.report.html import write_report

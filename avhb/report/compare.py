@@ -36,6 +36,7 @@ from avhb.report.htmlkit import esc, page
 from avhb.report.numbers import fmt_cell
 from avhb.report.paired import (Pairing, TaskLines, compare_metric, group_lines, lmms_cells, lmms_task_of,
                                 read_lmms_samples, read_samples_file)
+from avhb.runfolder.layout import samples_path
 from avhb.runfolder.results import RunResults, TaskResult
 from avhb.score.aggregate import Aggregate
 from avhb.score.clusters import ClusterKey
@@ -320,7 +321,7 @@ def _lines(run: RunData, task: str) -> TaskLines | None:
     """The run's scored samples of ``task`` (None when it has no samples file)."""
     if isinstance(run, LmmsRun):
         return read_lmms_samples(run.path, run.metrics) if task == run.task else None
-    path = run.path / "samples" / f"{task.replace('/', '__')}.jsonl"
+    path = samples_path(run.path, task)
     return read_samples_file(path) if path.is_file() else None
 
 

@@ -19,11 +19,11 @@ from avhb.report.result_charts import breakdown_charts, family_charts
 from avhb.report.page_digest import recorded_page_digest, page_digest
 from avhb.report.htmlkit import BROWSER_JS, esc, page
 from avhb.report.rundata import RunData, load_run
+from avhb.runfolder.layout import report_file
 from avhb.redact import redact
 from avhb.report.usage_section import usage_section
 from avhb.report.sections import charts_section, config_section, judges_section, power_section, results_section
 
-REPORT_NAME = "report.html"
 DEFAULT_MAX_SAMPLES = 5000  # per task; samples with errors/judge failures are always kept
 
 
@@ -82,7 +82,7 @@ def write_report(run_dir: Path, *, max_samples_per_task: int | None = DEFAULT_MA
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         load_run(run_dir)  # the one message for a missing run folder
-    out = run_dir / REPORT_NAME
+    out = report_file(run_dir)
     digest = page_digest(run_dir, max_samples_per_task)
     if recorded_page_digest(out) == digest:
         return out

@@ -58,8 +58,8 @@ from typing import Any, Iterator
 from avhb.errors import UserError
 from avhb.redact import redact
 from avhb.runfolder.folder import write_atomic, write_json_atomic
-from avhb.runfolder.layout import samples_path
-from avhb.runfolder.results import RunResults
+from avhb.runfolder.results import RunResults, results_document
+from avhb.runfolder.samples import SamplesFile
 from avhb.score.metric import DIAGNOSTIC, HEADLINE
 
 NO_FILTER = "none"
@@ -106,13 +106,12 @@ def build_export(run_dir: Path, with_samples: bool = True) -> LmEvalExport:
 
     run_dir = Path(run_dir)
     run = read_manifest(run_dir)
-    path = run_dir / "results.json"
-    if not path.is_file():
+    got = results_document(run_dir)
+    if got.missing:
         raise UserError(f"{run_dir}: no results.json (not a finished run folder)")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
-        raise UserError(f"{path} is not valid JSON") from None
+    if got.data is None:
+        raise UserError(f"{got.path} is not valid JSON")
+    raw = got.data
     typed = RunResults.from_json(raw)
     tasks_info = given if isinstance(given := run.get("tasks"), dict) else {}
     model = given if isinstance(given := run.get("model"), dict) else {}
@@ -125,9 +124,10 @@ def build_export(run_dir: Path, with_samples: bool = True) -> LmEvalExport:
     per_sample: dict[str, set[str]] = {}
     for task in typed.tasks:
         config = (tasks_info.get(task) or {}).get("config") or {}
-        lines = list(_sample_lines(samples_path(run_dir, task), config, gen_kwargs))
+        rows = _rows(run_dir, task)
+        lines = list(_sample_lines(rows, config, gen_kwargs))
         per_sample[task] = {m for line in lines for m in line["metrics"]}
-        effective[task] = _distinct_ids(samples_path(run_dir, task))
+        effective[task] = len({str(r.get("id")) for r in rows})
         hashes[task_key(task)] = sha256("".join(s["doc_hash"] + s["prompt_hash"] + s["target_hash"] for s in lines))
         if with_samples:
             samples[task_key(task)] = lines
@@ -258,29 +258,24 @@ def _time(text: Any) -> datetime | None:
         return None
 
 
-def _rows(path: Path) -> Iterator[dict[str, Any]]:
-    if not path.is_file():
-        return
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # a torn last line
-            if isinstance(row, dict):
-                yield row
+def _rows(run_dir: Path, task: str) -> list[dict[str, Any]]:
+    """The task's samples; a line that is not a sample refuses the export
+    (its files would leave that sample out while its numbers count it)."""
+    source = SamplesFile.of(run_dir, task)
+    rows = list(source.rows())
+    if source.bad:
+        raise UserError(f"{source.bad_summary()} (the lm-eval files would leave that sample out; rerun the run's "
+                        "command to write its samples file again)")
+    return rows
 
 
-def _distinct_ids(path: Path) -> int:
-    return len({str(r.get("id")) for r in _rows(path)})
-
-
-def _sample_lines(path: Path, config: dict[str, Any], gen_kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def _sample_lines(samples: list[dict[str, Any]], config: dict[str, Any],
+                  gen_kwargs: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """One lm-eval samples line per sample (its repeats together), in the
     samples file's order; failed samples left out."""
     by_id: dict[str, list[dict[str, Any]]] = {}
     order: dict[str, int] = {}
-    for row in _rows(path):
+    for row in samples:
         sid = str(row.get("id"))
         order.setdefault(sid, len(order))
         by_id.setdefault(sid, []).append(row)

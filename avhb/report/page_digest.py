@@ -14,41 +14,47 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
+
+from avhb.runfolder.layout import RUN_FILE, results_file, run_file, samples_files
+from avhb.runfolder.manifest import manifest_file
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# the code that decides what a page shows: this package and redaction
+# the code that decides what a page shows: this package, redaction, and the run folder's readers
 _REPORT_CODE = [os.path.join(_HERE, f) for f in sorted(os.listdir(_HERE)) if f.endswith(".py")]
 _REPORT_CODE.append(os.path.join(os.path.dirname(_HERE), "redact.py"))
+_REPORT_CODE += [os.path.join(os.path.dirname(_HERE), "runfolder", f) for f in ("layout.py", "json_file.py", "samples.py")]
 _FINGERPRINT = re.compile(rb'<meta name="avhb-inputs" content="([0-9a-f]{64})">')
 
 
 def page_digest(run_dir: Path, max_samples_per_task: int | None) -> str:
     """What the report shows is made of: run.json and results.json (bytes),
-    the samples files (name, size, mtime), the cap, the report code."""
+    the samples files (name, size, mtime), the cap, the report code (and
+the run folder's readers it reads through)."""
     from avhb.version import __version__
 
     h = hashlib.sha256(f"report-v1|{__version__}|{max_samples_per_task}".encode())
-    for path in _REPORT_CODE:
+    for code in _REPORT_CODE:
         try:
-            st = os.stat(path)
-            h.update(f"|{os.path.basename(path)}:{st.st_mtime_ns}:{st.st_size}".encode())
+            st = os.stat(code)
+            h.update(f"|{os.path.basename(code)}:{st.st_mtime_ns}:{st.st_size}".encode())
         except OSError:
             h.update(b"|-")
-    for name in ("run.json", "results.json"):
+    for path in (run_file(run_dir), results_file(run_dir)):
         try:
-            raw = (run_dir / name).read_bytes()
+            raw = path.read_bytes()
         except OSError:
-            h.update(f"|{name}:-".encode())
+            h.update(f"|{path.name}:-".encode())
             continue
-        if name == "run.json":
-            raw = _without_stamp(raw)
-        h.update(f"|{name}:".encode() + hashlib.sha256(raw).digest())
-    try:
-        entries = sorted((e.name, e.stat()) for e in os.scandir(run_dir / "samples") if e.name.endswith(".jsonl"))
-    except OSError:
-        entries = []
-    for name, st in entries:
-        h.update(f"|samples/{name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        if path.name == RUN_FILE:
+            raw = _without_stamp(raw, manifest_file(run_dir).data)
+        h.update(f"|{path.name}:".encode() + hashlib.sha256(raw).digest())
+    for path in samples_files(run_dir):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        h.update(f"|samples/{path.name}:{st.st_size}:{st.st_mtime_ns}".encode())
     return h.hexdigest()
 
 
@@ -57,14 +63,12 @@ def page_digest(run_dir: Path, max_samples_per_task: int | None) -> str:
 _NOT_SHOWN = ("updated", "invocations")
 
 
-def _without_stamp(raw: bytes) -> bytes:
+def _without_stamp(raw: bytes, info: dict[str, Any] | None) -> bytes:
     """run.json's bytes for the digest: the keys the report never shows
-    left out, the rest with sorted keys (a rerun may write them in another order)."""
-    try:
-        info = json.loads(raw)
-    except ValueError:
-        return raw
-    if not isinstance(info, dict):
+    left out of its object ``info``, the rest with sorted keys (a rerun may
+    write them in another order); the bytes as they are when it is no
+    JSON object."""
+    if info is None:
         return raw
     return json.dumps({k: v for k, v in info.items() if k not in _NOT_SHOWN}, sort_keys=True).encode()
 

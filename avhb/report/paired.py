@@ -30,7 +30,6 @@ else through the standard errors.
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import Any, Hashable, Iterator, Mapping
 
 from avhb.errors import UserError
+from avhb.runfolder.samples import SamplesFile
 from avhb.score.aggregate import Aggregate
 from avhb.score.clusters import MISSING, ClusterKey
 from avhb.score.stats import UNPAIRED_Z, Difference, paired_test, plain_se, unpaired_test
@@ -89,34 +89,29 @@ def group_lines(members: list[tuple[str, TaskLines, ClusterKey]], metric: str) -
 
 
 def read_samples_file(path: Path, id_key: str = "id") -> TaskLines:
-    """Every line of a samples file that did not fail (an ``error`` set);
-    a line that is not a JSON object is a UserError naming the file and line
-    (a comparison made from part of a file would be silently wrong)."""
+    """Every line of a samples file (:class:`avhb.runfolder.samples.SamplesFile`)
+    that did not fail (an ``error`` set); a file with a line that is not a
+    sample is a UserError naming the file and line (a comparison made from
+    part of a file would be silently wrong), as is a sample without
+    ``id_key``."""
     out = TaskLines(source=str(path))
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise UserError(f"{path}: unreadable ({exc})") from None
-    with fh:
-        for lineno, text in enumerate(fh, 1):
-            if not text.strip():
-                continue
-            try:
-                row = json.loads(text)
-            except json.JSONDecodeError:
-                raise UserError(f"{path} line {lineno}: not JSON (a samples file half written? finish the run "
-                                "first)") from None
-            if not isinstance(row, dict) or id_key not in row:
-                raise UserError(f"{path} line {lineno}: not a sample line (no {id_key!r})")
-            out.total += 1
-            if row.get("error"):
-                out.failed += 1
-                continue
-            repeat = row.get("repeat", 0)
-            key = (str(row[id_key]), int(repeat) if isinstance(repeat, int) else 0)
-            doc = given if isinstance(given := row.get("doc"), dict) else {}
-            scores = given if isinstance(given := row.get("scores"), dict) else row
-            out.lines[key] = Line(doc, scores)
+    source = SamplesFile(path)
+    for line in source.lines():
+        row = line.row
+        assert row is not None  # every line is parsed
+        if id_key not in row:
+            raise UserError(f"{path} line {line.lineno}: not a sample line (no {id_key!r})")
+        out.total += 1
+        if row.get("error"):
+            out.failed += 1
+            continue
+        repeat = row.get("repeat", 0)
+        key = (str(row[id_key]), int(repeat) if isinstance(repeat, int) else 0)
+        doc = given if isinstance(given := row.get("doc"), dict) else {}
+        scores = given if isinstance(given := row.get("scores"), dict) else row
+        out.lines[key] = Line(doc, scores)
+    if source.bad:
+        raise UserError(f"{source.bad_summary()} (a samples file half written? finish the run first)")
     return out
 
 

@@ -1,12 +1,12 @@
-"""Loading a run folder (``run.json``, ``results.json``, ``samples/*.jsonl``)
-for reporting. Every part is optional: a run in progress may lack
-``results.json`` or have results for some tasks only, and the last line of
-a samples file may be half written. Problems are collected, not raised;
+"""Loading a run folder (``run.json``, ``results.json``, ``samples/*.jsonl``,
+read through :mod:`avhb.runfolder`) for reporting. Every part is optional:
+a run in progress may lack ``results.json`` or have results for some tasks
+only, and a samples file may hold lines that are not samples (a torn or
+corrupt line: skipped). Problems are collected and listed, not raised;
 only a missing run folder is a user error.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -14,7 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from avhb.errors import UserError
-from avhb.runfolder.results import RunResults
+from avhb.runfolder.json_file import JsonFile
+from avhb.runfolder.layout import samples_files, task_of_samples_file
+from avhb.runfolder.manifest import manifest_file
+from avhb.runfolder.results import RunResults, results_document
+from avhb.runfolder.samples import SampleLine, SamplesFile, SamplesUnreadable
 
 
 @dataclass
@@ -80,18 +84,12 @@ class RunData:
         return self.path.name
 
 
-def _read_json(path: Path, problems: list[str]) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        problems.append(f"{path.name}: unreadable ({exc})")
-        return {}
-    if not isinstance(data, dict):
-        problems.append(f"{path.name}: not a JSON object")
-        return {}
-    return data
+def _document(got: JsonFile, problems: list[str]) -> dict[str, Any]:
+    """A run folder's JSON file for the report: {} when missing; one that
+    cannot be read is a problem listed, and {}."""
+    if got.problem is not None:
+        problems.append(f"{got.path.name}: {got.problem}")
+    return got.data or {}
 
 
 def _needs_attention(row: dict[str, Any]) -> bool:
@@ -106,52 +104,44 @@ def _needs_attention(row: dict[str, Any]) -> bool:
 # An "error" or "ok" key whose value is not plain null / true: the line may
 # need attention, so it is parsed.  A JSON string cannot hold an unescaped
 # quote, so these can only match keys.
-_MAYBE_FLAGGED = re.compile(r'"error"\s*:(?!\s*null\b)|"ok"\s*:(?!\s*true\b)')
+_MAYBE_FLAGGED = re.compile(rb'"error"\s*:(?!\s*null\b)|"ok"\s*:(?!\s*true\b)')
 
 
 def read_samples(path: Path, limit: int | None, problems: list[str]) -> TaskSamples:
-    """Parse one ``samples/<task>.jsonl``. With ``limit``, keep every sample
-    with an error or a failed judgement, then fill up to ``limit`` with the
-    others in file order (errors always stay findable).  Once ``limit``
-    ordinary samples are kept, a whole line (``{...}`` and its newline) with
-    no error and no failed judgement is counted without being parsed."""
-    total = 0
+    """Read one ``samples/<task>.jsonl`` (:class:`avhb.runfolder.samples.SamplesFile`;
+    its bad lines are listed in ``problems``). With ``limit``, keep every
+    sample with an error or a failed judgement, then fill up to ``limit``
+    with the others in file order (errors always stay findable).  Once
+    ``limit`` ordinary samples are kept, a whole line with no error and no
+    failed judgement is counted without being parsed."""
+    parsed = 0
     others_kept = 0
-    flagged: list[tuple[int, dict[str, Any], str]] = []
-    ordinary: list[tuple[int, dict[str, Any], str]] = []
-    try:
-        fh = path.open(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        problems.append(f"samples/{path.name}: unreadable ({exc})")
-        return TaskSamples([], 0, 0)
+    flagged: list[SampleLine] = []
+    ordinary: list[SampleLine] = []
     maybe_flagged = _MAYBE_FLAGGED.search
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if limit is not None and others_kept >= limit and line[:1] == "{" and line[-2:] == "}\n" \
-                    and not maybe_flagged(line):
-                total += 1
-                continue
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                problems.append(f"samples/{path.name} line {lineno}: not JSON (skipped)")
-                continue
-            if not isinstance(row, dict):
-                problems.append(f"samples/{path.name} line {lineno}: not an object (skipped)")
-                continue
-            total += 1
-            if _needs_attention(row):
-                flagged.append((total, row, line))
+    capped = limit is not None
+    full = limit is not None and limit <= 0  # ``limit`` ordinary samples kept: the rest parsed only when maybe flagged
+    source = SamplesFile(path)
+    try:
+        for line in source.lines(parse=(lambda raw: not full or maybe_flagged(raw) is not None) if capped else None):
+            parsed += 1
+            if _needs_attention(line.row):
+                flagged.append(line)
             elif limit is None or others_kept < limit:
-                ordinary.append((total, row, line))
+                ordinary.append(line)
                 others_kept += 1
+                full = capped and others_kept >= (limit or 0)
+    except SamplesUnreadable as exc:
+        problems.append(f"samples/{path.name}: unreadable ({exc.reason})")
+        return TaskSamples([], 0, 0)
+    finally:
+        problems.extend(f"samples/{path.name} line {bad.lineno}: {bad.why} (skipped)" for bad in source.bad)
+    total = parsed + source.passed_over
     if limit is not None:
         room = max(limit - len(flagged), 0)
         ordinary = ordinary[:room]
-    kept = sorted(flagged + ordinary, key=lambda t: t[0])
-    return TaskSamples([r for _, r, _ in kept], total, len(kept), [line.rstrip() for _, _, line in kept])
+    kept = sorted(flagged + ordinary, key=lambda line: line.lineno)
+    return TaskSamples([line.row for line in kept], total, len(kept), [line.text for line in kept])
 
 
 def load_run(run_dir: Path, *, with_samples: bool = True, max_samples_per_task: int | None = None) -> RunData:
@@ -160,22 +150,12 @@ def load_run(run_dir: Path, *, with_samples: bool = True, max_samples_per_task: 
     if not run_dir.is_dir():
         raise UserError(f"{run_dir}: no such run folder")
     problems: list[str] = []
-    run = _read_json(run_dir / "run.json", problems)
-    results = _read_json(run_dir / "results.json", problems)
+    run = _document(manifest_file(run_dir), problems)
+    results = _document(results_document(run_dir), problems)
     samples: dict[str, TaskSamples] = {}
-    sdir = run_dir / "samples"
-    if with_samples and sdir.is_dir():
+    if with_samples:
         known = [*((results.get("results") or {}) if isinstance(results.get("results"), dict) else {}),
                  *((run.get("tasks") or {}) if isinstance(run.get("tasks"), dict) else {})]
-        for path in sorted(sdir.glob("*.jsonl")):
-            samples[task_of_file(path.stem, known)] = read_samples(path, max_samples_per_task, problems)
+        for path in samples_files(run_dir):
+            samples[task_of_samples_file(path, known)] = read_samples(path, max_samples_per_task, problems)
     return RunData(run_dir, run, results, samples, problems)
-
-
-def task_of_file(stem: str, known: list[str]) -> str:
-    """The task a ``samples/<stem>.jsonl`` file holds: the run folder writes
-    ``mypack/shapes_color`` as ``mypack__shapes_color``."""
-    for name in known:
-        if name.replace("/", "__") == stem:
-            return name
-    return stem

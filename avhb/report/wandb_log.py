@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb.errors import UserError
+from avhb.runfolder.layout import report_file, results_file, run_file
 
 
 def check_wandb() -> None:
@@ -56,14 +57,14 @@ def log_run(run_dir: Path, export: Any, init: dict[str, Any], config: dict[str, 
             tables[f"{task}_eval_results"] = wandb.Table(columns=columns, data=[
                 [s["doc_id"], s["target"], s["resps"][0][0] if s["resps"][0] else "", s["filtered_resps"][0]
                  if s["filtered_resps"] else "", *(s.get(m) for m in columns[4:])] for s in lines])
-        report = run_dir / "report.html"
+        report = report_file(run_dir)
         if report.is_file():
             tables["evaluation/report"] = wandb.Html(report.read_text(encoding="utf-8"), inject=False)  # as written
         run.log(tables)
         artifact = wandb.Artifact("results", type="eval_results")
-        for name in ("results.json", "run.json", "report.html"):
-            if (run_dir / name).is_file():
-                artifact.add_file(str(run_dir / name))
+        for path in (results_file(run_dir), run_file(run_dir), report):
+            if path.is_file():
+                artifact.add_file(str(path))
         for path in export.paths(run_dir).values():
             if path.is_file():
                 artifact.add_file(str(path), name=f"lm-eval/{path.name}")

@@ -66,9 +66,11 @@ def samples_path(root: Path | str, task: str) -> Path:
 
 
 def samples_files(root: Path | str) -> list[Path]:
-    """The folder's samples files, by name (none when it has no ``samples/``)."""
+    """What ``samples/`` holds under a samples file's name, by name (none
+    when there is no ``samples/``); an entry that is not a file is listed
+    too, for its reader to say it cannot be read."""
     folder = samples_dir(root)
-    return sorted(p for p in folder.glob(f"*{SAMPLES_SUFFIX}") if p.is_file()) if folder.is_dir() else []
+    return sorted(folder.glob(f"*{SAMPLES_SUFFIX}")) if folder.is_dir() else []
 
 
 def task_of_samples_file(path: Path, known: list[str]) -> str:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, NamedTuple
 
 from avhb.errors import UserError
 from avhb.runfolder.layout import samples_path
@@ -46,14 +46,12 @@ class BadLine:
         return f"{self.path} line {self.lineno}: {self.why}"
 
 
-@dataclass(frozen=True)
-class SampleLine:
+class SampleLine(NamedTuple):
     """One sample line: its number, the object, and its text (without
-    the line end).  ``row`` is None (and ``text`` empty) for a whole line
-    the caller's ``parse`` test passed over (:meth:`SamplesFile.lines`)."""
+    the line end)."""
 
     lineno: int
-    row: dict[str, Any] | None
+    row: dict[str, Any]
     text: str
 
 
@@ -69,12 +67,14 @@ class SamplesUnreadable(UserError):
 
 class SamplesFile:
     """One samples file, read line by line (module docstring).  After
-    each pass :attr:`bad` holds the lines that were not samples and
-    :attr:`missing` whether the file was there."""
+    each pass :attr:`bad` holds the lines that were not samples,
+    :attr:`passed_over` how many whole lines the caller's ``parse`` test
+    left unparsed, and :attr:`missing` whether the file was there."""
 
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self.bad: list[BadLine] = []
+        self.passed_over = 0
         self.missing = False
 
     @classmethod
@@ -85,11 +85,12 @@ class SamplesFile:
     def lines(self, parse: Callable[[bytes], bool] | None = None) -> Iterator[SampleLine]:
         """Every sample line in file order.  ``parse``: asked of each whole
         line (``{`` to ``}`` and its newline, as the run writes them) with
-        the line's bytes; a line it answers False for is yielded unparsed
-        (``row`` None): counted as a sample as it is, neither decoded nor
+        the line's bytes; a line it answers False for is a sample counted
+        in :attr:`passed_over` as it is, neither yielded, decoded nor
         examined (the report's count past its sample cap).  Raises
         :class:`SamplesUnreadable` when the file cannot be read."""
         self.bad = []
+        self.passed_over = 0
         self.missing = False
         try:
             fh = open(self.path, "rb")
@@ -98,40 +99,36 @@ class SamplesFile:
             return
         except OSError as exc:
             raise SamplesUnreadable(self.path, exc.strerror or str(exc)) from None
+        bad = self.bad.append
+        loads = json.loads
         with fh:
             try:
                 for lineno, raw in enumerate(fh, 1):
                     if parse is not None and raw[:1] == b"{" and raw[-2:] == b"}\n" and not parse(raw):
-                        yield SampleLine(lineno, None, "")
+                        self.passed_over += 1
                         continue
-                    line = self._line(lineno, raw)
-                    if line is not None:
-                        yield line
+                    if not raw.strip():
+                        continue
+                    try:
+                        text = raw.decode("utf-8")
+                    except UnicodeDecodeError:
+                        bad(BadLine(self.path, lineno, NOT_UTF8))
+                        continue
+                    try:
+                        row = loads(text)
+                    except ValueError:
+                        bad(BadLine(self.path, lineno, NOT_JSON))
+                        continue
+                    if type(row) is not dict:
+                        bad(BadLine(self.path, lineno, NOT_OBJECT))
+                        continue
+                    yield SampleLine(lineno, row, text.rstrip())
             except OSError as exc:  # an I/O error mid-file (a folder in its place fails here, at the first read)
                 raise SamplesUnreadable(self.path, exc.strerror or str(exc)) from None
-
-    def _line(self, lineno: int, raw: bytes) -> SampleLine | None:
-        if not raw.strip():
-            return None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            self.bad.append(BadLine(self.path, lineno, NOT_UTF8))
-            return None
-        try:
-            row = json.loads(text)
-        except ValueError:
-            self.bad.append(BadLine(self.path, lineno, NOT_JSON))
-            return None
-        if not isinstance(row, dict):
-            self.bad.append(BadLine(self.path, lineno, NOT_OBJECT))
-            return None
-        return SampleLine(lineno, row, text.rstrip())
 
     def rows(self) -> Iterator[dict[str, Any]]:
         """Every sample's object, in file order."""
         for line in self.lines():
-            assert line.row is not None  # no parse test: every line is parsed
             yield line.row
 
     def bad_summary(self) -> str | None:

@@ -22,3 +22,26 @@ def test_the_lm_eval_export_has_no_uncertainty_key(tmp_path):
     assert {k for k in export["results"]["g"] if "," in k} == {"acc,none", "acc_stderr,none"}
     text = json.dumps(export)
     assert "clustered" not in text and "_ci" not in text and "group_members" not in text and "power" not in text
+
+
+def test_a_corrupt_samples_line_refuses_the_export_and_a_rerun_writes_the_file_again(testpack, tmp_path):
+    """The export names the file and line; the hint holds: the run's
+    command again rewrites the samples file (a finished task whose samples
+    file changed runs again, its calls answered by the journal)."""
+    from tests.conftest import run_cli
+
+    out = tmp_path / "run"
+    cmd = ("--tasks", "testpack/qa_concise", "--model", "testpack/echo", "--sample-data", "--output-dir", str(out),
+           "--no-report")
+    assert run_cli(*cmd).returncode == 0
+    path = out / "samples" / "testpack__qa_concise.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:2]) + lines[2][:15] + "\n" + "".join(lines[3:]))
+    refused = run_cli("export", str(out))
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert f"{path} line 3: not JSON (the lm-eval files would leave that sample out; rerun the run's command" \
+           in refused.stderr
+    again = run_cli(*cmd)
+    assert again.returncode == 0, again.stderr
+    assert path.read_text().splitlines(keepends=True) == lines
+    assert run_cli("export", str(out)).returncode == 0

@@ -160,6 +160,26 @@ def test_minimal_folders(tmp_path):
         write_report(tmp_path / "missing")
 
 
+def test_lines_that_are_not_samples_and_an_unreadable_file_are_listed(tmp_path):
+    """The report lists each bad line of a samples file (avhb.runfolder.samples'
+    policy) and shows the rest; a samples file it cannot read is one problem."""
+    run = tmp_path / "run"
+    (run / "samples").mkdir(parents=True)
+    good = [json.dumps({"id": f"s{i}", "response": "r", "error": None}) + "\n" for i in range(3)]
+    (run / "samples" / "t.jsonl").write_bytes(
+        (good[0] + "[1, 2]\n" + good[1] + '"text"\n').encode() + b'{"id": "\xff"}\n' + (good[2] + "{torn").encode())
+    (run / "samples" / "gone.jsonl").mkdir()  # in samples/, under a samples file's name, but no file
+    data = load_run(run)
+    assert [r["id"] for r in data.samples["t"].rows] == ["s0", "s1", "s2"] and data.samples["t"].total == 3
+    assert data.problems == ["samples/gone.jsonl: unreadable (Is a directory)",
+                             "samples/t.jsonl line 2: not an object (skipped)",
+                             "samples/t.jsonl line 4: not an object (skipped)",
+                             "samples/t.jsonl line 5: not UTF-8 (skipped)",
+                             "samples/t.jsonl line 7: not JSON (skipped)"]
+    text = write_report(run).read_text(encoding="utf-8")
+    assert "samples/t.jsonl line 5: not UTF-8 (skipped)" in text and "samples/gone.jsonl: unreadable" in text
+
+
 def test_sample_cap_keeps_errors(tmp_path):
     run = make_run(tmp_path / "cap")
     data = load_run(run, max_samples_per_task=2)
@@ -218,11 +238,11 @@ def test_report_caps_huge_texts_and_the_samples_file_keeps_them(tmp_path):
 def test_samples_past_the_cap_that_need_attention_are_found_without_parsing_the_rest(tmp_path, monkeypatch):
     """Past the cap, lines are scanned for an ``error`` or ``ok`` key that
     is not null / true, whatever the JSON spacing; only those are parsed."""
-    from avhb.report import rundata
+    from avhb.runfolder import samples
 
     parsed: list[str] = []
-    real_loads = rundata.json.loads
-    monkeypatch.setattr(rundata.json, "loads", lambda text: parsed.append(text) or real_loads(text))
+    real_loads = samples.json.loads
+    monkeypatch.setattr(samples.json, "loads", lambda text: parsed.append(text) or real_loads(text))
     path = tmp_path / "t.jsonl"
     rows = [{"id": f"o{i}", "error": None, "judgements": {"j": {"ok": True}}} for i in range(3)]
     rows += [

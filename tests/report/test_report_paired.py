@@ -205,7 +205,11 @@ def test_a_corrupt_samples_line_is_named(runs, tmp_path):
     text = path.read_text().splitlines()
     text[4] = text[4][:20]
     path.write_text("\n".join(text) + "\n")
-    with pytest.raises(UserError, match=r"qa.jsonl line 5: not JSON"):
+    with pytest.raises(UserError, match=r"qa.jsonl line 5: not JSON \(a samples file half written"):
+        compare_runs([a, b])
+    text[4] = "[1, 2]"  # JSON, but not a sample; and bytes that are not UTF-8 further on
+    path.write_bytes(("\n".join(text) + "\n").encode() + b'{"id": "\xff"}\n')
+    with pytest.raises(UserError, match=r"qa.jsonl line 5: not an object, and 1 more bad line \("):
         compare_runs([a, b])
 
 

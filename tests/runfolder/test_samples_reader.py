@@ -106,11 +106,13 @@ def test_whole_lines_the_caller_passes_over_are_counted_unparsed(tmp_path, monke
               + b'{"id": "c"')
     asked: list[bytes] = []
     lines = list(f.lines(parse=lambda raw: asked.append(raw) or b'"error"' in raw))
-    assert [(x.lineno, x.row and x.row["id"]) for x in lines] == [(1, None), (2, "b"), (3, None), (5, "d")]
-    assert lines[0].text == "" and lines[1].text == '{"id": "b", "error": "boom"}'
+    assert [(x.lineno, x.row["id"]) for x in lines] == [(2, "b"), (5, "d")] and f.passed_over == 2
+    assert lines[0].text == '{"id": "b", "error": "boom"}'
     assert asked == [_line("a"), _line("b", error="boom"), b'{"id": "\xff"}\n']
     assert [(b.lineno, b.why) for b in f.bad] == [(4, NOT_OBJECT), (6, NOT_JSON)]
     assert [real(t) for t in parsed[:-1]] == [{"id": "b", "error": "boom"}, [1], {"id": "d"}]
+    list(f.lines())
+    assert f.passed_over == 0 and len(f.bad) == 3  # each pass counts afresh; unasked, the \xff line is bad
 
 
 def test_a_run_folders_samples_file_reads_back_as_the_records_written(tmp_path):

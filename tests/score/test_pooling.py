@@ -29,3 +29,12 @@ def test_pooled_conciseness_across_two_runs(testpack, tmp_path):
     assert values[0] > values[1]  # the terse run scores higher once cut points are shared
     within = [json.loads((r / "results.json").read_text())["results"]["testpack/qa_concise"]["conciseness"] for r in runs]
     assert within[0] == within[1]  # within one run both spread over the same scale
+    # a line of another run's samples file that is not a sample refuses the pool, naming file and line
+    path = runs[1] / "samples" / "testpack__qa_concise.jsonl"
+    n = len(path.read_text().splitlines())
+    with path.open("a") as fh:
+        fh.write('{"id": "torn')
+    proc = run_cli("score", str(runs[0]), "--pool", str(runs[1]))
+    assert proc.returncode == 2, proc.stderr
+    assert f"{path} line {n + 1}: not JSON (pooled numbers need every sample of each run)" in proc.stderr
+    assert "Traceback" not in proc.stderr
