@@ -59,7 +59,7 @@ _NUMBER = re.compile(r"\b\d+\b")
 def reason_of(line: str) -> str:
     """An error line without its file, line and values: the reason it names."""
     text = line.strip()
-    match = re.match(r"^(?:avhb: error: )?.*?(?:\.ya?ml|_yaml):\d+: (.*)$", text)
+    match = re.match(r"^(?:avhb: error: )?(?:[^:]*/[^:]*|[^:\s]+):\d+: (.*)$", text)  # FILE:LINE: (spaces allowed)
     if match:
         text = match.group(1)
     text = _QUOTED.sub("'…'", text)
