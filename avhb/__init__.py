@@ -9,10 +9,12 @@ imports nothing heavy, so listing stays fast)::
     from avhb import SampleContext, DriverResult, StepFailed     # a multi-step driver
     from avhb import ReopenedRun, write_json_atomic              # a pack command over a finished run
 
-Three public modules complete it: ``avhb.media`` (probing, frames, audio,
+Four public modules complete it: ``avhb.media`` (probing, frames, audio,
 boxes, grids, resizing, fingerprints: its package-level names),
-``avhb.score.metric_helpers`` (field specs, verdict log entries, counts)
-and ``avhb.redact`` (secrets out of what a backend says).  Everything else
+``avhb.score.metric_helpers`` (field specs, verdict log entries, counts),
+``avhb.redact`` (secrets out of what a backend says) and
+``avhb.plugins.metrics`` (the built-in metrics a pack builds on: its
+package-level names).  Everything else
 under ``avhb.`` is private: the built-in task packs, metrics, backends and
 the examples import only these (``tests/test_import_graph.py`` checks it;
 docs/plugins.md, "The public API").

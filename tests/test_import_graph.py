@@ -155,7 +155,11 @@ REPO = CORE.parent
 # example third-party plugins.
 PLUGIN_FOLDERS = {"tasks": "avhb.tasks", "plugins": "avhb.plugins", "model_backends": "avhb.model_backends"}
 EXAMPLES = REPO / "examples"
-PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.score.metric_helpers", "avhb.redact")
+PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.score.metric_helpers", "avhb.redact",
+                  "avhb.plugins.metrics")  # the built-in metrics a pack may build on (its package-level names)
+# The tasks package's own modules beside the packs (tasks/sample_media.py, which every pack's
+# make_sample.py draws with), which its packs share.
+TASKS_SHARED = frozenset(f"avhb.tasks.{f.stem}" for f in (REPO / "tasks").glob("*.py") if f.stem != "__init__")
 # The built-in backends' toolkit, for model_backends/ alone: LiteLLM's price
 # map, the preset catalogue, json.dumps with its encoder built once (json_text:
 # request bodies) (and resilience, whose failure vocabulary is public now: the
@@ -219,10 +223,15 @@ def _private_imports(path: Path, package: str) -> list[str]:
         if module != "avhb" and not module.startswith("avhb.") or module == own or module.startswith(own + "."):
             continue
         where = f"{path.relative_to(REPO)}:{line} imports {module}"
-        if module.startswith(tuple(p + "." for p in PLUGIN_FOLDERS.values())) or module in PLUGIN_FOLDERS.values():
+        if names and all(f"{module}.{n}" in PUBLIC_MODULES for n in names):  # from avhb.plugins import metrics
+            continue
+        if module not in PUBLIC_MODULES and (module in PLUGIN_FOLDERS.values()
+                                             or module.startswith(tuple(p + "." for p in PLUGIN_FOLDERS.values()))):
             hidden = [p for p in module.split(".")[2:] + (names or []) if p.startswith("_")]
             if hidden:  # a plugin's private module or name
                 bad.append(f"{where} ({', '.join(hidden)})")
+            elif not (own.startswith("avhb.tasks.") and module in TASKS_SHARED):  # a pack and its package's own
+                bad.append(f"{where} (inside a built-in plugin package; a pack builds on avhb.plugins.metrics)")
             continue
         if module in PUBLIC_MODULES:
             if names is None:
@@ -245,12 +254,17 @@ def test_packs_plugins_and_examples_import_only_the_public_api():
     task packs, metrics and backends and the examples follow:
 
     * public: the names ``avhb`` exports (``avhb.__all__``), the
-      package-level names of ``avhb.media`` (its ``__all__``, not the
-      modules inside it) and the modules ``avhb.score.metric_helpers``
+      package-level names of ``avhb.media`` and of ``avhb.plugins.metrics``
+      (the built-in metrics a pack builds on; each one's ``__all__``, not
+      the modules inside it) and the modules ``avhb.score.metric_helpers``
       and ``avhb.redact`` (``PUBLIC_MODULES``);
-    * a plugin's modules (``avhb.tasks.*``, ``avhb.plugins.*``,
-      ``avhb.model_backends.*``; a pack subclassing a built-in metric),
-      except a module or name that starts with ``_``;
+    * a module's own pack (``avhb.tasks.curve``) or plugin package
+      (``avhb.plugins``, ``avhb.model_backends``, an example's), and for a
+      built-in pack the tasks package's shared modules
+      (``avhb.tasks.sample_media``: ``TASKS_SHARED``); any other module of
+      ``avhb.tasks``, ``avhb.plugins`` or ``avhb.model_backends`` (another
+      pack's, a built-in metric's own module) is private, and so is a
+      module or name that starts with ``_``;
     * model_backends/ only: the backend toolkit (``BACKEND_TOOLKIT``), for
       the names the public API does not have;
     * every other ``avhb.<module>`` is private: its layout may change
@@ -268,7 +282,11 @@ def test_the_rule_catches_a_private_import(tmp_path):
                     "def f():\n    from avhb.runfolder.folder import write_json_atomic\n"
                     "from avhb import registry\nfrom avhb.plugins.metrics._common import count\n"
                     "from ...score import judges\nfrom ._data import _helper\n"
-                    "from avhb.tasks.other.data import _helper\n")
+                    "from avhb.tasks.other.data import _helper\n"
+                    "from avhb.plugins.metrics import ChoiceAccuracy, LikertFacet\nfrom avhb.tasks.sample_media import canvas\n"
+                    "from avhb.plugins.metrics.choice import ChoiceAccuracy\nfrom avhb.plugins.metrics import Citation\n"
+                    "import avhb.plugins.metrics.likert\nfrom avhb.tasks.other.data import helper\n"
+                    "from avhb.model_backends.local import LocalBackend\nfrom avhb.plugins import metrics\n")
     global REPO
     saved, REPO = REPO, tmp_path
     try:
@@ -280,7 +298,16 @@ def test_the_rule_catches_a_private_import(tmp_path):
                    "hooks.py:5 imports avhb (registry: not in its public names)",
                    "hooks.py:6 imports avhb.plugins.metrics._common (_common)",
                    "hooks.py:7 imports avhb.score (judges)",
-                   "hooks.py:9 imports avhb.tasks.other.data (_helper)"]
+                   "hooks.py:9 imports avhb.tasks.other.data (_helper)",
+                   "hooks.py:12 imports avhb.plugins.metrics.choice (inside a built-in plugin package; a pack builds on "
+                   "avhb.plugins.metrics)",
+                   "hooks.py:13 imports avhb.plugins.metrics (Citation: not in its public names)",
+                   "hooks.py:14 imports avhb.plugins.metrics.likert (inside a built-in plugin package; a pack builds on "
+                   "avhb.plugins.metrics)",
+                   "hooks.py:15 imports avhb.tasks.other.data (inside a built-in plugin package; a pack builds on "
+                   "avhb.plugins.metrics)",
+                   "hooks.py:16 imports avhb.model_backends.local (inside a built-in plugin package; a pack builds on "
+                   "avhb.plugins.metrics)"]
 
 
 def test_every_public_name_resolves():

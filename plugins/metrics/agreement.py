@@ -55,6 +55,10 @@ of the mean (upstream's mean would turn NaN) and counted in
 ``<name>_skipped_pairs``.
 
 Standard errors are bootstrapped over items.
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

@@ -58,6 +58,10 @@ replies score 0 and are counted.
 ``exact_match(pred, gold)``: lm-eval's definition: 1.0 iff the strings are
 equal after the asked removals (patterns, case, punctuation, digits; white
 space is kept); a list of golds matches if any does; ``None`` never matches.
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

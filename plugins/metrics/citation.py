@@ -61,6 +61,10 @@ of the mean precision and the mean recall (stderr by bootstrap over
 answers).
 
 Correctness of the answer itself is a separate metric.
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

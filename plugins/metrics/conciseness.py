@@ -23,6 +23,10 @@ points; any other call computes its own cut points from its own counts
 tiktoken is used offline: unless ``TIKTOKEN_CACHE_DIR`` is already set, it
 is pointed at the tokenizer files shipped inside the litellm package
 (located without importing litellm).
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

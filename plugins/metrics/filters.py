@@ -49,6 +49,10 @@
   Options as ``ChoiceAccuracy``.
 
 Every filter passes None through unchanged.
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

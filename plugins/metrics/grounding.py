@@ -38,6 +38,10 @@ share >= the threshold (option ``threshold``, 0.5); its standard error is
 closed-form when every sample has one pair, else bootstrapped over samples.
 All three exclude samples that failed outside the model (``record.error``;
 docs/errors.md) and report ``<name>_bad_reference`` and ``<name>_unparsed``.
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

@@ -58,6 +58,10 @@ Definitions:
 here); avhb only loads metric modules, so evaluate is imported with
 ``transformers`` hidden for the duration of that import (a module that
 needs transformers, such as bertscore, still imports it itself).
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

@@ -34,6 +34,10 @@ Both metrics pass the judge the fields configured by the ``fields`` option
 (field name -> spec, see ``avhb.score.metric_helpers.resolve``), by default
 ``{"question": "doc.question", "reference": "target", "response": "extracted"}``
 (``extracted`` falls back to the raw response when no filter ran).
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

@@ -29,6 +29,10 @@ words are ``re.split(r"\\s+", target)``, as lm-eval counts them.
 
 A target that is not one of the choices fails its sample (lm-eval scores
 it 0 with a warning; avhb excludes it and counts it as an error).
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

@@ -27,6 +27,10 @@ occurs in gold or prediction), averaged over ``labels`` (default: every
 label seen in gold or prediction).  An unknown prediction (None) is a miss
 of its gold label (FN only, ``unknown="wrong"``, default) or dropped
 (``unknown="exclude"``).  Stderr by bootstrap over items.
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
 """
 from __future__ import annotations
 

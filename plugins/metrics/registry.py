@@ -1,4 +1,9 @@
-"""Public names of the built-in metrics and filters -> "module:Class"."""
+"""Public names of the built-in metrics and filters -> "module:Class".
+
+Private to avhb: a pack imports what it builds on from ``avhb.plugins.metrics``
+(its package-level names); importing this module from outside avhb is
+deprecated (it still works, but its layout may change).
+"""
 
 _M = "avhb.plugins.metrics"
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from avhb import Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
-from avhb.plugins.metrics.likert import LikertFacet
+from avhb.plugins.metrics import LikertFacet
 from avhb.score.metric_helpers import count, judge_fields, resolve, usable, verdict_log
 
 

@@ -10,7 +10,7 @@ whose model call or media failed are excluded and counted (``errors``,
 """
 from __future__ import annotations
 
-from avhb.plugins.metrics.likert import Judge012
+from avhb.plugins.metrics import Judge012
 
 
 class CurveAccuracy(Judge012):

@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
-from avhb.plugins.metrics.choice import ChoiceAccuracy
+from avhb.plugins.metrics import ChoiceAccuracy
 from avhb.score.metric_helpers import count, usable, verdict_log
 
 POOLED = (DIAGNOSTIC, "mean over every scored sample of all runs pooled (the headline is the mean of the run means)")

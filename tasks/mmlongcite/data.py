@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from avhb import UserError
-from avhb.plugins.metrics.choice import inline_options
+from avhb.plugins.metrics import inline_options
 
 REQUIRED = ("id", "context", "question", "ground_truth", "task", "text_length", "mm_length")
 DATA_DIR = Path("data") / "mmlongcite"

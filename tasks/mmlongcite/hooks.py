@@ -23,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from avhb import Filter, ImagePart, Message, SampleError, SampleRecord, ScoreContext, TextPart, UserError
-from avhb.plugins.metrics.citation import strip_citations
-from avhb.plugins.metrics.filters import FINAL_ANSWER, final_answer
+from avhb.plugins.metrics import FINAL_ANSWER, final_answer, strip_citations
 
 from . import data, hr
 

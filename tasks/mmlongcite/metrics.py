@@ -8,11 +8,11 @@ reply with its citation markers removed.
 
 * multiple choice (the gold is one of the option letters written in the
   question): the option letter by avhb's single-option rule parser
-  (``parser: single``, ``avhb.plugins.metrics.choice.parse_choice``: it
+  (``parser: single``, ``parse_choice`` in ``plugins/metrics/choice.py``: it
   commits only when the reply indicates exactly one option, so "A or B"
   is not read as B the way MMMU's last-candidate rule would), then the
   ``answer_matcher`` judge when the rules find none or several
-  (``avhb.plugins.metrics.choice.resolve_choice``); 1 iff it is the gold.
+  (``avhb.plugins.metrics.resolve_choice``); 1 iff it is the gold.
   No letter at all: 0, counted in ``cor_unparsed``.
 * any other gold: the ``scorer`` judge says yes/no (fields ``question``,
   ``reference``, ``response``).  An empty answer scores 0 (unparsed); a
@@ -54,8 +54,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from avhb import Aggregate, Metric, SampleRecord, ScoreContext, mean_stderr
-from avhb.plugins.metrics.choice import resolve_choice
-from avhb.plugins.metrics.citation import parse_yes_no, strip_citations
+from avhb.plugins.metrics import parse_yes_no, resolve_choice, strip_citations
 from avhb.score.metric_helpers import count, usable, verdict_log
 
 from .hooks import split_response

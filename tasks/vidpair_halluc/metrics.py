@@ -13,7 +13,7 @@ options (every entry of one task should use the same values):
 * ``use_judge`` (MCQ, default true): ask the ``answer_matcher`` role when the
   rule parser finds no letter (none, or several candidates);
 * ``parser`` (MCQ, default ``single``): the rule parser of
-  ``avhb.plugins.metrics.choice`` — ``single`` commits only when exactly one
+  ``plugins/metrics/choice.py`` — ``single`` commits only when exactly one
   option is indicated, ``mmmu`` is MMMU's rule (last candidate wins);
 * ``bootstrap_iters`` (1000): resamples of pairs for every stderr.
 
@@ -34,8 +34,7 @@ import re
 from typing import Any, Sequence
 
 from avhb import COUNT, DIAGNOSTIC, Aggregate, Metric, SampleError, SampleRecord, ScoreContext, UserError
-from avhb.plugins.metrics.choice import check_parser, inline_options, options_from, resolve_choice
-from avhb.plugins.metrics.likert import valid_rating
+from avhb.plugins.metrics import check_parser, inline_options, options_from, resolve_choice, valid_rating
 
 from . import scoring
 from .extract import UNKNOWN, first_letter, is_sequence_answer, letter_sequence, yes_no_extractor

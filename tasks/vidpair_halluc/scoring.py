@@ -70,7 +70,7 @@ from typing import Any, Callable, Hashable, Iterable, Sequence
 import numpy as np
 
 from avhb import Aggregate, SampleError, UserError, bootstrap_stderr
-from avhb.plugins.metrics.pairs import macro_f1 as generic_macro_f1, unit_accuracy
+from avhb.plugins.metrics import macro_f1 as generic_macro_f1, unit_accuracy
 
 from .extract import (UNKNOWN, first_letter, is_sequence_answer, letter_sequence, valid_clip, valid_for_pairing,
                       yes_no_extractor)
