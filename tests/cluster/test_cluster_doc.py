@@ -85,6 +85,7 @@ def _parts(out: str, names: list[str]) -> dict[str, str]:
     return dict(zip(pieces[1::2], pieces[2::2])) if len(pieces) > 1 else {}
 
 
+@pytest.mark.slow  # sbatch forms through the shim: about 20 s
 def test_the_slurm_local_forms(tmp_path):
     """slurm-local (4 shards, merged, equal to the unsharded run), then in
     the same shell merge-missing and slurm-resubmit, as the page runs them."""
@@ -116,6 +117,7 @@ def _uts_namespaces() -> bool:
         return False
 
 
+@pytest.mark.slow  # a preempted and requeued job: about 30 s
 @pytest.mark.skipif(not _uts_namespaces(), reason="unshare --uts needs root (the preemption is tested without it "
                                                   "in tests/cluster/test_preemption.py)")
 def test_the_slurm_preemption_local_form(tmp_path):
@@ -135,6 +137,7 @@ def test_the_slurm_preemption_local_form(tmp_path):
     print([line for line in proc.stderr.splitlines() if "stopped by" in line or "note:" in line])
 
 
+@pytest.mark.slow  # a local Ray cluster: about 35 s
 def test_the_ray_local_form(tmp_path):
     pytest.importorskip("ray")
     head, server = _free_port(), _free_port()
@@ -159,6 +162,7 @@ def _vllm_block(name: str, tmp: Path) -> subprocess.CompletedProcess:
     return _bash(local_form(name), tmp, timeout=1800, paths={".venv-vllm": str(venv)}, PYTHONPATH=str(ROOT))
 
 
+@pytest.mark.slow  # the vLLM checks' commands: about 30 s
 def test_the_vllm_checks_local_form(tmp_path):
     proc = _vllm_block("vllm-checks", tmp_path)
     got = re.sub(r"--model vllm:\S+?: ", "--model vllm:$M: ", proc.stderr)  # the page names the folder $M

@@ -25,6 +25,7 @@ from tests.servers.openai_server import ScriptedServer, echo_last_user
 from avhb.run.usage import without_timings
 
 pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # starts a local Ray cluster per test: 30-50 s each
 
 ROWS = 60
 PER_WORKER = 2  # requests each worker holds (the openai backend's concurrency)

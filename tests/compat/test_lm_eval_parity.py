@@ -42,8 +42,9 @@ CORPUS = Path(__file__).with_name("lmeval_corpus")
 VENV = Path(os.environ.get("AVHB_LMEVAL_VENV", ROOT / ".venv-lmeval"))
 NS = "lmeval_corpus"
 
-pytestmark = pytest.mark.skipif(not (VENV / "bin" / "lm_eval").exists(),
-                                reason=f"lm-eval is not installed in {VENV}: run scripts/peer_envs.sh lmeval")
+pytestmark = [pytest.mark.slow,  # lm-eval runs in its own venv: about a minute before the first test
+              pytest.mark.skipif(not (VENV / "bin" / "lm_eval").exists(),
+                                 reason=f"lm-eval is not installed in {VENV}: run scripts/peer_envs.sh lmeval")]
 
 GROUPS = {"avhbc_group_gen": ["avhbc_gen_basic", "avhbc_gen_csv", "avhbc_gen_parquet"],
           "avhbc_group_gen_unweighted": ["avhbc_gen_jinja", "avhbc_gen_validation_split"],

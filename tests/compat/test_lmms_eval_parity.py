@@ -43,8 +43,9 @@ VENV = Path(os.environ.get("AVHB_LMMS_VENV", ROOT / ".venv-lmms"))
 NS = "lmms_corpus"
 FRAMES = 4
 
-pytestmark = pytest.mark.skipif(not (VENV / "bin" / "lmms-eval").exists(),
-                                reason=f"lmms-eval is not installed in {VENV}: run scripts/peer_envs.sh lmms")
+pytestmark = [pytest.mark.slow,  # lmms-eval runs in its own venv: most of a minute before the first test
+              pytest.mark.skipif(not (VENV / "bin" / "lmms-eval").exists(),
+                                 reason=f"lmms-eval is not installed in {VENV}: run scripts/peer_envs.sh lmms")]
 
 
 def _tasks() -> list[str]:

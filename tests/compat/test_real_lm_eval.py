@@ -24,8 +24,9 @@ import pytest
 from tests.compat.real.lm_eval_harness import VENV, markdown_table, run_differential
 from tests.compat.real.lm_eval_rows import EXPECTED_TO_FAIL_UNTIL_FIXED, HUB_CACHE_ROWS, ROWS
 
-pytestmark = pytest.mark.skipif(not (VENV / "bin" / "lm_eval").exists(),
-                                reason=f"lm-eval is not installed in {VENV}: run scripts/peer_envs.sh lmeval")
+pytestmark = [pytest.mark.slow,  # lm-eval (its own venv) and avhb over every row: minutes
+              pytest.mark.skipif(not (VENV / "bin" / "lm_eval").exists(),
+                                 reason=f"lm-eval is not installed in {VENV}: run scripts/peer_envs.sh lmeval")]
 
 
 @pytest.fixture(scope="module")

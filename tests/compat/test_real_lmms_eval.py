@@ -23,6 +23,7 @@ from tests.compat.real_lmms import harness, repos
 from tests.compat.real_lmms.reply import planned_index, reply_text
 from tests.compat.real_lmms.tasks import EXPECTED_TO_FAIL_UNTIL_FIXED, TASKS
 
+pytestmark = pytest.mark.slow  # lmms-eval (its own venv) and avhb over 16 tasks: minutes
 needs_venv = pytest.mark.skipif(not harness.available(),
                                 reason=f"lmms-eval and avhb beside it are not installed in {harness.VENV}: "
                                        "run scripts/peer_envs.sh lmms")

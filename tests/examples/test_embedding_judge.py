@@ -20,6 +20,8 @@ from avhb.score.parsers import answer_space, get_parser
 from avhb.model.messages import Request
 from tests.conftest import run_cli
 
+pytestmark = pytest.mark.slow  # torch and a sentence-embedding model: 20 s and more
+
 EXACT = "The capital of France is Paris."
 PARAPHRASE = "Paris is the capital city of France."
 RELATED = "Someone plays an instrument."  # against "A man is playing a guitar."

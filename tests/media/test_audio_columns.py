@@ -158,6 +158,7 @@ _ORACLE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow  # lmms-eval's venv (datasets 5 with torchcodec): about 12 s each
 @pytest.mark.skipif(not LMMS_PY.exists(), reason=f"no datasets with torchcodec: {LMMS_PY} (scripts/peer_envs.sh lmms)")
 @pytest.mark.parametrize("feature", [{}, {"sampling_rate": 16000}, {"sampling_rate": 8000, "num_channels": 1},
                                      {"num_channels": 2}], ids=["native", "16k", "8k-mono", "stereo"])

@@ -239,6 +239,7 @@ def _venv_python(env: str, default: str) -> Path:
     return ROOT / os.environ.get(env, default) / "bin" / "python"
 
 
+@pytest.mark.slow  # the peers' venvs: up to 20 s
 @pytest.mark.parametrize("peer, env, default", [("lm_eval", "AVHB_LMEVAL_VENV", ".venv-lmeval"),
                                                 ("lmms_eval", "AVHB_LMMS_VENV", ".venv-lmms")])
 def test_the_peers_own_filters_return_the_hand_worked_answers(peer, env, default):

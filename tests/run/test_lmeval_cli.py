@@ -70,6 +70,7 @@ def _run(shapes: Path, srv: ScriptedServer, *args: str, env: dict | None = None)
 
 
 # ------------------------------------------------------------ item 5: the files lm-eval reads
+@pytest.mark.slow  # lm-eval's venv reads the files back
 def test_lm_eval_files_are_read_back_by_lm_eval(shapes, tmp_path):
     py = lmeval_python()
     out = tmp_path / "run"
@@ -116,6 +117,7 @@ def test_lm_eval_files_are_read_back_by_lm_eval(shapes, tmp_path):
 
 
 # ------------------------------------------------------------ item 6: one test per flag
+@pytest.mark.slow  # lm-eval's venv lists its tasks
 def test_tasks_list_forms_list_what_avhb_list_does(shapes):
     for form, what in (("list", "tasks"), ("list_groups", "groups"), ("list_tags", "tags")):
         proc = run_cli("--tasks", form, "--include_path", str(shapes))
@@ -280,6 +282,7 @@ def test_wandb_args_without_wandb_installed_fail_before_the_run(monkeypatch):
         check_wandb()
 
 
+@pytest.mark.slow  # lm-eval's venv reads the pushed files
 def test_hf_hub_log_args_push_to_a_hub_dataset_repo(shapes, tmp_path):
     from tests.servers.hub_server import FakeHub
 
@@ -334,6 +337,7 @@ def _priced(shapes, srv, out, *args):
                    "--sample_data", "--output-dir", str(out), "--no_report", *args, env={"OPENAI_API_KEY": "sk-test"})
 
 
+@pytest.mark.slow  # three runs importing litellm: about 40 s
 def test_estimate_before_the_first_call_and_max_cost(shapes, tmp_path):
     from avhb.model.prices import litellm_map_prices
 

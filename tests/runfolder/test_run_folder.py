@@ -135,6 +135,7 @@ def test_a_lock_recorded_on_another_host_is_not_taken_over(tmp_path):
         RunLock(tmp_path).acquire()
 
 
+@pytest.mark.slow  # the first run holds the folder about 18 s (3 s a call) while the second is tried
 def test_second_process_on_one_folder_exits_2_naming_the_holder(testpack, tmp_path):
     out, calls = tmp_path / "run", tmp_path / "calls.txt"
     first = subprocess.Popen([sys.executable, "-m", "avhb.cli", "--tasks", "testpack/qa_easy", "--model",

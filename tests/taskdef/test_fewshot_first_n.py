@@ -28,6 +28,7 @@ def test_first_n_takes_the_pools_first_n_whatever_the_indices():
     assert Sampler("first_n", TRAIN, 0, indices=[3]).draw(4, None) == TRAIN[:4]  # more than the indices name
 
 
+@pytest.mark.slow  # lm-eval's venv builds its own prompts
 @pytest.mark.skipif(not (VENV / "bin" / "python").exists(), reason=f"lm-eval is not installed in {VENV}")
 def test_lm_evals_first_n_task_prompts_are_the_same(tmp_path):
     for name, rows in (("train", TRAIN), ("test", TEST)):

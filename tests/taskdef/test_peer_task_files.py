@@ -284,6 +284,7 @@ LM_EVAL = _peer_tasks(os.environ.get("AVHB_LMEVAL_VENV", ".venv-lmeval"), "lm_ev
 LMMS = _peer_tasks(os.environ.get("AVHB_LMMS_VENV", ".venv-lmms"), "lmms_eval")
 
 
+@pytest.mark.slow  # the peers' shipped task folders, read from their venvs
 @pytest.mark.skipif(LM_EVAL is None, reason="lm-eval is not installed: run scripts/peer_envs.sh lmeval")
 @pytest.mark.parametrize("folder", ["global_mmlu/default/ar", "openai-mmmlu/default", "bigbench/multiple_choice",
                                     "mmlu/default", "bbh/cot_fewshot", "darija_bench/darija_translation",
@@ -296,6 +297,7 @@ def test_lm_eval_folders_as_shipped_validate(folder):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # the peers' shipped task folders, read from their venvs
 @pytest.mark.skipif(LMMS is None, reason="lmms-eval is not installed: run scripts/peer_envs.sh lmms")
 @pytest.mark.parametrize("folder", ["mme", "ai2d", "videomme/_default_template_yaml", "egoschema", "clotho_aqa",
                                     "hd_epic/3d_perception", "openslr_librispeech", "mmupd", "tvbench", "jmmmu",
@@ -310,6 +312,7 @@ def test_lmms_eval_folders_as_shipped_validate(folder):
     assert "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow  # the peers' shipped task folders, read from their venvs
 @pytest.mark.skipif(LMMS is None, reason="lmms-eval is not installed: run scripts/peer_envs.sh lmms")
 def test_lmms_evals_multi_round_task_is_refused_in_one_line():
     target = LMMS / "mmsearch"

@@ -211,6 +211,7 @@ def test_anchor_sample_pack_end_to_end(tmp_path):
         assert srv.count == calls
 
 
+@pytest.mark.slow  # 16 rollouts per question through the CLI: about 45 s
 def test_anchor_difficulty_over_16_rollouts(tmp_path):
     with ScriptedServer(reply=reply) as srv:
         runs = []
