@@ -20,8 +20,6 @@ from avhb.score.parsers import answer_space, get_parser
 from avhb.model.messages import Request
 from tests.conftest import run_cli
 
-pytestmark = pytest.mark.slow  # torch and a sentence-embedding model: 20 s and more
-
 EXACT = "The capital of France is Paris."
 PARAPHRASE = "Paris is the capital city of France."
 RELATED = "Someone plays an instrument."  # against "A man is playing a guitar."
@@ -237,6 +235,7 @@ def minilm():
     return model
 
 
+@pytest.mark.slow  # loads the sentence-embedding model with torch: 17-21 s
 def test_similarity_ordering_on_hand_picked_pairs(minilm):
     enc = minilm.encoder("cpu")
     exact = minilm.text_similarity(EXACT, EXACT, enc)
@@ -252,6 +251,7 @@ def test_similarity_ordering_on_hand_picked_pairs(minilm):
     assert np.linalg.norm(emb, axis=1) == pytest.approx([1.0, 1.0], abs=1e-5)
 
 
+@pytest.mark.slow  # loads the sentence-embedding model with torch: 17-21 s
 async def test_judge_replies_and_loads_the_model_once(minilm):
     judge, other = _judge(), _judge(thresholds=[0.99, 0.999])
     model_before = minilm.get_model("cpu")
@@ -277,6 +277,7 @@ async def test_judge_replies_and_loads_the_model_once(minilm):
     assert minilm.get_model("cpu") is model_before and list(minilm._models) == ["cpu"]
 
 
+@pytest.mark.slow  # loads the sentence-embedding model with torch: 17-21 s
 def test_per_pair_latency(minilm):
     """Measured with one torch thread (restored after): two threads on two
     busy cores swing from 15 to 500 ms per pair, one thread stays ~15-20 ms."""
@@ -308,6 +309,7 @@ ROWS = [  # id, reference (the target), scripted response
 ]
 
 
+@pytest.mark.slow  # loads the sentence-embedding model with torch: 17-21 s
 def test_cli_fills_the_scorer_role_with_embed_minilm(testpack, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
@@ -341,6 +343,7 @@ def test_cli_fills_the_scorer_role_with_embed_minilm(testpack, tmp_path):
     assert run["judges"]["scorer"] == ["embed/minilm", "embed/minilm"]
 
 
+@pytest.mark.slow  # loads the sentence-embedding model with torch: 17-21 s
 def test_cli_thresholds_that_do_not_fit_fail_the_sample_naming_the_judge(testpack, tmp_path):
     # the judge answers no question: not a verdict (judge_failures) but a failed sample, under --max-errors
     data = tmp_path / "data"
