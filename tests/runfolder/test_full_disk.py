@@ -228,3 +228,23 @@ def test_previous_results_on_a_full_disk_are_one_line_and_leave_no_half_folder(t
         f"/samples/t.jsonl: No space left on device; {HINT}")
     assert list(kept.iterdir()) == []  # the incomplete previous/<timestamp>/ is removed
     assert (tmp_path / "results.json").read_text() == "{}" and (tmp_path / "samples" / "t.jsonl").read_text() == "{}\n"
+
+
+def test_a_full_disk_making_the_previous_folder_itself_is_one_line(tmp_path, monkeypatch):
+    """The folder previous/<timestamp>/ cannot be made: nothing to remove, the same one line."""
+    from avhb.runfolder import previous
+
+    (tmp_path / "results.json").write_text("{}")
+    make = Path.mkdir
+
+    def full(self, *args, **kwargs):
+        if "previous" in self.parts:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return make(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", full)
+    with pytest.raises(EnvironmentFailure) as failed:
+        previous.keep_previous(tmp_path, {"tasks": {}})
+    assert str(failed.value).startswith(f"cannot write {tmp_path / 'previous'}/") and str(failed.value).endswith(
+        f"/samples: No space left on device; {HINT}")
+    assert not (tmp_path / "previous").exists() and (tmp_path / "results.json").read_text() == "{}"

@@ -66,6 +66,7 @@ SIGNED = {"A": "4", "B": "-4", "C": "1.5", "D": ".5"}
     ("(B) (3, 0)", POINTS, None),
     ("(B) (-3, 0)", POINTS, "B"),
     ("(-3, 0)", POINTS, "B"),
+    ("[-3, 0]", POINTS, "B"),  # the sign is the one next to the number, whatever bracket is before it
     ("(A) -4", SIGNED, None),  # A is 4
     ("(B) 4", SIGNED, None),  # B is -4
     ("Answer: B) 4", SIGNED, None),
