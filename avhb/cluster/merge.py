@@ -42,7 +42,6 @@ the shards recorded in ``samples/``: data changed since is named
 """
 from __future__ import annotations
 
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -52,12 +51,13 @@ from avhb.cluster.shard import Shard
 from avhb.errors import UserError
 from avhb.options import DEFAULT_MAX_ERRORS
 from avhb.resume.setting_kinds import HOW, Difference, compare
-from avhb.runfolder.folder import RunFolder, write_json_atomic
-from avhb.runfolder.layout import samples_path
+from avhb.runfolder.folder import RunFolder, logged_doc
+from avhb.runfolder.layout import journal_dir, pooled_file, report_file, results_file, run_file, samples_dir
 from avhb.runfolder.journal import Journal, JournalUnion
 from avhb.runfolder.lock import RunFolderLocked, RunLock
 from avhb.runfolder.manifest import read_manifest
 from avhb.runfolder.results import RunResults
+from avhb.runfolder.samples import SamplesFile
 
 
 def _describe(shard: Shard | None, folder: Path) -> str:
@@ -84,19 +84,17 @@ def check_finished(folder: Path, run: dict[str, Any], label: str) -> None:
         if cell is None:
             raise UserError(f"{label} is unfinished: task {task!r} has no results; resume it with its original "
                             "command (the merge refuses partial numbers)")
-        samples = samples_path(folder, task)
-        lines = _count_lines(samples)
+        source = SamplesFile.of(folder, task)
+        lines = sum(1 for _ in source.rows())
+        if source.bad:
+            raise UserError(f"{label} has a corrupt samples file: {source.bad_summary()}; resume it with its "
+                            "original command (it writes the file again; the merge refuses partial numbers)")
+        if source.missing:
+            raise UserError(f"{label} is unfinished: {source.path} is missing, its results say {cell.samples} "
+                            "samples; resume it with its original command")
         if lines != cell.samples:
-            raise UserError(f"{label} is unfinished: {samples} has {lines} samples, its results say "
+            raise UserError(f"{label} is unfinished: {source.path} has {lines} samples, its results say "
                             f"{cell.samples}; resume it with its original command")
-
-
-def _count_lines(path: Path) -> int:
-    try:
-        with open(path, "rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except OSError:
-        return -1
 
 
 def _hold(folder: Path, label: str) -> RunLock:
@@ -185,7 +183,7 @@ def plan_merge(out: Path, folders: list[Path], locks: list[RunLock] | None = Non
 
 def _check_out(out: Path, merged: dict[str, Any]) -> None:
     """OUT is new, or an earlier merge of the same run (read under OUT's lock)."""
-    if (out / "run.json").is_file():
+    if run_file(out).is_file():
         before = read_manifest(out)
         if before.get("shard") or _first_difference(before, merged) is not None:
             raise UserError(f"{out} holds another run; merge into a new folder")
@@ -193,7 +191,7 @@ def _check_out(out: Path, merged: dict[str, Any]) -> None:
 
 def merge_journals(out: Path, folders: list[Path]) -> JournalUnion:
     """``OUT/journal/`` = the union of the shards' journals (:meth:`Journal.merge`)."""
-    return Journal.merge(out / "journal", [f / "journal" for f in folders])
+    return Journal.merge(journal_dir(out), [journal_dir(f) for f in folders])
 
 
 def _summed_usage(shards: list[tuple[Shard, Path, dict[str, Any]]]) -> dict[str, Any]:
@@ -264,8 +262,8 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, report: Ca
     _hold_out(folder)
     locks.append(folder.lock)
     _check_out(out, merged)
-    for stale in ("samples", "results.json", "report.html", "pooled.json"):  # a previous merge's are rebuilt
-        path = out / stale
+    # a previous merge's files are rebuilt
+    for path in (samples_dir(out), results_file(out), report_file(out), pooled_file(out)):
         if path.is_dir():
             shutil.rmtree(path)
         elif path.exists():
@@ -274,7 +272,7 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, report: Ca
     repeats = _repeated_judge_calls(union)
     if command:
         merged["command"] = list(command)
-    write_json_atomic(out / "run.json", merged)
+    folder.write_run(merged)
     options = options_from_run(out, score_only=True)
     options.replay_judges = True
     options.write_report = False
@@ -285,7 +283,7 @@ def _merge(out: Path, folders: list[Path], command: list[str] | None, report: Ca
         event_loop.run(evaluator._run())
         _check_data(out, shards, merged)
     except (NotInRunJournal, UserError) as exc:
-        for path in (out / "samples", out / "results.json"):  # no numbers from a refused merge
+        for path in (samples_dir(out), results_file(out)):  # no numbers from a refused merge
             shutil.rmtree(path) if path.is_dir() else path.unlink(missing_ok=True)
         raise UserError(_why_missing(exc, shards, merged)) if isinstance(exc, NotInRunJournal) else exc from None
     usage = _summed_usage(shards)
@@ -316,16 +314,13 @@ def _repeated_judge_calls(union: JournalUnion) -> str | None:
             f"judge_usage counts every call made, duplicated_calls these {repeated}")
 
 
-def _docs(path: Path) -> dict[tuple[str, int], Any]:
-    """(sample id, repeat) -> the sample's fields, as a samples file records them."""
+def _docs(source: SamplesFile) -> dict[tuple[str, int], Any]:
+    """(sample id, repeat) -> the sample's fields, as a samples file
+    records them (the shards' files were checked whole by
+    :func:`check_finished`; the merged run's are this merge's own)."""
     out: dict[tuple[str, int], Any] = {}
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return out
-    for line in lines:
+    for row in source.rows():
         try:
-            row = json.loads(line)
             out[(str(row["id"]), int(row.get("repeat") or 0))] = row.get("doc") or {}
         except (ValueError, KeyError, TypeError):
             continue
@@ -338,7 +333,7 @@ def _data_changes(task: str, current: dict[tuple[str, int], Any], shards: list[t
     samples files), as one line; None when it does not."""
     recorded: dict[tuple[str, int], Any] = {}
     for _, folder, _ in shards:
-        recorded.update(_docs(samples_path(folder, task)))
+        recorded.update(_docs(SamplesFile.of(folder, task)))
     new = [k for k in current if k not in recorded]
     gone = [k for k in recorded if k not in current]
     changed = []
@@ -368,15 +363,11 @@ def _data_changes(task: str, current: dict[tuple[str, int], Any], shards: list[t
 def _why_missing(exc: Any, shards: list[tuple[Shard, Path, dict[str, Any]]], merged: dict[str, Any]) -> str:
     """Why the merged run lacks answers: the task's data changed since the
     shards ran (named), or a shard's journal lacks them (that shard named)."""
-    from avhb.redact import redact
-    from avhb.runfolder.folder import _default, _public_doc
-
-    current = {(str(r.id), r.repeat): json.loads(json.dumps(redact(_public_doc(r.doc)), ensure_ascii=False,
-                                                           default=_default)) for r in exc.records}
+    current = {(str(r.id), r.repeat): logged_doc(r.doc) for r in exc.records}
     changes = _data_changes(exc.task, current, shards, merged)
     if changes:
         return changes
-    owner = {k: (shard, folder) for shard, folder, _ in shards for k in _docs(samples_path(folder, exc.task))}
+    owner = {k: (shard, folder) for shard, folder, _ in shards for k in _docs(SamplesFile.of(folder, exc.task))}
     lacking = [owner[(str(r.id), r.repeat)] for r in exc.records
                if r.error == "not in the journal" and (str(r.id), r.repeat) in owner]
     if lacking:
@@ -392,6 +383,6 @@ def _check_data(out: Path, shards: list[tuple[Shard, Path, dict[str, Any]]], mer
     """Every task's merged samples hold the data the shards ran: answers
     replayed against changed targets would score silently wrong."""
     for task in merged.get("tasks") or {}:
-        changes = _data_changes(task, _docs(samples_path(out, task)), shards, merged)
+        changes = _data_changes(task, _docs(SamplesFile.of(out, task)), shards, merged)
         if changes:
             raise UserError(changes)

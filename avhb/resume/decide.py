@@ -15,6 +15,7 @@ from avhb.call.caller import KEY_SCHEME
 from avhb.errors import UserError
 from avhb.resume.finished import file_stamp, task_digest, why_not
 from avhb.runfolder.folder import RunFolder
+from avhb.runfolder.journal import MODEL_CALLS, kind_file
 from avhb.runfolder.layout import results_file
 from avhb.runfolder.previous import keep_previous
 from avhb.options import RunOptions
@@ -88,7 +89,7 @@ def settle(folder: RunFolder, manifest: dict[str, Any], recorded: dict[str, Any]
               "(run.json 'previous')", file=sys.stderr)
         manifest["previous"] = [*(recorded.get("previous") or []), {
             "folder": where, "at": now, "why": said + [f"{t}: {why}" for t, why in rerun.items()]}]
-    if recorded.get("call_keys") != KEY_SCHEME and (folder.journal_dir / "responses.jsonl").is_file():
+    if recorded.get("call_keys") != KEY_SCHEME and kind_file(folder.journal_dir, MODEL_CALLS).is_file():
         print(f"avhb: note: {root}: its journal was written with the earlier call keys (video and audio by path): "
               "calls with media are sent again under content keys; text-only calls are answered by the journal",
               file=sys.stderr)

@@ -40,7 +40,7 @@ from avhb.resume.finished import inputs
 from avhb.runfolder.folder import RunFolder
 from avhb.run.generate_phase import TaskRun, generate, generate_bar, write_out
 from avhb.process.interrupt import stoppable
-from avhb.runfolder.journal import Journal
+from avhb.runfolder.journal import MODEL_CALLS, Journal, kind_file
 from avhb.run.session import CallSession
 from avhb.runfolder.manifest import build_manifest, recorded_manifest
 from avhb.run.notes import adaptation_notes, judge_adaptation_notes, said_kinds, samples_notes, task_key_notes
@@ -403,7 +403,7 @@ class Evaluator:
         from avhb.run.usage import model_usage
 
         self.results.usage["model"] = model_usage(
-            self.folder.journal_dir / "responses.jsonl",
+            kind_file(self.folder.journal_dir, MODEL_CALLS),
             {name: self.folder.samples_path(name) for name in self.results.tasks})
 
     def _write_report(self) -> None:

@@ -15,7 +15,6 @@ path and its calls are journaled and replayed like the run's own.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,7 +23,9 @@ from avhb.model.backend import Backend, BackendSpec, create_backend
 from avhb.call.caller import Caller
 from avhb.registry import get_registry
 from avhb.run.driver import SampleContext
-from avhb.runfolder.layout import samples_path
+from avhb.errors import UserError
+from avhb.runfolder.layout import journal_dir
+from avhb.runfolder.samples import SamplesFile
 from avhb.run.generate_phase import TaskRun
 from avhb.run.session import CallSession
 from avhb.options import media_plan
@@ -46,7 +47,7 @@ class ReopenedRun:
                                                dict(recorded.get("args") or {}))
         self.registry = get_registry()
         self.index = build_index(self.registry)
-        self.session = CallSession(self.root / "journal", judges if judges is not None else self.options.judges,
+        self.session = CallSession(journal_dir(self.root), judges if judges is not None else self.options.judges,
                                    backend_factory)
         self.journal, self.judges = self.session.journal, self.session.judges
         self._factory = backend_factory
@@ -81,11 +82,14 @@ class ReopenedRun:
         return SampleContext(task_run, doc, sample_id, repeat)
 
     def samples(self, name: str) -> list[dict[str, Any]]:
-        """The lines of ``samples/<task>.jsonl``."""
-        path = samples_path(self.root, name)
-        if not path.is_file():
-            return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        """The samples of ``samples/<task>.jsonl`` (none when the task has no
+        file); a line that is not a sample refuses the file, naming it
+        (a pack's numbers made from part of a run would be silently wrong)."""
+        source = SamplesFile.of(self.root, name)
+        rows = list(source.rows())
+        if source.bad:
+            raise UserError(f"{source.bad_summary()} (rerun the run's command to write its samples file again)")
+        return rows
 
     async def aclose(self) -> None:
         await self.session.aclose()

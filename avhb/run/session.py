@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from avhb.call.caller import Caller, SpendLimit
 from avhb.model.backend import Backend, BackendSpec, create_backend
-from avhb.runfolder.journal import Journal
+from avhb.runfolder.journal import MODEL_CALLS, Journal
 from avhb.score.judges import Judges
 
 
@@ -41,7 +41,7 @@ class CallSession:
                      label: str = "") -> Caller:
         """The caller of the model under test (journal kind ``responses``):
         with ``backend``, or replaying the recorded ``identity`` (no backend)."""
-        self.model = Caller(self.journal, "responses", backend, identity=identity, label=label)
+        self.model = Caller(self.journal, MODEL_CALLS, backend, identity=identity, label=label)
         return self.model
 
     def limit_spend(self, max_cost: float) -> SpendLimit:

@@ -52,7 +52,6 @@ so always one of the recorded values; ``n`` the values they come from.
 """
 from __future__ import annotations
 
-import json
 import math
 from array import array
 from fractions import Fraction
@@ -60,6 +59,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from avhb.runfolder.hash_index import HashIndex, key_hash
+from avhb.runfolder.journal import entries
+from avhb.runfolder.samples import SamplesFile
 
 
 def nearest_rank(values: Iterable[float], q: float) -> float | None:
@@ -135,21 +136,13 @@ def _sample_hash(task: str, sample_id: Any, repeat: Any) -> int:
 def _samples_of(samples: Mapping[str, Path]) -> HashIndex:
     """(task, id, repeat) of every sample the results rest on, as 44-bit
     hashes (about 8 bytes a sample; a false match is about 1 in 10^7 at a
-    million samples)."""
+    million samples).  A samples-file line that is not a sample holds none
+    (the report lists it: :mod:`avhb.runfolder.samples`)."""
     index = HashIndex()
     for task, path in samples.items():
-        try:
-            fh = open(path, "rb")
-        except OSError:
-            continue
-        with fh:
-            for line in fh:
-                try:
-                    row = json.loads(line)
-                except ValueError:
-                    continue  # a torn last line
-                if isinstance(row, dict) and "id" in row:
-                    index.add(_sample_hash(task, row.get("id"), row.get("repeat", 0)), 0)
+        for row in SamplesFile(path).rows():
+            if "id" in row:
+                index.add(_sample_hash(task, row.get("id"), row.get("repeat", 0)), 0)
     return index
 
 
@@ -161,30 +154,18 @@ def model_usage(journal: Path, samples: Mapping[str, Path]) -> dict[str, Any]:
     chosen = _samples_of(samples)
     cells = {task: _Cell() for task in samples}
     pending: dict[str, Mapping[str, Any]] = {}  # key -> its newest entry so far, while that one failed
-    try:
-        fh = open(journal, "rb")
-    except OSError:
-        fh = None
-    if fh is not None:
-        with fh:
-            for line in fh:
-                try:
-                    entry = json.loads(line)
-                except ValueError:
-                    continue  # a torn write from a killed run
-                if not isinstance(entry, dict) or not isinstance(key := entry.get("key"), str):
-                    continue
-                task = entry.get("task")
-                if task not in cells or not chosen.values_of(_sample_hash(task, entry.get("id"),
-                                                                          entry.get("repeat", 0))):
-                    continue
-                pending.pop(key, None)  # an older failed entry of this key: superseded
-                if entry.get("error") is None:
-                    cells[task].add(entry)
-                else:
-                    pending[key] = entry
-    for entry in pending.values():  # failures nothing answered later: the results rest on them
-        cells[str(entry.get("task"))].add(entry)
+    for entry in entries(journal):
+        task = entry.get("task")
+        if task not in cells or not chosen.values_of(_sample_hash(task, entry.get("id"), entry.get("repeat", 0))):
+            continue
+        key = entry["key"]
+        pending.pop(key, None)  # an older failed entry of this key: superseded
+        if entry.get("error") is None:
+            cells[task].add(entry)
+        else:
+            pending[key] = entry
+    for failed in pending.values():  # failures nothing answered later: the results rest on them
+        cells[str(failed.get("task"))].add(failed)
     total = _Cell()
     for cell in cells.values():
         total.merge(cell)

@@ -22,13 +22,38 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 
 from avhb.atomic import write_atomic
 from avhb.errors import EnvironmentFailure
 from avhb.redact import redacted_json
 from avhb.runfolder.hash_index import HashIndex, key_hash
+
+MODEL_CALLS = "responses"  # the model's calls' kind (judges ask under "judges": avhb.score.judges)
+
+
+def kind_file(folder: Path, kind: str) -> Path:
+    """``journal/<kind>.jsonl`` in the journal folder ``folder``."""
+    return Path(folder) / f"{kind}.jsonl"
+
+
+def entries(path: Path) -> Iterator[dict[str, Any]]:
+    """Every entry of one journal file in the order written (a key retried
+    has several); a torn line of a killed run is skipped, and a file not
+    there has none."""
+    try:
+        fh = open(path, "rb")
+    except FileNotFoundError:
+        return
+    with fh:
+        for line in fh:
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a torn write from a killed run
+            if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+                yield entry
 
 
 class Journal:
@@ -57,7 +82,7 @@ class Journal:
         return _merge(Path(target), [Path(s) for s in sources])
 
     def _path(self, kind: str) -> Path:
-        return self.folder / f"{kind}.jsonl"
+        return kind_file(self.folder, kind)
 
     def _load(self, kind: str) -> HashIndex:
         if kind not in self._index:

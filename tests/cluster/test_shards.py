@@ -285,6 +285,23 @@ def test_merge_refuses_missing_duplicate_mismatched_and_unfinished_shards(tmp_pa
     assert f"shard 1/3 ({broken}) is unfinished: task 'testpack/qa_hard' has no results" in err
     (broken / "results.json").unlink()
     assert f"shard 1/3 ({broken}) is unfinished: no readable results.json" in refused(shards[0], broken, shards[2])
+    # a shard whose samples file holds a line that is not a sample (corrupt, torn), or lacks one, or lost its file
+    shutil.rmtree(broken)
+    shutil.copytree(shards[1], broken)
+    samples = broken / "samples" / "testpack__qa_easy.jsonl"
+    lines = samples.read_text().splitlines(keepends=True)
+    samples.write_text(lines[0] + '["not", "a", "sample"]\n' + "".join(lines[1:]))
+    assert f"shard 1/3 ({broken}) has a corrupt samples file: {samples} line 2: not an object; resume it with " \
+           "its original command (it writes the file again; the merge refuses partial numbers)" in refused(
+               shards[0], broken, shards[2])
+    _avhb(*flags, "--shard", "1/3", "--output-dir", str(broken))  # the hint holds: resumed, the file is written again
+    assert samples.read_text().splitlines(keepends=True) == lines
+    samples.write_text("".join(lines[1:]))
+    assert f"shard 1/3 ({broken}) is unfinished: {samples} has {len(lines) - 1} samples, its results say " \
+           f"{len(lines)}" in refused(shards[0], broken, shards[2])
+    samples.unlink()
+    assert f"shard 1/3 ({broken}) is unfinished: {samples} is missing, its results say {len(lines)} samples" in \
+        refused(shards[0], broken, shards[2])
     # a shard folder is not resumed as another shard or as an unsharded run
     capsys.readouterr()
     assert main([*flags, "--shard", "2/3", "--output-dir", str(shards[0])]) == 2
