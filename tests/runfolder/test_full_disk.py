@@ -209,7 +209,7 @@ def test_a_close_that_fails_after_a_failed_write_does_not_hide_it(tmp_path, monk
 
 
 def test_previous_results_on_a_full_disk_are_one_line_and_leave_no_half_folder(tmp_path, monkeypatch):
-    from avhb.runfolder import previous as settings
+    from avhb.runfolder import previous
 
     (tmp_path / "samples").mkdir()
     (tmp_path / "results.json").write_text("{}")
@@ -220,9 +220,9 @@ def test_previous_results_on_a_full_disk_are_one_line_and_leave_no_half_folder(t
             raise OSError(errno.ENOSPC, "No space left on device")
         shutil.copy2(src, dst)
 
-    monkeypatch.setattr(settings, "_link_or_copy", full)
+    monkeypatch.setattr(previous, "_link_or_copy", full)
     with pytest.raises(EnvironmentFailure) as failed:
-        settings.keep_previous(tmp_path, {"tasks": {}})
+        previous.keep_previous(tmp_path, {"tasks": {}})
     kept = tmp_path / "previous"
     assert str(failed.value).startswith(f"cannot write {kept}/") and str(failed.value).endswith(
         f"/samples/t.jsonl: No space left on device; {HINT}")
