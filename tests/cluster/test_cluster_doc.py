@@ -162,7 +162,7 @@ def _vllm_block(name: str, tmp: Path) -> subprocess.CompletedProcess:
     return _bash(local_form(name), tmp, timeout=1800, paths={".venv-vllm": str(venv)}, PYTHONPATH=str(ROOT))
 
 
-@pytest.mark.slow  # the vLLM checks' commands: about 30 s
+@pytest.mark.slow  # the vLLM venv (scripts/vllm_env.sh) runs the checks: about 30 s
 def test_the_vllm_checks_local_form(tmp_path):
     proc = _vllm_block("vllm-checks", tmp_path)
     got = re.sub(r"--model vllm:\S+?: ", "--model vllm:$M: ", proc.stderr)  # the page names the folder $M

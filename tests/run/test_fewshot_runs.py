@@ -9,6 +9,8 @@ import random
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 from tests.servers.openai_server import ScriptedServer
 
@@ -61,6 +63,7 @@ def _question(body: dict) -> str:
     return text.rsplit("Q: ", 1)[1].split("\n")[0]
 
 
+@pytest.mark.slow  # one run through the CLI per setting: about 23 s
 def test_num_fewshot_draws_as_lm_eval_and_keeps_a_samples_examples(tmp_path):
     folder = _folder(tmp_path)
     rnd = random.Random(1234)
