@@ -118,7 +118,8 @@ def test_an_older_tree_is_laid_out_byte_compiled(tmp_path):
 
     tree = tmp_path / "tree"
     tree_at("HEAD", tree)
-    assert (tree / "avhb" / "cli.py").is_file() and (tree / "avhb" / "model_backends").is_dir()
+    assert (tree / "avhb" / "cli" / "run.py").is_file() and (tree / "avhb" / "model_backends").is_dir()
     compiled = {p.name.split(".")[0] for p in (tree / "avhb" / "__pycache__").glob("*.pyc")}
-    assert {"cli", "api", "json_text"} <= compiled
+    assert {"api", "json_text"} <= compiled
+    assert list((tree / "avhb" / "cli" / "__pycache__").glob("run.*.pyc"))
     assert list((tree / "avhb" / "model_backends" / "__pycache__").glob("openai_backend.*.pyc"))
