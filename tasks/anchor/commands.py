@@ -1,20 +1,14 @@
 """ANCHOR's pack commands (registered in plugin.py):
-``avhb anchor-difficulty RUN...`` and ``avhb anchor-compare A B``."""
+``avhb anchor-difficulty RUN...`` and ``avhb anchor-compare A B``.  Each
+reads its runs through :class:`avhb.ReopenedRun`, which refuses a folder
+that is not a run."""
 from __future__ import annotations
 
 import argparse
 import json
 from pathlib import Path
 
-from avhb import UserError, parse_judge_bindings
-
-
-def _run_dirs(paths: list[str]) -> list[Path]:
-    dirs = [Path(p) for p in paths]
-    for d in dirs:
-        if not (d / "run.json").is_file():
-            raise UserError(f"{d}: no run.json (not a run folder)")
-    return dirs
+from avhb import parse_judge_bindings
 
 
 def _tasks(text: str | None) -> list[str] | None:
@@ -32,8 +26,8 @@ def difficulty_main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     from .difficulty import grade_runs
 
-    summary = grade_runs(_run_dirs(args.run_dirs), judges=parse_judge_bindings(args.judge) if args.judge else None,
-                         tasks=_tasks(args.tasks))
+    judges = parse_judge_bindings(args.judge) if args.judge else None
+    summary = grade_runs([Path(d) for d in args.run_dirs], judges=judges, tasks=_tasks(args.tasks))
     for name, s in summary["tasks"].items():
         share = "-" if s["share_difficult"] is None else f"{100 * s['share_difficult']:.1f} %"
         print(f"{name}: {s['questions']} questions: Easy {s['Easy']}, Medium {s['Medium']}, Difficult {s['Difficult']}"
@@ -53,7 +47,7 @@ def compare_main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     from .compare import compare_runs
 
-    a, b = _run_dirs([args.run_a, args.run_b])
+    a, b = Path(args.run_a), Path(args.run_b)
     result = compare_runs(a, b, args.facet, _tasks(args.tasks))
     shown = {t: {k: v for k, v in c.items() if k != "lower_ids"} for t, c in result["tasks"].items()}
     print(json.dumps(shown, indent=1))

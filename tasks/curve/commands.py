@@ -1,5 +1,7 @@
 """CURVE's pack command (registered in plugin.py): ``avhb diagnose RUN_DIR``,
-evidence-graph error isolation on a finished CURVE run (see diagnosis.py)."""
+evidence-graph error isolation on a finished CURVE run (see diagnosis.py),
+which reads the run through :class:`avhb.ReopenedRun` (a folder that is not
+a run is refused there)."""
 from __future__ import annotations
 
 import argparse
@@ -31,8 +33,6 @@ def diagnose_main(argv: list[str]) -> int:
                          "(default: bn-BD,kn-IN,mr-IN,ta-IN,te-IN)")
     args = ap.parse_args(argv)
     run_dir = Path(args.run_dir)
-    if not (run_dir / "run.json").is_file():
-        raise UserError(f"{run_dir}: no run.json (not a run folder)")
     if args.only_incorrect and args.items not in (None, "not_correct"):
         raise UserError(f"diagnose: --only-incorrect contradicts --items {args.items}")
     options = {"max_rounds": args.max_rounds, "items": args.items or ("not_correct" if args.only_incorrect else "zero")}

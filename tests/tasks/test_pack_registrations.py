@@ -63,3 +63,16 @@ def test_a_hook_the_tasks_plugin_does_not_gather_is_an_error():
         tasks_plugin.check_gathered(module)
     del module.avhb_metrics
     assert tasks_plugin.check_gathered(module) is module
+
+
+@pytest.mark.parametrize("argv", [["diagnose", "{d}"], ["anchor-difficulty", "{d}"], ["anchor-compare", "{d}", "{d}"]],
+                         ids=["diagnose", "anchor-difficulty", "anchor-compare"])
+def test_a_pack_command_refuses_a_folder_that_is_not_a_run(tmp_path, argv):
+    """The commands read their runs through the run-folder reader (avhb.ReopenedRun):
+    a folder without run.json is refused in one line, exit 2, and nothing is written into it."""
+    folder = tmp_path / "not_a_run"
+    folder.mkdir()
+    proc = run_cli(*(a.format(d=folder) for a in argv))
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip().splitlines() == [f"avhb: error: {folder}: no run.json (not a run folder)"]
+    assert list(folder.iterdir()) == []
