@@ -52,7 +52,7 @@ _EXPORTS = {
     # judges
     "JudgeRole": "avhb.score.judges", "Verdict": "avhb.score.judges", "JudgeError": "avhb.score.judges",
     "Judges": "avhb.score.judges", "TaskJudges": "avhb.score.judges", "parse_judge_bindings": "avhb.score.judges",
-    "first_json_value": "avhb.score.parsers",
+    "first_json_value": "avhb.score.judge_replies",
     # task files, data and folders
     "render_template": "avhb.taskdef.templates:render", "PrepareResult": "avhb.data.download",
     "fetch_http": "avhb.data.download", "run_items": "avhb.data.download", "built_media_dir": "avhb.paths",
@@ -94,7 +94,7 @@ if TYPE_CHECKING:  # the same names for a type checker, which does not run __get
     from avhb.score.judges import (
         JudgeRole as JudgeRole, Verdict as Verdict, JudgeError as JudgeError, Judges as Judges,
         TaskJudges as TaskJudges, parse_judge_bindings as parse_judge_bindings)
-    from avhb.score.parsers import first_json_value as first_json_value
+    from avhb.score.judge_replies import first_json_value as first_json_value
     from avhb.taskdef.templates import render as render_template  # noqa: F401  (exported: __all__ is _EXPORTS's)
     from avhb.data.download import PrepareResult as PrepareResult, fetch_http as fetch_http, run_items as run_items
     from avhb.paths import built_media_dir as built_media_dir, models_dir as models_dir

@@ -1,5 +1,5 @@
 """Letter replies held to their option texts, on real judge replies: the
-``letter`` parser (avhb/score/parsers.py) over MathVista's answer
+``letter`` parser (avhb/score/judge_replies.py) over MathVista's answer
 extractions (GPT-4 reading each model's response as an option), with the
 question's options given as ``option_texts`` and without them.
 
@@ -41,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from avhb.score.parsers import letter  # noqa: E402
+from avhb.score.judge_replies import letter  # noqa: E402
 
 LETTER_SHAPED = re.compile(
     r"\s*(?:[(\[]\s*[A-Za-z]\s*[)\]][.:]?|[A-Za-z][.):\]])(?:\s+(?P<text>\S.*))?\s*|\s*[A-Za-z]\s*", re.DOTALL)

@@ -111,13 +111,13 @@ MODULES: dict[str, Target] = {
         "tests/runfolder/test_full_disk.py", "tests/resume/test_one_configuration.py",
         "tests/cluster/test_merge_accounting.py", "tests/resume/test_resume_decisions.py",
         "tests/resume/test_stale_media.py", "tests/cluster/test_shard_how_settings.py")),
-    "parsers": Target("avhb/score/parsers.py", (
+    "parsers": Target("avhb/score/judge_replies.py", (
         "tests/score/test_parsers.py", "tests/score/test_letter_agreement.py", "tests/score/test_judge_reply_corpus.py",
         "tests/score/test_judge_fencing.py", "tests/plugins/test_metrics_likert.py",
         "tests/plugins/test_metrics_choice.py", "tests/examples/test_embedding_judge.py",
         "tests/score/test_judges_http.py")),
     # the letter parser alone (a part of the parsers' run, minutes instead of hours): a letter held to its option's text
-    "letter": Target("avhb/score/parsers.py", (
+    "letter": Target("avhb/score/judge_replies.py", (
         "tests/score/test_letter_agreement.py", "tests/score/test_judge_reply_corpus.py", "tests/score/test_parsers.py",
         "tests/plugins/test_metrics_choice.py", "tests/score/test_judges_http.py"),
         scope=("_option_norm", "_check_letter", "_text_option", "letter", "_strip_tail"),

@@ -144,7 +144,7 @@ def _list_kinds(registry) -> int:
 def _list_judges(registry) -> int:
     """Judge kinds from plugins, the fact that any backend judges, the roles
     the installed tasks declare, and the reply parsers."""
-    from avhb.score.parsers import parser_names
+    from avhb.score.judge_replies import parser_names
     from avhb.taskdef.index import build_index
 
     kinds = registry.names("judges")

@@ -136,7 +136,7 @@ class JudgeRole:
         default = cfg.get("default") or []
         gen = {"temperature": 0.0, "max_tokens": 256, **(cfg.get("generation_kwargs") or {})}
         parser = cfg.get("parser", "yes_no")
-        from avhb.score.parsers import get_parser, parser_names  # its patterns compile on import: judged tasks only
+        from avhb.score.judge_replies import get_parser, parser_names  # its patterns compile on import: judged tasks only
 
         try:
             get_parser(parser)
@@ -267,7 +267,7 @@ class TaskJudges:
         is then that step's own journal entry, not shared with another
         sample asking the same question).  ``option_texts``: the task's
         answer options (``{"A": "increase", ...}``), given to the parser as
-        ``option_texts`` (:mod:`avhb.score.parsers`).  Raises
+        ``option_texts`` (:mod:`avhb.score.judge_replies`).  Raises
         :class:`JudgeError` when a panel member did not answer."""
         if role not in self.roles:
             raise UserError(f"task {self.task!r} uses judge role {role!r} but its YAML does not declare it under 'judges'")
@@ -305,7 +305,7 @@ class TaskJudges:
             system.append(role.system)
         messages = ([Message("system", [TextPart("\n\n".join(system))])] if system else []) + \
                    [Message("user", [TextPart(prompt), *media])]
-        from avhb.score.parsers import answer_space, format_hint, get_parser
+        from avhb.score.judge_replies import answer_space, format_hint, get_parser
 
         parser = get_parser(role.parser)
         options = dict(role.parser_options)

@@ -16,7 +16,7 @@ import pytest
 
 from avhb.model.backend import BackendSpec
 from avhb.errors import UserError
-from avhb.score.parsers import answer_space, get_parser
+from avhb.score.judge_replies import answer_space, get_parser
 from avhb.model.messages import Request
 from tests.conftest import run_cli
 

@@ -143,7 +143,7 @@ def test_the_documented_answer_spaces_are_the_parsers_own():
     whole list it spells out, is what avhb sends."""
     import ast
 
-    from avhb.score.parsers import answer_space
+    from avhb.score.judge_replies import answer_space
 
     text = DOC.read_text(encoding="utf-8")
     rows = dict(re.findall(r"^\| (score_0_2|yes_no|pairwise) \| `(\[.*?\])` \|$", text, re.M))

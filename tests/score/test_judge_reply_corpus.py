@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from avhb.score.parsers import BUILTIN
+from avhb.score.judge_replies import BUILTIN
 
 CORPUS = Path(__file__).parent / "judge_replies"
 

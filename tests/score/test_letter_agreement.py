@@ -1,5 +1,5 @@
 """A letter with text beside it, when the question's option texts are
-known (avhb/score/parsers.py, ``letter``): the text must be that option's
+known (avhb/score/judge_replies.py, ``letter``): the text must be that option's
 (normalised), else the reply is unparsable -- re-asked, then counted --
 never read by its letter.  The cases are MathVista answer extractions and
 LLMBar's verdict line; each expected value is worked out by hand from the
@@ -11,7 +11,7 @@ import pytest
 from avhb.model.backend import Backend, BackendSpec
 from avhb.model.messages import Response
 from avhb.score.judges import JudgeRole, Judges
-from avhb.score.parsers import letter
+from avhb.score.judge_replies import letter
 
 NUMBERS = {"A": "3", "B": "4", "C": "5", "D": "6"}
 ROOTS = {"A": "\u221a2", "B": "2", "C": "2\u221a{2}", "D": "4"}

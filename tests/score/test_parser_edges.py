@@ -1,4 +1,4 @@
-"""The judge-reply parsers' pieces (avhb/score/parsers.py), each a case its
+"""The judge-reply parsers' pieces (avhb/score/judge_replies.py), each a case its
 mutation run left open: how candidates decide and merge, the JSON
 readers (``first_json_value`` is public: CURVE's diagnosis reads its
 hints with it), line offsets, labels and their lookbehind, repeated group
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from avhb.score import parsers as P
-from avhb.score.parsers import BARE, FINAL, INVALID, LABELLED, Candidate, decide, first_json_value, json_objects
+from avhb.score import judge_replies as P
+from avhb.score.judge_replies import BARE, FINAL, INVALID, LABELLED, Candidate, decide, first_json_value, json_objects
 
 A, B = "A", "B"
 

@@ -5,7 +5,7 @@ or guess a value.  The breadth of styles is the corpus
 (``test_judge_reply_corpus.py``)."""
 import pytest
 
-from avhb.score.parsers import (format_hint, integer, letter, rating_json, score_0_2, whole_number,
+from avhb.score.judge_replies import (format_hint, integer, letter, rating_json, score_0_2, whole_number,
                                 yes_no)
 
 
@@ -102,7 +102,7 @@ def test_letter_and_option_text_must_agree():
 
 
 def test_pairwise_parser_and_its_answer_space():
-    from avhb.score.parsers import answer_space, pairwise
+    from avhb.score.judge_replies import answer_space, pairwise
 
     assert pairwise("My final verdict is: [[B>>A]]", {}) == "B>>A"
     assert pairwise("[[A>B]] ... [[B>A]]", {}) is None
@@ -136,7 +136,7 @@ def test_format_hints_name_the_forms_that_parse():
 ])
 def test_every_reply_of_an_answer_space_parses(parser, options):
     # option-scoring judges answer from Request.choices: each choice must be a verdict its parser reads
-    from avhb.score.parsers import answer_space, get_parser
+    from avhb.score.judge_replies import answer_space, get_parser
 
     space = answer_space(parser, options)
     assert space and all(get_parser(parser)(reply, options) is not None for reply in space)
@@ -147,7 +147,7 @@ def test_replies_built_to_make_regexes_backtrack_cost_linear_time():
     # brackets must not stall scoring (a label separator with two unbounded \s* runs took 6.6 s on one reply)
     import time
 
-    from avhb.score.parsers import BUILTIN
+    from avhb.score.judge_replies import BUILTIN
 
     replies = ["Verdict" + " " * 20000 + ":", "[[" * 2000, "{" * 4000, ("Answer: " + "**" * 2000 + "\n") * 5,
                "# " * 3000, "Rating\n" * 5000, "Is it? " + " " * 20000 + "x", "the answer is" + " " * 20000,
@@ -157,3 +157,11 @@ def test_replies_built_to_make_regexes_backtrack_cost_linear_time():
         for parser in BUILTIN.values():
             assert parser(reply, {}) is None
     assert time.process_time() - start < 3.0
+
+
+def test_the_old_module_name_is_the_judge_replies_module():
+    """``avhb.score.parsers`` (the name before ``judge_replies``) still imports, as the same module."""
+    import avhb.score.judge_replies as now
+    from avhb.score.parsers import answer_space, get_parser
+
+    assert answer_space is now.answer_space and get_parser is now.get_parser

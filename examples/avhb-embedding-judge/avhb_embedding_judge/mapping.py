@@ -1,7 +1,7 @@
 """From a similarity to a reply in a judge role's closed answer space.
 
 The answer space is ``Request.choices`` as avhb builds it from the role's
-parser (``avhb.score.parsers.answer_space``).  Two kinds can be mapped:
+parser (``avhb.score.judge_replies.answer_space``).  Two kinds can be mapped:
 
 yes/no
     Choices ``["Yes", "No"]`` (any case, any order).  One threshold t:
