@@ -160,7 +160,7 @@ _SKIP_DIRS = ("sample", "sample_data", "data")
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # the code and schema whose verdicts the entries hold: editing them (a checkout) re-validates
 _VALIDATOR_FILES = [os.path.join(_HERE, f) for f in ("index.py", "config.py", "yaml_file.py", "schema_check.py",
-                                                     "yaml_include.py", "task_checks.py", "filestats.py", "checker.py",
+                                                     "yaml_include.py", "task_checks.py", "filestats.py", "schema_compiled.py",
                                                      "templates.py", "include_path.py", "hook_names.py",
                                                      "reasoning.py", "metric_keys.py", "schema/task.schema.json")]
 _NCOLS = 2  # task columns: name, profile id (a profile: benchmark, tags, output_type, dataset_path, judge roles)

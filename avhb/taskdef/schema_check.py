@@ -1,5 +1,5 @@
 """A task file checked against the JSON Schema (``schema/task.schema.json``):
-compiled once into plain checks (:mod:`avhb.taskdef.checker`) that pass a
+compiled once into plain checks (:mod:`avhb.taskdef.schema_compiled`) that pass a
 valid file fast; a failing one goes through jsonschema, which writes the
 messages, each naming file, line and key.  lm-eval keys avhb does not use
 are named with why (``LM_EVAL_ONLY``)."""
@@ -31,7 +31,7 @@ def _validator():
 def _fast_check():
     """The schema as plain checks (None: it uses a keyword the checker lacks,
     so jsonschema checks every document)."""
-    from avhb.taskdef.checker import Unsupported, compile_schema
+    from avhb.taskdef.schema_compiled import Unsupported, compile_schema
 
     try:
         return compile_schema(_schema())

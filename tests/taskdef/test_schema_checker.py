@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from avhb.taskdef import schema_check, yaml_file
-from avhb.taskdef.checker import Unsupported, compile_schema
+from avhb.taskdef.schema_compiled import Unsupported, compile_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 # values of every JSON type and the Python types YAML makes, including the edge cases of JSON Schema's
