@@ -46,7 +46,7 @@ from avhb.runfolder.manifest import build_manifest, recorded_manifest
 from avhb.run.notes import adaptation_notes, judge_adaptation_notes, said_kinds, samples_notes, task_key_notes
 from avhb.options import RunOptions, media_plan
 from avhb.run.plan import (backend_notes, check_backend, check_judge_kinds, check_metric_roles, check_names_used,
-                           check_transcribers, resolve_sources, resolve_tasks)
+                           check_runnable, check_transcribers, resolve_sources, resolve_tasks)
 from avhb.run.records import SampleReader, TaskSamples
 from avhb.run.reduced import Reduced
 from avhb.runfolder.results import RunResults
@@ -113,6 +113,7 @@ class Evaluator:
         callers and check before any call, settle against run.json, run the
         tasks, finish."""
         tasks = resolve_tasks(self.index, self.registry, self.o)
+        check_runnable(tasks)  # an output type avhb does not run is said before its data is read
         check_names_used(tasks, self.index, self.o)  # a misspelt --data NAME is said before any data is looked for
         recorded = recorded_manifest(self.folder.root) or {}
         sources = resolve_sources(tasks, self.index, self.o, recorded)

@@ -3,8 +3,8 @@ resolves to, each task's data source, what the backend will not get as
 asked (notes), and the checks that stop a run before it pays: ``--data``
 and ``--judge`` names that match nothing, metrics whose judge roles are
 not declared, judges whose backend nothing installed registers, missing
-transcribers, settings the backend refuses (engines
-without an executor, media, log-likelihoods)."""
+transcribers, output types avhb does not run, settings the backend
+refuses (engines without an executor, media, log-likelihoods)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -19,6 +19,7 @@ from avhb.run.task import Task
 from avhb.score.judges import Judges
 from avhb.run.records import TaskSamples
 from avhb.taskdef.index import TaskIndex, load_task
+from avhb.taskdef.config import unrunnable
 from avhb.taskdef.requests import LOGLIKELIHOOD_TYPES
 
 
@@ -202,6 +203,16 @@ def check_backend(tasks: list[Task], plans: dict[str, Any], backend: Any, o: Run
     for t in tasks:
         backend.check_media(plans[t.name].spec, t.name)
         check_loglikelihood(t, backend, registry, label)
+
+
+def check_runnable(tasks: list[Task]) -> None:
+    """A task whose output type avhb loads but does not run
+    (:func:`avhb.taskdef.config.unrunnable`) is one line naming the task,
+    the output type and why, before its data is read or any call made."""
+    for task in tasks:
+        why = unrunnable(task.cfg.config)
+        if why is not None:
+            raise UserError(f"task {task.name!r} cannot run in avhb: {why}")
 
 
 def check_loglikelihood(task: Task, backend: Any, registry: Registry, label: str) -> None:

@@ -135,8 +135,9 @@ UNSUPPORTED = {
     "use_prompt": "promptsource templates (`use_prompt:`) are not supported (write doc_to_text)",
 }
 
-# lmms-eval's output types avhb does not run, each with why (the schema accepts them so that this line is the one said)
-UNSUPPORTED_OUTPUT_TYPES = {
+# lmms-eval's output types a task file may declare that avhb loads but does not run, each with why:
+# ``avhb validate`` notes it, a run refuses the task in one line before any data is read (avhb.run.plan)
+UNRUNNABLE_OUTPUT_TYPES = {
     "generate_until_multi_round": "lmms-eval leaves the rounds to each model class (its OpenAI-compatible models "
                                   "do not implement them), so there is no one behaviour to reproduce; write the "
                                   "rounds as a driver hook (driver: !function module.drive)",
@@ -149,14 +150,20 @@ UNSUPPORTED_OUTPUT_TYPES = {
 
 
 def unsupported(config: Mapping[str, Any]) -> tuple[str, str] | None:
-    """(key, why) of the first thing in a task's keys that avhb does not run
-    (:data:`UNSUPPORTED`, :data:`UNSUPPORTED_OUTPUT_TYPES`), or None."""
+    """(key, why) of the first key of a task that avhb refuses to load
+    (:data:`UNSUPPORTED`), or None."""
     for key, why in UNSUPPORTED.items():
         if config.get(key) not in (None, False):
             return key, why
+    return None
+
+
+def unrunnable(config: Mapping[str, Any]) -> str | None:
+    """Why avhb loads this task but cannot run it (``output_type X: why``,
+    :data:`UNRUNNABLE_OUTPUT_TYPES`), or None."""
     kind = config.get("output_type")
-    if isinstance(kind, str) and kind in UNSUPPORTED_OUTPUT_TYPES:
-        return "output_type", f"output_type {kind}: {UNSUPPORTED_OUTPUT_TYPES[kind]}"
+    if isinstance(kind, str) and kind in UNRUNNABLE_OUTPUT_TYPES:
+        return f"output_type {kind}: {UNRUNNABLE_OUTPUT_TYPES[kind]}"
     return None
 
 
@@ -175,7 +182,8 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
     """All tasks and groups defined by one YAML file (after include/expand).
     Every problem of the file is collected and raised together as
     :class:`ConfigErrors`; notes (keys given twice, hooks a static read
-    cannot decide, missing packages) go to ``sources.notes``.  ``sources``:
+    cannot decide, missing packages, an output type avhb loads but does
+    not run) go to ``sources.notes``.  ``sources``:
     shared by the files of one index build (see Sources).  A file named
     ``_*.yaml`` with neither ``task`` nor ``group`` is an include base: it
     defines nothing."""
@@ -222,6 +230,8 @@ def resolve_file(file: Path, root_dir: Path, root_package: str, namespace: str,
         problems += [str(doc.error(keypath, message))
                      for keypath, message in member_problems(member, package, file.parent, known, sources=sources,
                                                                schema_refused=schema_refused, notes=notes)]
+        if (why := unrunnable(member)) is not None:
+            notes.append((("output_type",), f"task {name!r} loads, but avhb cannot run it: {why}"))
         out.append(TaskConfig(prefix + name, file, package, benchmark, member, lines, namespace,
                               root_dir, root_package))
     if notes:
@@ -292,6 +302,8 @@ def _groups(data: dict[str, Any], file: Path, prefix: str, doc: YamlDoc) -> list
                 group.tasks.append(named(entry["group"]))
             elif isinstance(entry, dict) and (refused := unsupported(entry)) is not None:
                 raise doc.error(("task",), f"unsupported: {refused[1]} (a member of group {name!r})")
+            elif isinstance(entry, dict) and (why := unrunnable(entry)) is not None:  # a member's keys set here are not run
+                raise doc.error(("task",), f"unsupported: {why} (a member of group {name!r})")
             elif isinstance(entry, dict) and isinstance(entry.get("task"), str):
                 member = named(entry["task"])
                 group.tasks.append(member)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -234,10 +235,6 @@ def test_targets_choices_metrics_and_group_members_in_the_peers_shapes(tmp_path)
     ("class", "!function task.Python", "a Python task class (`class:`) is not supported"),
     ("unsafe_code", "true", "`unsafe_code: true` tasks execute model-written code"),
     ("use_prompt", "promptsource:*", "promptsource templates (`use_prompt:`) are not supported"),
-    ("output_type", "generate_until_multi_round",
-     "output_type generate_until_multi_round: lmms-eval leaves the rounds to each model class"),
-    ("output_type", "generate_until_agentic", "output_type generate_until_agentic: lmms-eval's agentic loop lives in"),
-    ("output_type", "generate_visual_cot", "output_type generate_visual_cot: the model first generates an image"),
 ])
 def test_what_avhb_does_not_run_is_refused_in_one_line_saying_why(tmp_path, key, value, why):
     write(tmp_path, "task.py", "class Python:\n    pass\n")
@@ -246,6 +243,51 @@ def test_what_avhb_does_not_run_is_refused_in_one_line_saying_why(tmp_path, key,
     assert proc.returncode == 1
     errors = [line for line in proc.stdout.splitlines() if ".yaml:" in line]
     assert len(errors) == 1 and f"{key}: unsupported: {why}" in errors[0], proc.stdout  # not "unknown key 'recipe'"
+
+
+UNRUNNABLE = [
+    ("generate_until_multi_round", "output_type generate_until_multi_round: lmms-eval leaves the rounds to each "
+                                   "model class"),
+    ("generate_until_agentic", "output_type generate_until_agentic: lmms-eval's agentic loop lives in"),
+    ("generate_visual_cot", "output_type generate_visual_cot: the model first generates an image"),
+]
+
+
+@pytest.mark.parametrize("kind, why", UNRUNNABLE)
+def test_an_output_type_avhb_does_not_run_loads_with_a_note_saying_why(tmp_path, kind, why):
+    """The file loads (a run of it refuses: tests/run/test_unrunnable_output_type.py)."""
+    path = write(tmp_path, "t.yaml", task("t", f"output_type: {kind}\n"))
+    proc = validate(path)
+    assert proc.returncode == 0, proc.stdout
+    notes = [line for line in proc.stdout.splitlines() if ": note: " in line]
+    assert len(notes) == 1, proc.stdout
+    assert notes[0].startswith(f"{path}:6: note: output_type: task 't' loads, but avhb cannot run it: {why}"), notes
+
+
+def test_an_output_type_avhb_does_not_run_is_listed_and_shown(tmp_path, monkeypatch):
+    folder = tmp_path / "unig2ulike"
+    write(folder, "draw.yaml", task("draw_then_answer", "output_type: generate_visual_cot\n"))
+    monkeypatch.setenv("AVHB_CACHE_DIR", str(tmp_path / "cache"))
+    listed = subprocess.run([sys.executable, "-m", "avhb.cli", "list", "tasks", "--include_path", str(folder)],
+                            capture_output=True, text=True, cwd=ROOT)
+    assert listed.returncode == 0, listed.stderr
+    assert "unig2ulike/draw_then_answer" in listed.stdout
+    shown = subprocess.run([sys.executable, "-m", "avhb.cli", "show", "unig2ulike/draw_then_answer",
+                            "--include_path", str(folder)], capture_output=True, text=True, cwd=ROOT)
+    assert shown.returncode == 0, shown.stderr
+    assert "output_type: generate_visual_cot" in shown.stdout
+
+
+def test_a_group_member_setting_an_output_type_avhb_does_not_run_is_refused(tmp_path):
+    """A group's member keys are recorded, not run: a member given an output type avhb does not run is refused
+    where it is set."""
+    write(tmp_path, "a.yaml", task("a"))
+    group = write(tmp_path, "g.yaml", "group: g\ntask:\n  - task: a\n    output_type: generate_visual_cot\n")
+    proc = validate(group)
+    assert proc.returncode == 1
+    errors = [line for line in proc.stdout.splitlines() if ".yaml:" in line and ": note: " not in line]
+    assert len(errors) == 1 and "task: unsupported: output_type generate_visual_cot: the model first generates " \
+        "an image" in errors[0] and "(a member of group 'g')" in errors[0], proc.stdout
 
 
 # -- cause 4: group files named _*.yaml are groups -------------------------------------------------------------------
@@ -314,15 +356,30 @@ def test_lmms_eval_folders_as_shipped_validate(folder):
 
 @pytest.mark.slow  # the peers' shipped task folders, read from their venvs
 @pytest.mark.skipif(LMMS is None, reason="lmms-eval is not installed: run scripts/peer_envs.sh lmms")
-def test_lmms_evals_multi_round_task_is_refused_in_one_line():
+def test_lmms_evals_multi_round_task_loads_with_a_note_that_avhb_cannot_run_it():
     target = LMMS / "mmsearch"
     if not (target / "mmsearch_end2end.yaml").exists():
         pytest.skip("mmsearch is not in this lmms-eval")
     proc = validate(target)
     errors = [line for line in proc.stdout.splitlines() if ".yaml:" in line and ": note: " not in line]
-    assert proc.returncode == 1 and "Traceback" not in proc.stderr
-    assert len(errors) == 1 and "mmsearch_end2end.yaml:9: output_type: unsupported: output_type " \
-        "generate_until_multi_round: lmms-eval leaves the rounds to each model class" in errors[0], proc.stdout
+    assert proc.returncode == 0 and not errors and "Traceback" not in proc.stderr, proc.stdout
+    assert "mmsearch_end2end.yaml:9: note: output_type: task 'mmsearch_end2end' loads, but avhb cannot run it: " \
+        "output_type generate_until_multi_round: lmms-eval leaves the rounds to each model class" in proc.stdout
+
+
+@pytest.mark.slow  # the peers' shipped task folders, read from their venvs
+@pytest.mark.skipif(LMMS is None, reason="lmms-eval is not installed: run scripts/peer_envs.sh lmms")
+def test_lmms_evals_visual_cot_folder_loads_every_file_with_a_note():
+    target = LMMS / "unig2u"
+    if not target.exists():
+        pytest.skip("unig2u is not in this lmms-eval")
+    proc = validate(target)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stdout[-3000:]
+    noted = {line.split(":", 1)[0] for line in proc.stdout.splitlines() if "loads, but avhb cannot run it: "
+             "output_type generate_visual_cot: the model first generates an image" in line}
+    declared = {str(f) for f in target.rglob("*.yaml") if re.search(r"^output_type: *generate_visual_cot",
+                                                                    f.read_text(encoding="utf-8"), re.M)}
+    assert declared and noted == declared, proc.stdout[-3000:]
 
 
 def test_a_group_may_list_a_tag_as_lm_evals_mmlu_stem_does(tmp_path):
