@@ -5,6 +5,7 @@ OpenAI-compatible model beside them; all side by side in one invocation.
 
     python benchmarks/throughput.py                  # everything (a few minutes on 2 cores)
     python benchmarks/throughput.py --workloads text --modes direct,cli --rounds 5
+    python benchmarks/throughput.py --workloads text --modes cli --transports aiohttp --tree old=7c3a8d3
 
 Workloads: ``text`` (``--n`` 2,000 one-line questions) and ``image``
 (``--images`` 200 requests of ``--frames`` 8 JPEG frames, 448x252, each
@@ -31,6 +32,9 @@ medians with min-max, and each round's ratio to ``cli aiohttp``):
   rounds, untimed, into another run folder); ``cli-cold``: the same with
   the cache folder emptied before each run (aiohttp only: start-up, not
   transport); every run's results are checked (all samples, exact_match 1);
+  ``--tree NAME=REV`` (benchmarks/pairing.py's older trees) runs both cli
+  modes with that tree's avhb too (``cli aiohttp NAME``), interleaved with
+  this checkout's, and prints each round's this-checkout / tree ratio;
 - ``lmms``: ``python -m lmms_eval --model openai`` on an equivalent task in
   a temporary include path, in the lmms-eval venv scripts/peer_envs.sh
   builds (``--lmms-python`` to use another; skipped, saying so, when absent).
@@ -59,7 +63,8 @@ import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from pairing import Case, Paired, Run, machine_line, peer_missing, peer_python, progress, run_rounds  # noqa: E402
+from pairing import (Case, Paired, Run, Tree, head_tree, machine_line, peer_missing, peer_python,  # noqa: E402
+                     progress, run_rounds, tree_from_spec)
 
 ROOT = Path(__file__).resolve().parent.parent
 CONCURRENCY = 32
@@ -257,17 +262,18 @@ def make_avhb_pack(root: Path, workload: Workload) -> Path:
     return task_dir / "sample"
 
 
-def cli_case(label: str, workload: Workload, transport: str, server: Server, work: Path, cold: bool) -> Case:
-    """``avhb run`` in a fresh process.  Warm: the on-disk task index and
-    dataset cache exist (the same command ran once, untimed, before the
-    rounds); cold: the cache folder is emptied before each run (a first run
-    after installing)."""
+def cli_case(label: str, workload: Workload, transport: str, server: Server, work: Path, cold: bool,
+             tree: Tree) -> Case:
+    """``avhb run`` of ``tree`` (this checkout's or an older one) in a fresh
+    process.  Warm: the on-disk task index and dataset cache exist (the same
+    command ran once, untimed, before the rounds); cold: the cache folder is
+    emptied before each run (a first run after installing)."""
     folder = work / label.replace(" ", "_")
     folder.mkdir(parents=True)
     cache = folder / "avhb_cache"
-    env = dict(os.environ, PYTHONPATH=_pythonpath(str(workload.pack), str(ROOT)), AVHB_CACHE_DIR=str(cache),
+    env = dict(os.environ, PYTHONPATH=tree.pythonpath(str(workload.pack), str(ROOT)), AVHB_CACHE_DIR=str(cache),
                HF_HUB_OFFLINE="1")
-    cmd = [sys.executable, "-m", "avhb.cli", "run", "--tasks", f"tputpack/{workload.task}", "--model",
+    cmd = [tree.python, "-m", "avhb.cli", "run", "--tasks", f"tputpack/{workload.task}", "--model",
            model_spec(transport, server.base_url), "--sample-data", "--no-report"]
     if not cold:
         subprocess.run([*cmd, "--output-dir", str(folder / "warmup")], env=env, cwd=folder, capture_output=True,
@@ -378,6 +384,23 @@ def verdict(workload: Workload, paired: Paired) -> float | None:
     return best
 
 
+def tree_label(case: str, tree: Tree) -> str:
+    """This checkout's case keeps its name; an older tree's is ``<case> <tree>``."""
+    return case if tree.src is None else f"{case} {tree.name}"
+
+
+def print_tree_ratios(paired: Paired, trees: list[Tree]) -> None:
+    """Each round's this-checkout / older-tree ratio, per cli case and tree."""
+    for tree in trees:
+        for case in [c for c in paired.cases if tree.src is not None and c.endswith(f" {tree.name}")]:
+            mine = case[: -len(tree.name) - 1]
+            for metric in ("wall", "cpu", "peak_mb"):
+                rs = paired.ratios(mine, case, metric)
+                if rs:
+                    print(f"  head / {tree.name} {mine} {metric}: {' '.join(f'{r:.2f}' for r in rs)}  "
+                          f"[{statistics.median(rs):.2f}]")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=2000, help="text questions")
@@ -390,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lmms-python", default=None, help="lmms-eval's interpreter (default: scripts/peer_envs.sh's venv)")
     ap.add_argument("--server", choices=["fast", "threading"], default="fast",
                     help="asyncio server (default) or the stdlib threaded test server")
+    ap.add_argument("--tree", action="append", default=[], metavar="NAME=REV|NAME=PYTHON:SRC",
+                    help="an older avhb to run the cli modes with too (repeatable)")
     ap.add_argument("--json", help="write the medians here")
     args = ap.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -411,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="avhb-tput-") as tmp:
             base = Path(tmp)
+            head = head_tree()
+            trees = [head] + [tree_from_spec(s, base) for s in args.tree]
             for name in [w.strip() for w in args.workloads.split(",") if w.strip()]:
                 workload = Workload(name, args.n if name == "text" else args.images, args.frames, base / name)
                 work = base / f"{name}-runs"
@@ -419,9 +446,11 @@ def main(argv: list[str] | None = None) -> int:
                     if mode == "direct":
                         cases += [direct_case(f"direct {t}", workload, t, server) for t in transports]
                     elif mode == "cli":
-                        cases += [cli_case(f"cli {t}", workload, t, server, work, cold=False) for t in transports]
+                        cases += [cli_case(tree_label(f"cli {t}", tree), workload, t, server, work, False, tree)
+                                  for tree in trees for t in transports]
                     elif mode == "cli-cold":
-                        cases.append(cli_case("cli-cold aiohttp", workload, "aiohttp", server, work, cold=True))
+                        cases += [cli_case(tree_label("cli-cold aiohttp", tree), workload, "aiohttp", server, work,
+                                           True, tree) for tree in trees]
                     elif lmms_python and Path(lmms_python).exists():
                         cases.append(lmms_case("lmms", workload, server, work, lmms_python))
                     else:
@@ -431,6 +460,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"\n{name} workload ({workload.n} requests)")
                 print(paired.table(("wall", "cpu", "peak_mb", "requests_s"), labels={"requests_s": "requests phase s"},
                                    base="cli aiohttp" if "cli aiohttp" in paired.cases else None))
+                print_tree_ratios(paired, trees)
                 print()
                 failed |= bool(paired.failures())
                 ratio = verdict(workload, paired)
