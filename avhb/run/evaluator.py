@@ -88,6 +88,7 @@ class Evaluator:
         self.stopped: str | None = None  # why the run stopped early (a backend's breaker opened)
         self.not_attempted = 0  # samples an open breaker never sent
         self.causes: Counter[str] = Counter()  # the failed samples' errors, by cause (avhb.run.budget.error_cause)
+        self.kept_usage: dict[str, Any] | None = None  # usage["model"] of a resume that kept every task
 
     @property
     def _model(self) -> BackendSpec:
@@ -240,6 +241,8 @@ class Evaluator:
             self.stopped = self._stop_reason(model, judges)
             if self.stopped:
                 break
+        if not ran:
+            self.kept_usage = _usage_of_the_same_tasks(before, self.results)
 
     def _finish(self, tasks: list[Task]) -> dict[str, Any]:
         """results.json's last word (a stopped run says why), the report;
@@ -403,6 +406,9 @@ class Evaluator:
         on, from the journal (:mod:`avhb.run.usage`)."""
         from avhb.run.usage import model_usage
 
+        if self.kept_usage is not None:  # every task kept whole: the journal holds nothing new for them
+            self.results.usage["model"] = self.kept_usage
+            return
         self.results.usage["model"] = model_usage(
             kind_file(self.folder.journal_dir, MODEL_CALLS),
             {name: self.folder.samples_path(name) for name in self.results.tasks})
@@ -421,3 +427,14 @@ class Evaluator:
             raise
         except Exception as exc:
             print(f"avhb: warning: report.html not written: {exc}", file=sys.stderr)
+
+
+def _usage_of_the_same_tasks(before: RunResults, now: RunResults) -> dict[str, Any] | None:
+    """The previous results.json's ``usage["model"]`` when it covers exactly
+    the tasks these results hold (a resume that kept every task: the calls
+    those results rest on are the ones it counted), else None (read the
+    journal again)."""
+    model = before.usage.get("model")
+    if not isinstance(model, dict) or not isinstance(model.get("tasks"), dict):
+        return None
+    return model if set(model["tasks"]) == set(now.tasks) else None

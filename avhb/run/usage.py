@@ -9,7 +9,10 @@ Read from the run folder's ``journal/responses.jsonl`` (what
 :class:`avhb.call.caller.Caller` wrote for the model under test) once,
 a line at a time, when the run's results are written for the last time
 (:meth:`avhb.run.evaluator.Evaluator._finish`; ``avhb score`` and ``avhb
-merge`` too, the latter over the shards' union).
+merge`` too, the latter over the shards' union).  A resume that keeps every
+task whole (each finished earlier with the same settings) sends nothing and
+its results are the previous ones, so it keeps the previous results.json's
+``usage["model"]`` as it is, without reading the journal again.
 
 **Which calls count: those this run's results rest on.**  A journal entry
 counts when

@@ -128,6 +128,32 @@ def test_a_run_reports_its_journal_per_task_and_the_same_after_a_resume(tmp_path
     assert json.loads((out / "results.json").read_text())["usage"] == results["usage"]
 
 
+def test_a_resume_that_keeps_every_task_reuses_the_usage_without_reading_the_journal(tmp_path, testpack,
+                                                                                    monkeypatch):
+    """Every task finished with the same settings: the calls its results rest
+    on are those the previous results.json counted, so the journal is not read
+    again (at 20,000 samples that read was most of a finished rerun's CPU)."""
+    import avhb
+    import avhb.run.usage
+    from avhb.model.backend import parse_backend_spec
+
+    def options(tasks):
+        return avhb.RunOptions(tasks=tasks, model=parse_backend_spec("testpack/echo"), output_dir=tmp_path / "run",
+                               sample_data=True, write_report=False)
+
+    first = avhb.evaluate(options(["testpack/qa_easy", "testpack/qa_hard"]))
+
+    def no_journal_read(*args, **kwargs):
+        raise AssertionError("the journal was read for usage")
+
+    monkeypatch.setattr(avhb.run.usage, "model_usage", no_journal_read)
+    again = avhb.evaluate(options(["testpack/qa_easy", "testpack/qa_hard"]))
+    assert again["usage"] == first["usage"] and set(again["usage"]["model"]["tasks"]) == {
+        "testpack/qa_easy", "testpack/qa_hard"}
+    with pytest.raises(AssertionError, match="journal was read"):  # fewer tasks: the usage is read again
+        avhb.evaluate(options(["testpack/qa_easy"]))
+
+
 def test_a_resumed_rerun_through_the_journal_counts_its_calls(tmp_path, testpack):
     """A task that runs again (results.json gone) is answered by the journal: its calls still count."""
     out = tmp_path / "run"
