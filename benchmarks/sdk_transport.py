@@ -22,13 +22,14 @@ import json
 from typing import Any
 
 from avhb.errors import UserError
-from avhb.model.backend import BackendSpec
+from avhb.model.backend import Argument, BackendSpec
 from avhb.model.resilience import MalformedReply
 from avhb.model_backends.openai_backend import OpenAIBackend
 
 
 class SdkOpenAIBackend(OpenAIBackend):
-    own_args = OpenAIBackend.own_args | {"sdk_http"}
+    arguments = {**OpenAIBackend.arguments,
+                 "sdk_http": Argument("httpx | aiohttp", "httpx", "the SDK's HTTP client")}
     usage = "openai_sdk:MODEL,base_url=...,sdk_http=httpx|aiohttp"
 
     def __init__(self, spec: BackendSpec):

@@ -88,7 +88,6 @@ ARGUMENTS = {
     "max_inline_mb": Argument("float (MB)", "20", "the largest video file sent inline (a bigger one fails its "
                               "sample asking for frames)"),
 }
-_OWN_ARGS = frozenset(ARGUMENTS)
 
 
 def import_litellm() -> Any:

@@ -133,8 +133,6 @@ AZURE_ARGUMENTS = {
     "api_version": Argument("str (date)", "$OPENAI_API_VERSION", "Azure's api-version (required), e.g. 2024-10-21"),
     "deployment": Argument("str", "the model name", "the deployment the requests go to"),
 }
-_OWN_ARGS = frozenset(OPENAI_ARGUMENTS)
-_AZURE_ARGS = frozenset(AZURE_ARGUMENTS)
 
 
 @dataclass
@@ -313,7 +311,6 @@ class OpenAIBackend(Backend):
 
     default_key_env = "OPENAI_API_KEY"
     arguments = OPENAI_ARGUMENTS
-    own_args = _OWN_ARGS
     usage = "openai:MODEL"
 
     def __init__(self, spec: BackendSpec):
@@ -500,7 +497,6 @@ class AzureOpenAIBackend(OpenAIBackend):
 
     default_key_env = "AZURE_OPENAI_API_KEY"
     arguments = AZURE_ARGUMENTS
-    own_args = _AZURE_ARGS
     usage = "azure:DEPLOYMENT,base_url=https://RESOURCE.openai.azure.com,api_version=YYYY-MM-DD"
 
     def __init__(self, spec: BackendSpec):

@@ -62,7 +62,6 @@ class OpenAICompletionsBackend(OpenAIBackend):
     capabilities = Capabilities(text=True, images=0, video=False, audio=False, multi_turn=True, sees_pixels=False,
                                 loglikelihood=True)
     arguments = ARGUMENTS
-    own_args = frozenset(ARGUMENTS)
     usage = "openai-completions:MODEL,base_url=http://HOST:PORT/v1"
 
     def __init__(self, spec: BackendSpec):
