@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from avhb.data.jsonl_rows import JsonlRows
-from avhb.data.arrow_cache import load_arrow
-from avhb.data.media_columns import DatasetRows, is_media_dataset, undecoded
 from avhb.data.sources import DataSource, default_loader, eval_split, load_builder
 from avhb.errors import SampleError, UserError
 from avhb.score.judges import JudgeRole
@@ -86,9 +84,20 @@ def columns_of(docs: Sequence[dict[str, Any]]) -> frozenset[str] | None:
     file read lazily (its rows are not all held)."""
     if isinstance(docs, JsonlRows):
         return None
-    if isinstance(docs, DatasetRows):
-        return frozenset(docs.dataset.column_names)
+    if _read_by_datasets(docs):
+        from avhb.data.media_columns import DatasetRows
+
+        if isinstance(docs, DatasetRows):
+            return frozenset(docs.dataset.column_names)
     return frozenset(key for doc in docs for key in doc)
+
+
+def _read_by_datasets(docs: Any) -> bool:
+    """Whether ``docs`` may be what ``datasets`` made (a ``Dataset``, or
+    its :class:`~avhb.data.media_columns.DatasetRows`): anything but a
+    list or a .jsonl file's rows.  Only such data imports
+    :mod:`avhb.data.media_columns`."""
+    return not isinstance(docs, (list, JsonlRows))
 
 
 class Task(TaskPrompts):
@@ -228,12 +237,17 @@ class Task(TaskPrompts):
             docs = splits[split]
             where = f"task {self.name!r} ({source.builder} data, split {split!r})"
         elif source.kind == "datasets-cache":  # a build in datasets' Arrow cache, read as datasets reads it
+            from avhb.data.arrow_cache import load_arrow
+
             docs = load_arrow(source.root, str(self.cfg.get("dataset_path")), split, self.name)
             where = f"task {self.name!r} (datasets' cache {source.root}, split {split!r})"
         else:
             docs = default_loader(source.root, self.cfg, split)
             where = str(source.root)
-        docs = undecoded(docs)  # a datasets.Dataset's Audio/Video columns: avhb's decoders, not torchcodec
+        if _read_by_datasets(docs):  # a datasets.Dataset's Audio/Video columns: avhb's decoders, not torchcodec
+            from avhb.data.media_columns import undecoded
+
+            docs = undecoded(docs)
         hook = self.cfg.get("process_docs") if process_docs is OWN else process_docs
         if isinstance(hook, dict) and "function" in hook:  # a Dataset stays one: lm-eval's hooks call .map/.filter
             docs = self._load_hook_at(("process_docs",), hook["function"],
@@ -276,8 +290,11 @@ class Task(TaskPrompts):
     def _listed(docs: Any, where: str) -> Sequence[dict[str, Any]]:
         if isinstance(docs, JsonlRows):  # every row was checked when the file was scanned
             return docs
-        if is_media_dataset(docs):  # a Dataset's rows are mappings; read (and decoded) when used
-            return DatasetRows(docs)
+        if _read_by_datasets(docs):
+            from avhb.data.media_columns import DatasetRows, is_media_dataset
+
+            if is_media_dataset(docs):  # a Dataset's rows are mappings; read (and decoded) when used
+                return DatasetRows(docs)
         try:
             docs = list(docs)
         except TypeError:
