@@ -78,14 +78,20 @@ def _render(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
 
 
 def describe_metrics(typed: RunResults) -> list[str]:
-    """``metric: description`` once per metric name, headline first."""
+    """``metric: description (direction; 95 % CI: method)`` once per metric
+    name, headline first; the method as the first task with an interval
+    for it made it (``avhb.score.stats.INTERVAL_LABELS``)."""
+    from avhb.score.stats import INTERVAL_LABELS
+
     seen: dict[str, str] = {}
     for r in typed.tasks.values():
-        for metric in r.ordered():
+        for metric, cell in r.ordered().items():
             info = r.info.get(metric)
             if info and info.description and metric not in seen:
-                better = {True: " (higher is better)", False: " (lower is better)", None: ""}.get(info.higher_is_better, "")
-                seen[metric] = f"{metric}: {info.description}{better}"
+                better = {True: "higher is better", False: "lower is better", None: ""}.get(info.higher_is_better, "")
+                how = INTERVAL_LABELS.get(cell.ci_method or "") if cell.ci is not None else None
+                said = "; ".join(x for x in (better, how and f"95 % CI: {how}") if x)
+                seen[metric] = f"{metric}: {info.description}" + (f" ({said})" if said else "")
     return list(seen.values())
 
 

@@ -114,6 +114,11 @@ INTERVALS = {
                       "se clustered where there are clusters)",
     NORMAL: "value ± 1.96 × standard error (clustered where there are clusters)",
 }
+INTERVAL_LABELS = {  # the same, in the few words a metric's printed description ends with
+    WILSON: "Wilson",
+    WILSON_EFFECTIVE: "Wilson at the effective n",
+    NORMAL: "± 1.96 se",
+}
 
 
 def wilson(p: float, n: float, z: float = Z95) -> tuple[float, float]:

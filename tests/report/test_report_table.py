@@ -89,3 +89,19 @@ def test_table_accepts_bare_task_mapping():
     text = format_results_table({"t": {"acc": 1.0, "acc_stderr": 0.0, "acc_n": 2}})
     assert "| t    | acc    | 1.0000 | ± | 0.0000 | 2 |" in text
     assert format_results_table({"results": {}}) == "(no task results)"
+
+
+def test_a_description_says_how_its_interval_was_made():
+    """The printed description ends with the 95 % interval's method, as the
+    metric's results.json entry records it; no interval, no method."""
+    res = {"acc": 0.5, "acc_stderr": 0.1, "acc_n": 20, "acc_ci": [0.3, 0.7],
+           "bias": 0.2, "bias_stderr": 0.05, "bias_n": 20, "bias_ci": [0.1, 0.3],
+           "share": 0.4, "share_stderr": 0.1, "share_n": 20}
+    doc = {"results": {"t": res}, "metrics": {"t": {
+        "acc": {"kind": "headline", "higher_is_better": True, "description": "right", "interval": "wilson"},
+        "bias": {"kind": "diagnostic", "higher_is_better": None, "description": "lean", "interval": "normal"},
+        "share": {"kind": "diagnostic", "higher_is_better": None, "description": "part"}}}}
+    lines = format_results_table(doc).splitlines()
+    assert "acc: right (higher is better; 95 % CI: Wilson)" in lines
+    assert "bias: lean (95 % CI: ± 1.96 se)" in lines
+    assert "share: part" in lines
