@@ -93,12 +93,11 @@ def read_samples_file(path: Path, id_key: str = "id") -> TaskLines:
     that did not fail (an ``error`` set); a file with a line that is not a
     sample is a UserError naming the file and line (a comparison made from
     part of a file would be silently wrong), as is a sample without
-    ``id_key``."""
+    ``id_key`` and a file that is not there."""
     out = TaskLines(source=str(path))
     source = SamplesFile(path)
     for line in source.lines():
         row = line.row
-        assert row is not None  # every line is parsed
         if id_key not in row:
             raise UserError(f"{path} line {line.lineno}: not a sample line (no {id_key!r})")
         out.total += 1
@@ -110,6 +109,8 @@ def read_samples_file(path: Path, id_key: str = "id") -> TaskLines:
         doc = given if isinstance(given := row.get("doc"), dict) else {}
         scores = given if isinstance(given := row.get("scores"), dict) else row
         out.lines[key] = Line(doc, scores)
+    if source.missing:
+        raise UserError(f"{path}: no such samples file")
     if source.bad:
         raise UserError(f"{source.bad_summary()} (a samples file half written? finish the run first)")
     return out

@@ -231,3 +231,12 @@ def test_a_group_is_compared_on_its_members_samples_together(tmp_path):
     # the mean of the members' means is not the mean of the pooled samples: compared through its standard error
     means = table.pairing(1, table.columns.index(Column("means", "acc", group=True)))
     assert means.test.method == UNPAIRED_Z
+
+
+def test_a_samples_file_that_is_not_there_is_refused_not_read_as_empty(tmp_path):
+    """read_samples_file of a missing file is one UserError naming it: an
+    empty file's lines would compare as a run with no samples."""
+    from avhb.report.paired import read_samples_file
+
+    with pytest.raises(UserError, match=r"gone\.jsonl: no such samples file"):
+        read_samples_file(tmp_path / "gone.jsonl")
