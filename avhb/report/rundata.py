@@ -119,18 +119,20 @@ def read_samples(path: Path, limit: int | None, problems: list[str]) -> TaskSamp
     flagged: list[SampleLine] = []
     ordinary: list[SampleLine] = []
     maybe_flagged = _MAYBE_FLAGGED.search
-    capped = limit is not None
-    full = limit is not None and limit <= 0  # ``limit`` ordinary samples kept: the rest parsed only when maybe flagged
+    cap = limit or 0
+
+    def parse(raw: bytes) -> bool:  # ``limit`` ordinary samples kept: the rest parsed only when maybe flagged
+        return others_kept < cap or maybe_flagged(raw) is not None
+
     source = SamplesFile(path)
     try:
-        for line in source.lines(parse=(lambda raw: not full or maybe_flagged(raw) is not None) if capped else None):
+        for line in source.lines(parse=None if limit is None else parse):
             parsed += 1
             if _needs_attention(line.row):
                 flagged.append(line)
             elif limit is None or others_kept < limit:
                 ordinary.append(line)
                 others_kept += 1
-                full = capped and others_kept >= (limit or 0)
     except SamplesUnreadable as exc:
         problems.append(f"samples/{path.name}: unreadable ({exc.reason})")
         return TaskSamples([], 0, 0)
