@@ -14,9 +14,8 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
 
-from avhb.runfolder.layout import RUN_FILE, results_file, run_file, samples_files
+from avhb.runfolder.layout import RESULTS_FILE, RUN_FILE, results_file, samples_files
 from avhb.runfolder.manifest import manifest_file
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -40,15 +39,8 @@ the run folder's readers it reads through)."""
             h.update(f"|{os.path.basename(code)}:{st.st_mtime_ns}:{st.st_size}".encode())
         except OSError:
             h.update(b"|-")
-    for path in (run_file(run_dir), results_file(run_dir)):
-        try:
-            raw = path.read_bytes()
-        except OSError:
-            h.update(f"|{path.name}:-".encode())
-            continue
-        if path.name == RUN_FILE:
-            raw = _without_stamp(raw, manifest_file(run_dir).data)
-        h.update(f"|{path.name}:".encode() + hashlib.sha256(raw).digest())
+    for name, raw in ((RUN_FILE, _shown_run(run_dir)), (RESULTS_FILE, _read(results_file(run_dir)))):
+        h.update(f"|{name}:-".encode() if raw is None else f"|{name}:".encode() + hashlib.sha256(raw).digest())
     for path in samples_files(run_dir):
         try:
             st = path.stat()
@@ -63,14 +55,22 @@ the run folder's readers it reads through)."""
 _NOT_SHOWN = ("updated", "invocations")
 
 
-def _without_stamp(raw: bytes, info: dict[str, Any] | None) -> bytes:
-    """run.json's bytes for the digest: the keys the report never shows
-    left out of its object ``info``, the rest with sorted keys (a rerun may
-    write them in another order); the bytes as they are when it is no
-    JSON object."""
-    if info is None:
-        return raw
-    return json.dumps({k: v for k, v in info.items() if k not in _NOT_SHOWN}, sort_keys=True).encode()
+def _shown_run(run_dir: Path) -> bytes | None:
+    """run.json for the digest, read once: the keys the report never shows
+    left out of its object, the rest with sorted keys (a rerun may write
+    them in another order); its bytes as they are when it holds no JSON
+    object; None when there is none."""
+    got = manifest_file(run_dir)
+    if got.data is None:
+        return _read(got.path)
+    return json.dumps({k: v for k, v in got.data.items() if k not in _NOT_SHOWN}, sort_keys=True).encode()
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def recorded_page_digest(report: Path) -> str | None:
