@@ -79,8 +79,9 @@ def _render(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
 
 def describe_metrics(typed: RunResults) -> list[str]:
     """``metric: description (direction; 95 % CI: method)`` once per metric
-    name, headline first; the method as the first task with an interval
-    for it made it (``avhb.score.stats.INTERVAL_LABELS``)."""
+    name, headline first, as the first task that describes the metric has
+    it: its interval's method (``avhb.score.stats.INTERVAL_LABELS``), none
+    when that task's cell has no interval."""
     from avhb.score.stats import INTERVAL_LABELS
 
     seen: dict[str, str] = {}
