@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -117,6 +118,15 @@ def test_resample_lengths_and_mono():
 def test_missing_package_is_a_user_error_with_pip_command():
     with pytest.raises(UserError, match=r"'faster_whisper_nope' is not installed \(needed for ASR\); run: pip install faster-whisper-nope"):
         offline_models.require("faster_whisper_nope", "ASR")
+
+
+def test_a_package_installed_without_its_files_is_a_user_error_with_pip_command(tmp_path, monkeypatch):
+    (tmp_path / "avhb_probe_models").mkdir()  # no __init__.py: a namespace package, no folder of its own
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "avhb_probe_models", raising=False)
+    with pytest.raises(UserError, match=r"^python package 'avhb_probe_models' \(needed for a model\) is installed "
+                                        r"without its files; run: pip install --force-reinstall avhb-probe-models$"):
+        offline_models._package_dir("avhb_probe_models", "a model")
 
 
 def test_whisper_base_is_built_once_and_checked(tmp_path, monkeypatch):
