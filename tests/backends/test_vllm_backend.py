@@ -100,6 +100,14 @@ def test_unsampled_video_is_a_sample_error():
         build_inputs(req, fake_template)
 
 
+def test_an_image_without_pixels_or_a_file_is_a_sample_error():
+    from avhb.errors import SampleError
+
+    req = Request(messages=[Message("user", [ImagePart(), TextPart("?")])])
+    with pytest.raises(SampleError, match="^image part has neither pixels nor a file$"):
+        build_inputs(req, fake_template)
+
+
 def test_free_model_path_and_overrides():
     model, engine, caps = resolve_model(BackendSpec("vllm", "/models/tiny-qwen2-vl", {"max_model_len": 2048, "audio": True}))
     assert model == "/models/tiny-qwen2-vl" and engine == {"max_model_len": 2048}
