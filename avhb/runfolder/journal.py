@@ -48,12 +48,19 @@ def entries(path: Path) -> Iterator[dict[str, Any]]:
         return
     with fh:
         for line in fh:
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a torn write from a killed run
-            if isinstance(entry, dict) and isinstance(entry.get("key"), str):
+            entry = _entry(line)
+            if entry is not None:
                 yield entry
+
+
+def _entry(line: bytes) -> dict[str, Any] | None:
+    """A journal line's entry: a JSON object with a string ``key``; None
+    for anything else (a torn write from a killed run)."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    return entry if isinstance(entry, dict) and isinstance(entry.get("key"), str) else None
 
 
 class Journal:
@@ -92,11 +99,8 @@ class Journal:
                 with open(path, "rb") as fh:
                     offset = 0
                     for line in fh:
-                        try:
-                            record = json.loads(line)
-                        except ValueError:
-                            record = None  # torn write from a killed run
-                        if isinstance(record, dict) and isinstance(record.get("key"), str):
+                        record = _entry(line)
+                        if record is not None:
                             index.add(key_hash(record["key"]), offset)
                         offset += len(line)
             self._index[kind] = index
@@ -233,12 +237,9 @@ def _last_lines(path: Path) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     with open(path, "rb") as src:
         for line in src:
-            try:
-                key = json.loads(line).get("key")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(key, str):
-                out[key] = line if line.endswith(b"\n") else line + b"\n"
+            entry = _entry(line)
+            if entry is not None:
+                out[entry["key"]] = line if line.endswith(b"\n") else line + b"\n"
     return out
 
 
