@@ -71,13 +71,14 @@ CONCURRENCY = 32
 RULE = 1.5  # the SDK becomes the transport if its end-to-end time is within this factor of aiohttp's
 TRANSPORTS = ("aiohttp", "sdk", "sdk-aiohttp")
 FRAME_SIZE = (448, 252)
+CHECKOUT = Tree("head", sys.executable, None)  # this checkout, for the server and the direct cases
 
 
 # -- the instant server -----------------------------------------------------
 
 class Server:
     def __init__(self, kind: str = "fast") -> None:
-        env = dict(os.environ, PYTHONPATH=_pythonpath(str(ROOT)))
+        env = dict(os.environ, PYTHONPATH=CHECKOUT.pythonpath(str(ROOT)))
         flags = ["--fast"] if kind == "fast" else []
         self.kind = kind
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.servers.openai_server", "--port", "0",
@@ -92,11 +93,6 @@ class Server:
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
-
-
-def _pythonpath(*paths: str) -> str:
-    extra = os.environ.get("PYTHONPATH", "")
-    return os.pathsep.join([*paths, extra] if extra else paths)
 
 
 def model_spec(transport: str, base_url: str) -> str:
@@ -187,7 +183,7 @@ _DIRECT = textwrap.dedent("""
 
 
 def direct_case(label: str, workload: Workload, transport: str, server: Server) -> Case:
-    env = dict(os.environ, PYTHONPATH=_pythonpath(str(workload.pack), str(ROOT)))
+    env = dict(os.environ, PYTHONPATH=CHECKOUT.pythonpath(str(workload.pack), str(ROOT)))
 
     def parse(run: Run) -> dict:
         line = next((x for x in run.stderr.splitlines() if x.startswith("REQUESTS ")), "")
