@@ -21,9 +21,9 @@ docs/plugins.md, "The public API").
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from avhb.lazy_exports import lazy_exports
 from avhb.version import __version__
 
 # public name -> "module" (the same name there) or "module:attr" (another name there)
@@ -112,14 +112,7 @@ if TYPE_CHECKING:  # the same names for a type checker, which does not run __get
 
 
 if not TYPE_CHECKING:  # hidden from a type checker, so a name missing above is an error, not Any
-    def __getattr__(name: str) -> Any:
-        where = _EXPORTS.get(name)
-        if where is None:
-            raise AttributeError(f"module 'avhb' has no attribute {name!r}")
-        module, _, attr = where.partition(":")
-        value = getattr(importlib.import_module(module), attr or name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_exports(globals(), _EXPORTS)
 
 
 def __dir__() -> list[str]:

@@ -64,7 +64,7 @@ def test_the_check_covers_each_folder_under_its_installed_name():
 # The public modules whose names load lazily (a module ``__getattr__``): each also imports them under
 # ``if TYPE_CHECKING:``, since a type checker does not run ``__getattr__`` (without them every name
 # would be Any to the packs, the plugins and a third party's own type check).
-LAZY_PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.plugins.metrics")
+LAZY_PUBLIC_MODULES = ("avhb", "avhb.media", "avhb.report", "avhb.plugins.metrics")
 
 
 def _static_imports(module: str, path: Path) -> dict[str, tuple[str, str]]:

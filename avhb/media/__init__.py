@@ -7,8 +7,9 @@ avhb.media`` imports neither PyAV, decord, Pillow nor torch.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from avhb.lazy_exports import lazy_exports
 
 # Bound now, not lazily: ``probe`` is also a submodule's name, and importing
 # ``avhb.media.probe`` would otherwise leave the module here in its place.
@@ -58,13 +59,7 @@ if TYPE_CHECKING:  # the same names for a type checker, which does not run __get
 
 
 if not TYPE_CHECKING:  # hidden from a type checker, so a name missing above is an error, not Any
-    def __getattr__(name: str) -> Any:
-        module = _EXPORTS.get(name)
-        if module is None:
-            raise AttributeError(f"module 'avhb.media' has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"avhb.media.{module}"), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_exports(globals(), _EXPORTS, prefix="avhb.media.")
 
 
 def __dir__() -> list[str]:

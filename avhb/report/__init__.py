@@ -5,24 +5,18 @@ Charts are hand-written inline SVG: no plotting library is imported.
 """
 from __future__ import annotations
 
-__all__ = ["write_report", "compare_runs", "format_results_table", "Progress"]
+from typing import TYPE_CHECKING
 
+from avhb.lazy_exports import lazy_exports
 
-def __getattr__(name: str):
-    if name == "write_report":
-        from avhb.report.html import write_report
+_EXPORTS = {"write_report": "avhb.report.html", "compare_runs": "avhb.report.compare",
+            "format_results_table": "avhb.report.table", "Progress": "avhb.run.progress"}
+__all__ = list(_EXPORTS)
 
-        return write_report
-    if name == "compare_runs":
-        from avhb.report.compare import compare_runs
-
-        return compare_runs
-    if name == "format_results_table":
-        from avhb.report.table import format_results_table
-
-        return format_results_table
-    if name == "Progress":
-        from avhb.run.progress import Progress
-
-        return Progress
-    raise AttributeError(name)
+if TYPE_CHECKING:
+    from avhb.report.compare import compare_runs as compare_runs
+    from avhb.report.html import write_report as write_report
+    from avhb.report.table import format_results_table as format_results_table
+    from avhb.run.progress import Progress as Progress
+else:
+    __getattr__ = lazy_exports(globals(), _EXPORTS)

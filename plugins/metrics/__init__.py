@@ -34,8 +34,9 @@ these names.
 """
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from avhb.lazy_exports import lazy_exports
 
 # public name -> the module (in this package) that defines it
 _EXPORTS = {
@@ -65,13 +66,7 @@ if TYPE_CHECKING:  # the same names for a type checker, which does not run __get
 
 
 if not TYPE_CHECKING:  # hidden from a type checker, so a name missing above is an error, not Any
-    def __getattr__(name: str) -> Any:
-        module = _EXPORTS.get(name)
-        if module is None:
-            raise AttributeError(f"module 'avhb.plugins.metrics' has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"avhb.plugins.metrics.{module}"), name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_exports(globals(), _EXPORTS, prefix="avhb.plugins.metrics.")
 
 
 def __dir__() -> list[str]:
